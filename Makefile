@@ -1,0 +1,54 @@
+# The commands of the README. Each works on a fresh Debian 12 machine as root.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+
+# The real components `make services` starts (tests and benchmarks use them).
+TEST_ENV := DATABASE_URL=postgres://portal:portal@127.0.0.1:5432/portal \
+	CELERY_BROKER_URL=redis://127.0.0.1:6379/0 \
+	AWS_ENDPOINT_URL=http://127.0.0.1:5000 \
+	SECRET_KEY=test-only-secret-key EMAIL_URL=locmem:// DEBUG=false \
+	DJANGO_ALLOW_ASYNC_UNSAFE=true
+
+.PHONY: install services run worker test bench check clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt requirements-dev.txt
+	@command -v python3 >/dev/null || (apt-get update -q && apt-get install -y -q python3)
+	@python3 -m venv --help >/dev/null 2>&1 && python3 -c "import ensurepip" 2>/dev/null \
+		|| (apt-get update -q && apt-get install -y -q python3-venv python3-dev build-essential)
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements-dev.txt
+	@touch $(STAMP)
+
+services: install
+	bash scripts/services.sh
+
+# The portal on embedded defaults: SQLite, a filesystem Celery transport, console email, the
+# local compute backend. A real Celery worker (with beat) runs beside the web server.
+run: install
+	@mkdir -p var
+	DEBUG=true $(PY) manage.py migrate --noinput
+	DEBUG=true $(PY) manage.py seed_demo $(if $(PASSWORD),--password $(PASSWORD),--password demo)
+	@echo "Portal on http://127.0.0.1:8000 (users researcher, pi, reviewer, admin; password $(or $(PASSWORD),demo))"
+	@DEBUG=true $(VENV)/bin/celery -A portal worker -B --pool solo --loglevel INFO \
+		--schedule var/celerybeat-schedule > var/worker.log 2>&1 & \
+		worker=$$!; trap "kill $$worker 2>/dev/null" EXIT INT TERM; \
+		DEBUG=true $(PY) manage.py runserver 127.0.0.1:8000
+
+test: install services
+	$(TEST_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+bench: install services
+	$(TEST_ENV) $(PY) bench/run_all.py
+
+check: install
+	DEBUG=true $(PY) manage.py check
+	DEBUG=true $(PY) manage.py makemigrations --check --dry-run
+
+clean:
+	rm -rf var staticfiles .pytest_cache

@@ -1,0 +1,180 @@
+"""API input and output shapes. Inputs validate types; policy lives in the services."""
+from __future__ import annotations
+
+from django.utils import timezone
+from rest_framework import serializers
+
+from ..models import (
+    Allocation, AllocationRequest, Facility, NodeType, Project, ProjectMembership, Sensitivity,
+)
+from ..selectors import visible_allocations, visible_projects
+
+
+class NodeTypeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = NodeType
+        fields = [
+            "id", "name", "accelerator", "accelerator_memory_gb", "accelerators_per_node",
+            "cpu_cores", "memory_gb", "interconnect", "peak_tflops_fp16", "peak_tflops_bf16",
+            "peak_tflops_fp32", "peak_tflops_fp64", "launch_date", "instance_type",
+            "price_on_demand", "price_spot",
+        ]
+
+
+class FacilitySerializer(serializers.ModelSerializer):
+    node_types = NodeTypeSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Facility
+        fields = [
+            "slug", "name", "kind", "backend", "description", "documentation_url",
+            "trial_gpu_hours_cap", "trial_days", "trial_auto_approve", "latest_end_date",
+            "allowed_sensitivity", "gpu_hour_rate", "offers_notebooks", "offers_root",
+            "offers_public_web", "node_types",
+        ]
+
+
+class MemberSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = ProjectMembership
+        fields = ["username", "role", "cluster_username"]
+
+
+class ProjectSerializer(serializers.ModelSerializer):
+    members = MemberSerializer(source="memberships", many=True, read_only=True)
+    pi = serializers.CharField(source="pi.username", read_only=True)
+
+    class Meta:
+        model = Project
+        fields = ["id", "code", "title", "research_area", "pi", "pi_name", "pi_email",
+                  "members", "created_at"]
+        read_only_fields = ["id", "pi", "members", "created_at"]
+        # Uniqueness is the service's to check, with a clear message.
+        extra_kwargs = {"code": {"validators": []}}
+
+
+class MemberInputSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    role = serializers.ChoiceField(choices=ProjectMembership.Role.choices,
+                                   default=ProjectMembership.Role.MEMBER)
+    cluster_username = serializers.RegexField(r"^[a-z_][a-z0-9_-]{0,31}$", required=False,
+                                              allow_blank=True, default="")
+
+
+class RequestOutputSerializer(serializers.ModelSerializer):
+    facility = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    node_type = serializers.CharField(source="node_type.name", default=None, read_only=True)
+    project_code = serializers.CharField(source="project.code", read_only=True)
+    requested_by = serializers.CharField(source="requested_by.username", read_only=True)
+    reviewed_by = serializers.CharField(source="reviewed_by.username", default=None,
+                                        read_only=True)
+
+    class Meta:
+        model = AllocationRequest
+        fields = [
+            "id", "project", "project_code", "facility", "node_type", "kind", "purpose",
+            "extends", "gpu_hours", "cpu_hours", "cloud_budget", "start_date", "end_date",
+            "data_sensitivity", "justification", "status", "requested_by", "submitted_at",
+            "reviewed_by", "reviewed_at", "decision_comment", "allocation", "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class RequestInputSerializer(serializers.Serializer):
+    """What a caller may send to create or edit a request. `node_type` is a node type's id or
+    its name within the facility."""
+
+    project = serializers.PrimaryKeyRelatedField(queryset=Project.objects.none())
+    facility = serializers.SlugRelatedField(slug_field="slug",
+                                            queryset=Facility.objects.filter(is_active=True))
+    node_type = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+    kind = serializers.ChoiceField(choices=AllocationRequest.Kind.choices,
+                                   default=AllocationRequest.Kind.FULL)
+    purpose = serializers.ChoiceField(choices=AllocationRequest.Purpose.choices,
+                                      default=AllocationRequest.Purpose.NEW)
+    extends = serializers.PrimaryKeyRelatedField(queryset=Allocation.objects.none(),
+                                                 required=False, allow_null=True)
+    gpu_hours = serializers.IntegerField(min_value=0, max_value=10_000_000)
+    cpu_hours = serializers.IntegerField(min_value=0, max_value=100_000_000, default=0)
+    cloud_budget = serializers.DecimalField(max_digits=10, decimal_places=2, min_value=0,
+                                            required=False, allow_null=True)
+    start_date = serializers.DateField()
+    end_date = serializers.DateField()
+    data_sensitivity = serializers.ChoiceField(choices=Sensitivity.choices,
+                                               default=Sensitivity.PUBLIC)
+    justification = serializers.CharField(max_length=10_000)
+    submit = serializers.BooleanField(default=False, write_only=True)
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].queryset = visible_projects(user)
+        self.fields["extends"].queryset = visible_allocations(user)
+
+    def validate_start_date(self, value):
+        if self.instance is None and value < timezone.localdate():
+            raise serializers.ValidationError("The start date cannot be in the past.")
+        return value
+
+    def validate(self, attrs):
+        facility = attrs.get("facility") or getattr(self.instance, "facility", None)
+        if "node_type" not in attrs and self.partial:
+            return attrs
+        raw = attrs.get("node_type")
+        if raw in (None, ""):
+            attrs["node_type"] = None
+            return attrs
+        choices = NodeType.objects.filter(facility=facility)
+        found = choices.filter(pk=int(raw)).first() if str(raw).isdigit() else None
+        found = found or choices.filter(name=raw).first()
+        if found is None:
+            names = ", ".join(choices.values_list("name", flat=True)) or "none"
+            raise serializers.ValidationError(
+                {"node_type": [f"No node type {raw!r} on this facility (choose from: {names})."]}
+            )
+        attrs["node_type"] = found
+        return attrs
+
+
+class CommentSerializer(serializers.Serializer):
+    comment = serializers.CharField(max_length=5000, allow_blank=True, default="")
+
+
+class ApproveSerializer(CommentSerializer):
+    gpu_hours = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+
+
+class AllocationSerializer(serializers.ModelSerializer):
+    facility = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    node_type = serializers.CharField(source="node_type.name", default=None, read_only=True)
+    project_code = serializers.CharField(source="project.code", read_only=True)
+    gpu_hours_used = serializers.SerializerMethodField()
+    gpu_hours_remaining = serializers.SerializerMethodField()
+    spend = serializers.SerializerMethodField()
+    budget_remaining = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Allocation
+        fields = [
+            "id", "project", "project_code", "facility", "node_type", "kind", "status",
+            "status_reason", "gpu_hours", "gpu_hours_used", "gpu_hours_remaining", "cpu_hours",
+            "budget", "spend", "budget_remaining", "start_date", "end_date", "account_name",
+            "created_at", "activated_at",
+        ]
+        read_only_fields = fields
+
+    def get_gpu_hours_used(self, obj) -> float:
+        return round(float(obj.gpu_hours_used), 2)
+
+    def get_gpu_hours_remaining(self, obj) -> float:
+        return round(max(float(obj.gpu_hours - obj.gpu_hours_used), 0.0), 2)
+
+    def get_spend(self, obj) -> float:
+        return round(float(obj.spend), 2)
+
+    def get_budget_remaining(self, obj) -> float | None:
+        if obj.budget is None:
+            return None
+        return round(max(float(obj.budget - obj.spend), 0.0), 2)

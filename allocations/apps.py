@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AllocationsConfig(AppConfig):
+    name = "allocations"
+    verbose_name = "Allocations"

@@ -1,0 +1,103 @@
+"""The request form, in the sections of the Turing's request form."""
+from __future__ import annotations
+
+import datetime as dt
+
+from django import forms
+from django.utils import timezone
+
+from .models import Allocation, AllocationRequest, Facility, NodeType, Sensitivity
+from .selectors import visible_allocations, visible_projects
+
+SECTIONS = (
+    ("Project", ("project",)),
+    ("Service", ("facility", "node_type", "kind", "purpose", "extends", "cpu_hours", "gpu_hours",
+                 "cloud_budget", "start_date", "end_date")),
+    ("Information", ("data_sensitivity", "justification")),
+)
+
+
+class DateInput(forms.DateInput):
+    input_type = "date"
+
+
+class RequestForm(forms.ModelForm):
+    class Meta:
+        model = AllocationRequest
+        fields = ["project", "facility", "node_type", "kind", "purpose", "extends", "cpu_hours",
+                  "gpu_hours", "cloud_budget", "start_date", "end_date", "data_sensitivity",
+                  "justification"]
+        widgets = {
+            "start_date": DateInput(), "end_date": DateInput(),
+            "justification": forms.Textarea(attrs={"rows": 6}),
+            "kind": forms.RadioSelect, "data_sensitivity": forms.Select,
+        }
+        labels = {
+            "facility": "Which facility?", "cpu_hours": "CPU hours requested",
+            "gpu_hours": "GPU hours requested", "justification": "Platform justification",
+            "extends": "Existing allocation", "cloud_budget": "Cloud budget (cloud facilities)",
+        }
+        help_texts = {
+            "kind": "A trial is small (capped per facility), needs one sentence, and is approved "
+                    "at once where the facility allows it. A full request goes to reviewers.",
+            "extends": "For a renewal, top-up or trial conversion: the allocation it builds on.",
+            "justification": "What the hours are for and why this system. A full request needs "
+                             "at least a short paragraph.",
+        }
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].queryset = visible_projects(user).filter(memberships__user=user)
+        self.fields["facility"].queryset = Facility.objects.filter(is_active=True)
+        self.fields["facility"].to_field_name = "slug"
+        self.fields["node_type"].queryset = NodeType.objects.select_related("facility")
+        self.fields["node_type"].label_from_instance = lambda n: f"{n.facility.name}: {n}"
+        self.fields["extends"].queryset = visible_allocations(user).filter(
+            status__in=Allocation.LIVE + (Allocation.Status.EXPIRED,)
+        )
+        self.fields["data_sensitivity"].choices = Sensitivity.choices
+        self.fields["kind"].choices = AllocationRequest.Kind.choices
+        if not self.is_bound and not self.initial.get("start_date"):
+            self.initial["start_date"] = timezone.localdate()
+            self.initial["end_date"] = timezone.localdate() + dt.timedelta(days=90)
+
+    def clean_start_date(self):
+        value = self.cleaned_data["start_date"]
+        if self.instance.pk is None and value < timezone.localdate():
+            raise forms.ValidationError("The start date cannot be in the past.")
+        return value
+
+    def sections(self):
+        return [(title, [self[name] for name in names]) for title, names in SECTIONS]
+
+
+def initial_from_query(params, user) -> dict:
+    """Pre-fill values from query parameters (facility, kind, gpu_hours, node_type, ...).
+    Unknown or unusable values are ignored, never an error: it is only a starting point."""
+    initial: dict = {}
+    for key in ("kind", "purpose", "data_sensitivity", "justification", "start_date", "end_date"):
+        if params.get(key):
+            initial[key] = params[key]
+    for key in ("gpu_hours", "cpu_hours"):
+        if params.get(key, "").isdigit():
+            initial[key] = int(params[key])
+    facility = Facility.objects.filter(slug=params.get("facility", ""), is_active=True).first()
+    if facility:
+        initial["facility"] = facility.slug
+        raw = params.get("node_type", "")
+        nodes = facility.node_types.all()
+        node = (nodes.filter(pk=int(raw)).first() if raw.isdigit() else None) or nodes.filter(
+            name=raw).first()
+        if node:
+            initial["node_type"] = node.pk
+    project_ref = params.get("project", "")
+    projects = visible_projects(user).filter(memberships__user=user)
+    project = (projects.filter(pk=int(project_ref)).first() if project_ref.isdigit() else
+               projects.filter(code=project_ref).first())
+    if project is None and projects.count() == 1:
+        project = projects.first()
+    if project:
+        initial["project"] = project.pk
+    if params.get("extends", "").isdigit():
+        initial["extends"] = int(params["extends"])
+    return initial

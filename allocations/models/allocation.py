@@ -1,0 +1,60 @@
+"""Granted allocations and their life cycle."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db import models
+from django.utils import timezone
+
+from .catalogue import Facility, NodeType
+from .project import Project
+
+
+class Allocation(models.Model):
+    class Status(models.TextChoices):
+        PROVISIONING = "provisioning", "Provisioning"
+        ACTIVE = "active", "Active"
+        FAILED = "failed", "Failed"
+        SUSPENDED = "suspended", "Suspended"
+        EXHAUSTED = "exhausted", "Exhausted"
+        EXPIRED = "expired", "Expired"
+        CLOSED = "closed", "Closed"
+
+    # States in which the allocation still counts as open (blocks a second trial, can be used
+    # or come back into use).
+    LIVE = (Status.PROVISIONING, Status.ACTIVE, Status.SUSPENDED, Status.EXHAUSTED)
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="allocations")
+    facility = models.ForeignKey(Facility, on_delete=models.PROTECT, related_name="allocations")
+    node_type = models.ForeignKey(
+        NodeType, on_delete=models.PROTECT, null=True, blank=True, related_name="allocations"
+    )
+    kind = models.CharField(max_length=10, default="full")
+    gpu_hours = models.DecimalField("granted GPU-hours", max_digits=12, decimal_places=2)
+    cpu_hours = models.PositiveIntegerField(default=0)
+    budget = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
+    start_date = models.DateField()
+    end_date = models.DateField()
+    status = models.CharField(
+        max_length=20, choices=Status.choices, default=Status.PROVISIONING, db_index=True
+    )
+    status_reason = models.TextField(blank=True)
+    # The account (Slurm account, cloud cluster tag) the backend created for it.
+    account_name = models.CharField(max_length=64, blank=True)
+    # Usage thresholds (percent) already alerted, so each alert goes out once.
+    alerted_thresholds = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    activated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Allocation #{self.pk} ({self.project.code} on {self.facility.slug})"
+
+    @property
+    def gpu_seconds_granted(self) -> Decimal:
+        return self.gpu_hours * 3600
+
+    def default_account_name(self) -> str:
+        return f"{self.project.code.lower()}-a{self.pk}"

@@ -1,0 +1,56 @@
+"""Notification emails: who hears about what, and what they read."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.mail import send_mail
+from django.template.loader import render_to_string
+from django.urls import reverse
+
+from .models import Allocation, AllocationRequest, Event
+
+SUBJECTS = {
+    "request_submitted": "Request #{id} submitted: {project} on {facility}",
+    "request_decided": "Request #{id} {status}: {project} on {facility}",
+    "changes_requested": "Request #{id} needs changes: {project} on {facility}",
+    "usage_threshold": "Allocation #{id} usage alert: {project} on {facility}",
+}
+
+
+def _reviewer_emails() -> list[str]:
+    users = get_user_model().objects.filter(
+        groups__name=settings.PORTAL_REVIEWERS_GROUP, is_active=True
+    ).exclude(email="")
+    return sorted(set(users.values_list("email", flat=True)))
+
+
+def _recipients(kind: str, obj) -> list[str]:
+    project = obj.project
+    people = {project.pi_email, getattr(getattr(obj, "requested_by", None), "email", "")}
+    if kind == "request_submitted" and obj.status == AllocationRequest.Status.SUBMITTED:
+        people.update(_reviewer_emails())
+    if isinstance(obj, Allocation):
+        people.update(m.user.email for m in project.memberships.select_related("user"))
+    return sorted(p for p in people if p)
+
+
+def send_event_email(kind: str, event: Event) -> int:
+    """Send the email for one audit event; returns the number of recipients."""
+    obj = event.subject
+    if obj is None or kind not in SUBJECTS:
+        return 0
+    url_name = "request-detail" if isinstance(obj, AllocationRequest) else "allocation-detail"
+    context = {
+        "kind": kind, "event": event, "obj": obj,
+        "url": settings.PORTAL_BASE_URL + reverse(url_name, args=[obj.pk]),
+    }
+    subject = SUBJECTS[kind].format(
+        id=obj.pk, project=obj.project.code, facility=obj.facility.name,
+        status=event.to_state.replace("_", " "),
+    )
+    recipients = _recipients(kind, obj)
+    if not recipients:
+        return 0
+    body = render_to_string("allocations/email/notification.txt", context)
+    send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients)
+    return len(recipients)

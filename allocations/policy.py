@@ -1,0 +1,147 @@
+"""Facility policy for allocation requests, shared by the form, the API and the services.
+
+`request_errors` returns per-field messages; an empty dict means the request is acceptable.
+It only reads: the caller decides whether to refuse (400) or save.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from .models import Allocation, AllocationRequest, Facility, NodeType
+
+Errors = dict[str, list[str]]
+_SENTENCE = re.compile(r"[A-Za-z]{2,}.*[A-Za-z]{2,}")
+
+
+@dataclass(frozen=True)
+class RequestDraft:
+    """The policy-relevant content of a request, whether from a form, the API or the database."""
+
+    project_id: int | None
+    facility: Facility | None
+    node_type: NodeType | None
+    kind: str
+    purpose: str
+    extends: Allocation | None
+    gpu_hours: int
+    cpu_hours: int
+    start_date: dt.date | None
+    end_date: dt.date | None
+    data_sensitivity: str
+    justification: str
+
+    @classmethod
+    def from_request(cls, req: AllocationRequest) -> RequestDraft:
+        return cls(
+            project_id=req.project_id, facility=req.facility, node_type=req.node_type,
+            kind=req.kind, purpose=req.purpose, extends=req.extends, gpu_hours=req.gpu_hours,
+            cpu_hours=req.cpu_hours, start_date=req.start_date, end_date=req.end_date,
+            data_sensitivity=req.data_sensitivity, justification=req.justification,
+        )
+
+    @classmethod
+    def from_values(cls, values: dict[str, Any]) -> RequestDraft:
+        project = values.get("project")
+        return cls(
+            project_id=getattr(project, "pk", project), facility=values.get("facility"),
+            node_type=values.get("node_type"), kind=values.get("kind") or "full",
+            purpose=values.get("purpose") or "new", extends=values.get("extends"),
+            gpu_hours=values.get("gpu_hours") or 0, cpu_hours=values.get("cpu_hours") or 0,
+            start_date=values.get("start_date"), end_date=values.get("end_date"),
+            data_sensitivity=values.get("data_sensitivity") or "public",
+            justification=(values.get("justification") or "").strip(),
+        )
+
+
+def request_errors(draft: RequestDraft, *, exclude_request_id: int | None = None) -> Errors:
+    """Every policy rule the request breaks, keyed by the field to show it on."""
+    errors: Errors = {}
+
+    def add(field: str, message: str) -> None:
+        errors.setdefault(field, []).append(message)
+
+    facility = draft.facility
+    if facility is None:
+        return errors  # the field validation already says the facility is required
+    if not facility.is_active:
+        add("facility", f"{facility.name} is not taking requests.")
+    if draft.node_type is not None and draft.node_type.facility_id != facility.pk:
+        add("node_type", f"{draft.node_type.name} is not a node type of {facility.name}.")
+    if not facility.accepts(draft.data_sensitivity):
+        tiers = ", ".join(facility.allowed_sensitivity) or "none"
+        add("data_sensitivity",
+            f"{facility.name} does not accept {draft.data_sensitivity} data (it accepts: {tiers}).")
+    _check_dates(draft, facility, add)
+    _check_purpose(draft, add)
+    if draft.kind == AllocationRequest.Kind.TRIAL:
+        _check_trial(draft, facility, add, exclude_request_id)
+    else:
+        words = len(draft.justification.split())
+        minimum = settings.PORTAL_FULL_JUSTIFICATION_MIN_WORDS
+        if words < minimum:
+            add("justification",
+                f"A full request needs a real justification: at least {minimum} words on what "
+                f"the hours are for and why this system (you wrote {words}).")
+    if draft.gpu_hours == 0 and draft.cpu_hours == 0:
+        add("gpu_hours", "Ask for some GPU-hours or CPU-hours.")
+    return errors
+
+
+def _check_dates(draft: RequestDraft, facility: Facility, add) -> None:
+    if draft.start_date and draft.end_date and draft.end_date <= draft.start_date:
+        add("end_date", "The end date must be after the start date.")
+    if draft.end_date and facility.latest_end_date and draft.end_date > facility.latest_end_date:
+        add("end_date", f"{facility.name} allocations can end on "
+                        f"{facility.latest_end_date.isoformat()} at the latest.")
+
+
+def _check_purpose(draft: RequestDraft, add) -> None:
+    needs_base = draft.purpose in {
+        AllocationRequest.Purpose.RENEWAL, AllocationRequest.Purpose.TOP_UP,
+        AllocationRequest.Purpose.TRIAL_CONVERSION,
+    }
+    if needs_base and draft.extends is None:
+        add("extends", "Say which allocation this request renews, tops up or converts.")
+    if draft.extends is None:
+        return
+    if draft.extends.project_id != draft.project_id:
+        add("extends", "That allocation belongs to another project.")
+    if draft.purpose == AllocationRequest.Purpose.TRIAL_CONVERSION and draft.extends.kind != "trial":
+        add("extends", "Only a trial allocation can be converted.")
+    if draft.kind == AllocationRequest.Kind.TRIAL and needs_base:
+        add("purpose", "A trial is always a new request; convert it with a full request.")
+
+
+def _check_trial(draft: RequestDraft, facility: Facility, add, exclude_id: int | None) -> None:
+    cap = facility.trial_gpu_hours_cap
+    if draft.gpu_hours > cap:
+        add("gpu_hours",
+            f"A trial on {facility.name} is capped at {cap} GPU-hours; you asked for "
+            f"{draft.gpu_hours}. Ask for {cap} or fewer, or make a full request.")
+    if not _SENTENCE.search(draft.justification):
+        add("justification", "Say in one sentence what you will try on the system.")
+    if draft.start_date and draft.end_date:
+        longest = dt.timedelta(days=facility.trial_days)
+        if draft.end_date - draft.start_date > longest:
+            add("end_date", f"A trial on {facility.name} lasts at most {facility.trial_days} days.")
+    if draft.project_id and _open_trial_exists(draft.project_id, facility.pk, exclude_id):
+        add("kind", f"This project already has an open trial on {facility.name}; "
+                    "convert or finish it first.")
+
+
+def _open_trial_exists(project_id: int, facility_id: int, exclude_id: int | None) -> bool:
+    requests = AllocationRequest.objects.filter(
+        project_id=project_id, facility_id=facility_id, kind=AllocationRequest.Kind.TRIAL,
+        status__in=[AllocationRequest.Status.SUBMITTED, AllocationRequest.Status.CHANGES_REQUESTED],
+    )
+    if exclude_id is not None:
+        requests = requests.exclude(pk=exclude_id)
+    allocations = Allocation.objects.filter(
+        project_id=project_id, facility_id=facility_id, kind="trial", status__in=Allocation.LIVE
+    )
+    return requests.exists() or allocations.exists()

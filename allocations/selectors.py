@@ -1,0 +1,120 @@
+"""Reads scoped to what a user may see. Objects outside the scope are simply absent (404)."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.contenttypes.models import ContentType
+from django.db.models import (
+    DecimalField, ExpressionWrapper, F, OuterRef, Q, QuerySet, Subquery, Sum, Value,
+)
+from django.db.models.functions import Coalesce
+
+from .models import Allocation, AllocationRequest, Event, Project, ProjectMembership, UsageRecord
+
+User = AbstractBaseUser | AnonymousUser
+
+
+def is_reviewer(user: User) -> bool:
+    """Reviewers see every request and allocation and may decide on requests."""
+    if not user.is_authenticated:
+        return False
+    if user.is_superuser:
+        return True
+    cached = getattr(user, "_is_reviewer", None)
+    if cached is None:
+        cached = user.groups.filter(name=settings.PORTAL_REVIEWERS_GROUP).exists()
+        user._is_reviewer = cached
+    return cached
+
+
+def visible_projects(user: User) -> QuerySet[Project]:
+    if not user.is_authenticated:
+        return Project.objects.none()
+    if is_reviewer(user):
+        return Project.objects.all()
+    return Project.objects.filter(memberships__user=user).distinct()
+
+
+def membership(user: User, project: Project) -> ProjectMembership | None:
+    if not user.is_authenticated:
+        return None
+    return ProjectMembership.objects.filter(project=project, user=user).first()
+
+
+def can_manage_project(user: User, project: Project) -> bool:
+    found = membership(user, project)
+    return bool(found and found.can_manage) or bool(user.is_authenticated and user.is_superuser)
+
+
+def _member_filter(user: User, prefix: str = "") -> Q:
+    return Q(**{f"{prefix}project__memberships__user": user})
+
+
+def visible_requests(user: User) -> QuerySet[AllocationRequest]:
+    qs = AllocationRequest.objects.select_related(
+        "project", "facility", "node_type", "requested_by", "reviewed_by", "allocation"
+    )
+    if not user.is_authenticated:
+        return qs.none()
+    if is_reviewer(user):
+        return qs
+    return qs.filter(project__in=Project.objects.filter(memberships__user=user))
+
+
+def review_queue(user: User) -> QuerySet[AllocationRequest]:
+    """Submitted requests, oldest first: the order reviewers should work through them."""
+    if not is_reviewer(user):
+        return AllocationRequest.objects.none()
+    return visible_requests(user).filter(status=AllocationRequest.Status.SUBMITTED).order_by(
+        "submitted_at", "id"
+    )
+
+
+def _usage_sum(field: str) -> Subquery:
+    totals = (
+        UsageRecord.objects.filter(allocation=OuterRef("pk"))
+        .order_by()
+        .values("allocation")
+        .annotate(total=Sum(field))
+        .values("total")
+    )
+    return Subquery(totals)
+
+
+def with_usage(qs: QuerySet[Allocation]) -> QuerySet[Allocation]:
+    """Annotate used GPU-hours and spend by SQL aggregation (one query for any number of rows)."""
+    money = DecimalField(max_digits=14, decimal_places=4)
+    return qs.annotate(
+        gpu_seconds_used=Coalesce(_usage_sum("gpu_seconds"), Value(0)),
+        spend=Coalesce(_usage_sum("cost"), Value(Decimal("0")), output_field=money),
+    ).annotate(
+        gpu_hours_used=ExpressionWrapper(
+            F("gpu_seconds_used") / Value(Decimal("3600")),
+            output_field=DecimalField(max_digits=14, decimal_places=2),
+        )
+    )
+
+
+def visible_allocations(user: User) -> QuerySet[Allocation]:
+    qs = with_usage(Allocation.objects.select_related("project", "facility", "node_type"))
+    if not user.is_authenticated:
+        return qs.none()
+    if is_reviewer(user):
+        return qs
+    return qs.filter(project__in=Project.objects.filter(memberships__user=user))
+
+
+def allocation_usage_totals(allocation_id: int) -> dict[str, Decimal]:
+    totals = UsageRecord.objects.filter(allocation_id=allocation_id).aggregate(
+        gpu_seconds=Coalesce(Sum("gpu_seconds"), Value(0)),
+        cost=Coalesce(Sum("cost"), Value(Decimal("0"))),
+    )
+    return {"gpu_hours": Decimal(totals["gpu_seconds"]) / 3600, "cost": totals["cost"]}
+
+
+def timeline(obj) -> QuerySet[Event]:
+    """The audit events of one object, oldest first."""
+    ct = ContentType.objects.get_for_model(type(obj))
+    return Event.objects.filter(content_type=ct, object_id=obj.pk).select_related("actor")

@@ -1,0 +1,196 @@
+"""The allocation request workflow: one function per move of the state machine.
+
+Each move is compare-and-swap with an audit event; notifications and provisioning run after
+commit, never inside the transaction.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.utils import timezone
+
+from .. import signals
+from ..models import Allocation, AllocationRequest, Project
+from ..policy import RequestDraft, request_errors
+from ..selectors import can_manage_project, is_reviewer, membership
+from ..states import REQUEST_MOVES
+from ..transitions import InvalidTransition, record_event, transition
+from .allocations import allocation_close, allocation_top_up
+from .errors import PolicyError
+from .notify import notify_after_commit
+
+Status = AllocationRequest.Status
+EDITABLE_FIELDS = (
+    "facility", "node_type", "kind", "purpose", "extends", "cpu_hours", "gpu_hours",
+    "cloud_budget", "start_date", "end_date", "data_sensitivity", "justification",
+)
+
+
+def _check_policy(req: AllocationRequest) -> None:
+    errors = request_errors(RequestDraft.from_request(req), exclude_request_id=req.pk)
+    if errors:
+        raise PolicyError(errors)
+
+
+def _check_requester(req: AllocationRequest, by) -> None:
+    if req.requested_by_id == by.pk or can_manage_project(by, req.project):
+        return
+    raise PermissionDenied("Only the requester or the project's PI or managers can do that.")
+
+
+@transaction.atomic
+def request_create(*, by, project: Project, submit: bool = False, **fields: Any) -> AllocationRequest:
+    """Create a draft request (and submit it at once if `submit`). Members of the project only.
+
+    Nothing is saved if any field or policy rule fails: PolicyError carries per-field messages.
+    """
+    if membership(by, project) is None:
+        raise PolicyError("You are not a member of this project.", field="project")
+    unknown = set(fields) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise TypeError(f"Unknown request fields: {sorted(unknown)}")
+    # Serialise creation per project so two concurrent trials cannot both pass the one-open-trial
+    # rule.
+    Project.objects.select_for_update().filter(pk=project.pk).first()
+    req = AllocationRequest(project=project, requested_by=by, **fields)
+    _check_policy(req)
+    req.save()
+    record_event(req, actor=by, from_state="", to_state=Status.DRAFT)
+    if submit:
+        request_submit(request=req, by=by)
+    return req
+
+
+@transaction.atomic
+def request_update(*, request: AllocationRequest, by, **fields: Any) -> AllocationRequest:
+    """Edit a request while it is a draft or has changes requested (else 409)."""
+    _check_requester(request, by)
+    locked = AllocationRequest.objects.select_for_update().get(pk=request.pk)
+    if locked.status not in AllocationRequest.EDITABLE:
+        raise InvalidTransition(locked, locked.status, "edited")
+    for key, value in fields.items():
+        if key not in EDITABLE_FIELDS:
+            raise TypeError(f"Unknown request field: {key}")
+        setattr(locked, key, value)
+    _check_policy(locked)
+    locked.save()
+    return locked
+
+
+@transaction.atomic
+def request_submit(*, request: AllocationRequest, by) -> AllocationRequest:
+    """Send the request to reviewers. A trial within policy on a facility that auto-approves
+    trials is approved at once by the system (audited with no actor)."""
+    _check_requester(request, by)
+    Project.objects.select_for_update().filter(pk=request.project_id).first()
+    request.refresh_from_db()
+    if Status.SUBMITTED not in REQUEST_MOVES.get(request.status, ()):
+        raise InvalidTransition(request, request.status, Status.SUBMITTED)
+    _check_policy(request)
+    event = transition(request, to=Status.SUBMITTED, table=REQUEST_MOVES, actor=by,
+                       submitted_at=timezone.now())
+    notify_after_commit("request_submitted", event.pk)
+    if request.kind == AllocationRequest.Kind.TRIAL and request.facility.trial_auto_approve:
+        _approve(request, by=None, gpu_hours=request.gpu_hours,
+                 comment="Trial within policy: approved automatically.")
+    return request
+
+
+@transaction.atomic
+def request_withdraw(*, request: AllocationRequest, by, comment: str = "") -> AllocationRequest:
+    """The requester (or a PI/manager) takes back a request that is not yet decided."""
+    _check_requester(request, by)
+    transition(request, to=Status.WITHDRAWN, table=REQUEST_MOVES, actor=by, comment=comment)
+    return request
+
+
+def _check_reviewer(req: AllocationRequest, by) -> None:
+    if not is_reviewer(by):
+        raise PermissionDenied("Only reviewers can decide on requests.")
+    if req.requested_by_id == by.pk and not by.is_superuser:
+        raise PermissionDenied("You cannot review your own request.")
+
+
+def _require_comment(comment: str, what: str) -> str:
+    comment = (comment or "").strip()
+    if not comment:
+        raise PolicyError(f"Tell the requester why you {what}.", field="comment")
+    return comment
+
+
+@transaction.atomic
+def request_approve(
+    *, request: AllocationRequest, by, gpu_hours: int | None = None, comment: str = ""
+) -> Allocation:
+    """Grant a submitted request, possibly with fewer GPU-hours, and start provisioning."""
+    _check_reviewer(request, by)
+    if gpu_hours is not None and not 0 < gpu_hours <= request.gpu_hours:
+        raise PolicyError(
+            f"Grant between 1 and the {request.gpu_hours} GPU-hours requested.", field="gpu_hours"
+        )
+    return _approve(request, by=by, gpu_hours=gpu_hours or request.gpu_hours, comment=comment)
+
+
+def _approve(req: AllocationRequest, *, by, gpu_hours: int, comment: str) -> Allocation:
+    if gpu_hours < req.gpu_hours and not comment:
+        comment = f"Granted {gpu_hours} of the {req.gpu_hours} GPU-hours requested."
+    event = transition(req, to=Status.APPROVED, table=REQUEST_MOVES, actor=by, comment=comment,
+                       reviewed_by_id=getattr(by, "pk", None), reviewed_at=timezone.now(),
+                       decision_comment=comment)
+    if req.purpose == AllocationRequest.Purpose.TOP_UP:
+        allocation = allocation_top_up(allocation=req.extends, gpu_hours=gpu_hours, by=by,
+                                       end_date=req.end_date)
+    else:
+        allocation = _grant(req, gpu_hours=gpu_hours, by=by)
+    AllocationRequest.objects.filter(pk=req.pk).update(allocation=allocation)
+    req.allocation = allocation
+    notify_after_commit("request_decided", event.pk)
+    return allocation
+
+
+def _grant(req: AllocationRequest, *, gpu_hours: int, by) -> Allocation:
+    end_date = req.end_date
+    if req.kind == AllocationRequest.Kind.TRIAL:
+        end_date = min(end_date, req.start_date + dt.timedelta(days=req.facility.trial_days))
+    allocation = Allocation.objects.create(
+        project=req.project, facility=req.facility, node_type=req.node_type, kind=req.kind,
+        gpu_hours=Decimal(gpu_hours), cpu_hours=req.cpu_hours, budget=req.cloud_budget,
+        start_date=req.start_date, end_date=end_date,
+    )
+    record_event(allocation, actor=by, from_state="", to_state=Allocation.Status.PROVISIONING,
+                 comment=f"Granted from request #{req.pk}.")
+    if req.purpose == AllocationRequest.Purpose.TRIAL_CONVERSION and req.extends:
+        allocation_close(allocation=req.extends, by=by,
+                         comment=f"Converted to full allocation #{allocation.pk}.")
+    transaction.on_commit(
+        lambda: signals.allocation_provisioning.send(Allocation, allocation_id=allocation.pk)
+    )
+    return allocation
+
+
+@transaction.atomic
+def request_reject(*, request: AllocationRequest, by, comment: str) -> AllocationRequest:
+    """Refuse a submitted request; the requester is told why."""
+    _check_reviewer(request, by)
+    comment = _require_comment(comment, "reject it")
+    event = transition(request, to=Status.REJECTED, table=REQUEST_MOVES, actor=by,
+                       comment=comment, reviewed_by_id=by.pk, reviewed_at=timezone.now(),
+                       decision_comment=comment)
+    notify_after_commit("request_decided", event.pk)
+    return request
+
+
+@transaction.atomic
+def request_request_changes(*, request: AllocationRequest, by, comment: str) -> AllocationRequest:
+    """Send a submitted request back to its requester to edit and resubmit."""
+    _check_reviewer(request, by)
+    comment = _require_comment(comment, "need changes")
+    event = transition(request, to=Status.CHANGES_REQUESTED, table=REQUEST_MOVES, actor=by,
+                       comment=comment, reviewed_by_id=by.pk, reviewed_at=timezone.now(),
+                       decision_comment=comment)
+    notify_after_commit("changes_requested", event.pk)
+    return request

@@ -1,0 +1,47 @@
+"""The usage ledger: recording what backends report, alerting, exhausting."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db import transaction
+
+from ..models import Allocation, UsageRecord
+from ..selectors import allocation_usage_totals
+from ..transitions import record_event
+from .allocations import allocation_exhaust
+from .notify import notify_after_commit
+
+THRESHOLDS = (50, 80, 100)
+
+
+def usage_record_many(records: Iterable[UsageRecord], *, batch_size: int = 2000) -> int:
+    """Insert usage rows, ignoring any already recorded (unique by source and external id), so
+    ingesting the same backend records twice charges them once. Returns rows offered."""
+    rows = list(records)
+    UsageRecord.objects.bulk_create(rows, batch_size=batch_size, ignore_conflicts=True)
+    return len(rows)
+
+
+@transaction.atomic
+def usage_check_thresholds(*, allocation_id: int) -> list[int]:
+    """Alert once at 50%, 80% and 100% of the grant; at 100% an active allocation becomes
+    exhausted. Safe to call after every ingestion. Returns the thresholds newly crossed."""
+    allocation = Allocation.objects.select_for_update().get(pk=allocation_id)
+    used = allocation_usage_totals(allocation_id)["gpu_hours"]
+    if allocation.gpu_hours <= 0:
+        return []
+    percent = used * 100 / allocation.gpu_hours
+    crossed = [t for t in THRESHOLDS if percent >= t and t not in allocation.alerted_thresholds]
+    if crossed:
+        allocation.alerted_thresholds = sorted({*allocation.alerted_thresholds, *crossed})
+        Allocation.objects.filter(pk=allocation.pk).update(
+            alerted_thresholds=allocation.alerted_thresholds
+        )
+        event = record_event(allocation, actor=None, from_state=allocation.status,
+                             to_state=allocation.status,
+                             comment=f"{max(crossed)}% of the granted GPU-hours used "
+                                     f"({used:.1f} of {allocation.gpu_hours}).")
+        notify_after_commit("usage_threshold", event.pk)
+    if percent >= 100 and allocation.status == Allocation.Status.ACTIVE:
+        allocation_exhaust(allocation=allocation)
+    return crossed

@@ -1,0 +1,39 @@
+"""Celery tasks: thin wrappers that load by id and call a service."""
+from __future__ import annotations
+
+import logging
+import smtplib
+
+from celery import shared_task
+from django.utils import timezone
+
+from .models import Allocation, Event
+from .notifications import send_event_email
+from .services import allocation_expire
+from .transitions import InvalidTransition
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(name="allocations.send_notification", autoretry_for=(smtplib.SMTPException, OSError),
+             retry_backoff=True, max_retries=5)
+def send_notification(kind: str, event_id: int) -> int:
+    event = Event.objects.filter(pk=event_id).first()
+    if event is None:
+        return 0
+    return send_event_email(kind, event)
+
+
+@shared_task(name="allocations.expire_allocations")
+def expire_allocations() -> int:
+    """Move allocations past their end date to expired (backends then block them)."""
+    today = timezone.localdate()
+    expired = 0
+    live = [Allocation.Status.ACTIVE, Allocation.Status.SUSPENDED, Allocation.Status.EXHAUSTED]
+    for allocation in Allocation.objects.filter(status__in=live, end_date__lt=today):
+        try:
+            allocation_expire(allocation=allocation)
+            expired += 1
+        except InvalidTransition:
+            log.info("allocation %s moved by someone else; skipping", allocation.pk)
+    return expired

@@ -1,0 +1,167 @@
+"""Browser pages for requests, review and allocations. Thin: they call the same services as
+the API and turn refusals into messages on the page."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from . import selectors, services
+from .charts import allocation_charts
+from .forms import RequestForm, initial_from_query
+from .models import AllocationRequest
+from .transitions import InvalidTransition
+
+FORM_FIELDS = set(RequestForm.Meta.fields)
+
+
+def _apply_errors(form: RequestForm, error: ValidationError) -> None:
+    for field, messages_ in error.message_dict.items():
+        form.add_error(field if field in FORM_FIELDS else None, messages_)
+
+
+@login_required
+def request_new(request: HttpRequest) -> HttpResponse:
+    """The request form; query parameters pre-fill it (from onboarding or the recommender)."""
+    if request.method == "POST":
+        form = RequestForm(request.POST, user=request.user)
+        if form.is_valid():
+            data = dict(form.cleaned_data)
+            project = data.pop("project")
+            try:
+                req = services.request_create(by=request.user, project=project,
+                                              submit="save_draft" not in request.POST, **data)
+            except ValidationError as error:
+                _apply_errors(form, error)
+            else:
+                messages.success(request, _created_message(req))
+                return redirect("request-detail", req.pk)
+    else:
+        form = RequestForm(initial=initial_from_query(request.GET, request.user), user=request.user)
+    return render(request, "allocations/request_form.html", {"form": form, "editing": None})
+
+
+def _created_message(req: AllocationRequest) -> str:
+    if req.status == AllocationRequest.Status.APPROVED:
+        return "Your trial was approved automatically. The allocation is being set up."
+    if req.status == AllocationRequest.Status.SUBMITTED:
+        return "Request submitted. Reviewers have been notified."
+    return "Draft saved. Submit it when it is ready."
+
+
+@login_required
+def request_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    req = get_object_or_404(selectors.visible_requests(request.user), pk=pk)
+    if not req.is_editable:
+        messages.error(request, f"A {req.get_status_display().lower()} request cannot be edited.")
+        return redirect("request-detail", req.pk)
+    form = RequestForm(request.POST or None, instance=req, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        data = {k: v for k, v in form.cleaned_data.items() if k != "project"}
+        try:
+            req = services.request_update(request=req, by=request.user, **data)
+            if "save_draft" not in request.POST:
+                services.request_submit(request=req, by=request.user)
+        except ValidationError as error:
+            _apply_errors(form, error)
+        except (PermissionDenied, InvalidTransition) as error:
+            messages.error(request, str(error))
+        else:
+            messages.success(request, _created_message(req))
+            return redirect("request-detail", req.pk)
+    return render(request, "allocations/request_form.html", {"form": form, "editing": req})
+
+
+@login_required
+def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    req = get_object_or_404(selectors.visible_requests(request.user), pk=pk)
+    user = request.user
+    context = {
+        "req": req,
+        "events": selectors.timeline(req),
+        "can_edit": req.is_editable and (req.requested_by_id == user.pk
+                                         or selectors.can_manage_project(user, req.project)),
+        "can_review": req.status == AllocationRequest.Status.SUBMITTED
+        and selectors.is_reviewer(user) and (req.requested_by_id != user.pk or user.is_superuser),
+    }
+    return render(request, "allocations/request_detail.html", context)
+
+
+ACTIONS = {
+    "submit": lambda req, user, post: services.request_submit(request=req, by=user),
+    "withdraw": lambda req, user, post: services.request_withdraw(
+        request=req, by=user, comment=post.get("comment", "")),
+    "approve": lambda req, user, post: services.request_approve(
+        request=req, by=user, gpu_hours=_int_or_none(post.get("gpu_hours")),
+        comment=post.get("comment", "")),
+    "reject": lambda req, user, post: services.request_reject(
+        request=req, by=user, comment=post.get("comment", "")),
+    "request-changes": lambda req, user, post: services.request_request_changes(
+        request=req, by=user, comment=post.get("comment", "")),
+}
+
+
+def _int_or_none(raw: str | None) -> int | None:
+    raw = (raw or "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise services.PolicyError("Enter a whole number of GPU-hours.", field="gpu_hours")
+    return int(raw)
+
+
+@login_required
+@require_POST
+def request_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
+    """One workflow move from a button on the detail page; refusals become messages."""
+    if action not in ACTIONS:
+        raise Http404
+    req = get_object_or_404(selectors.visible_requests(request.user), pk=pk)
+    try:
+        ACTIONS[action](req, request.user, request.POST)
+    except ValidationError as error:
+        for field_messages in error.message_dict.values():
+            for message in field_messages:
+                messages.error(request, message)
+    except (PermissionDenied, InvalidTransition) as error:
+        messages.error(request, str(error))
+    else:
+        req.refresh_from_db()
+        messages.success(request, f"Request #{req.pk} is now {req.get_status_display().lower()}.")
+        if action in {"approve", "reject", "request-changes"}:
+            return redirect("review-queue")
+    return redirect("request-detail", req.pk)
+
+
+@login_required
+def review_queue(request: HttpRequest) -> HttpResponse:
+    if not selectors.is_reviewer(request.user):
+        raise PermissionDenied("Only reviewers can see the review queue.")
+    queue = selectors.review_queue(request.user)
+    return render(request, "allocations/review_queue.html", {"queue": queue[:200],
+                                                              "total": queue.count()})
+
+
+@login_required
+def allocation_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    allocation = get_object_or_404(selectors.visible_allocations(request.user), pk=pk)
+    convert_url = None
+    if allocation.kind == "trial" and allocation.status in ("active", "exhausted"):
+        convert_url = reverse("request-new") + (
+            f"?kind=full&purpose=trial_conversion&extends={allocation.pk}"
+            f"&facility={allocation.facility.slug}&project={allocation.project_id}"
+            + (f"&node_type={allocation.node_type_id}" if allocation.node_type_id else "")
+        )
+    context = {
+        "allocation": allocation,
+        "events": selectors.timeline(allocation),
+        "charts": allocation_charts(allocation),
+        "convert_url": convert_url,
+        "remaining": max(allocation.gpu_hours - allocation.gpu_hours_used, 0),
+        "extra_sections": [],
+    }
+    return render(request, "allocations/allocation_detail.html", context)

@@ -1,0 +1,126 @@
+"""Rank every node type for a workload: memory fit, predicted time, GPU-hours, cost, policy."""
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+from benchmarks.recommender import memory
+from benchmarks.recommender.predict import ResultIndex, effective_peak, predict
+from benchmarks.recommender.types import (NodeTypeInfo, Recommendation, Workload,
+                                          WorkloadRequest, fmt_number)
+
+
+def _costs(req: WorkloadRequest, node: NodeTypeInfo, hours: float) -> tuple[float | None,
+                                                                          float | None, str]:
+    """(cost, cost on demand, note). Cloud bills whole instances; HPC bills GPU-hours."""
+    if node.kind == "cloud":
+        instances = math.ceil(req.gpus / node.accelerators_per_node)
+        od = node.price_on_demand * instances * hours if node.price_on_demand is not None else None
+        spot = node.price_spot * instances * hours if node.price_spot is not None else None
+        note = ""
+        if instances * node.accelerators_per_node > req.gpus:
+            note = (f"{node.name} comes with {node.accelerators_per_node} GPUs per instance; "
+                    f"you pay for {instances * node.accelerators_per_node}, use {req.gpus}")
+        return (spot if spot is not None else od), od, note
+    cost = node.gpu_hour_rate * req.gpus * hours
+    return cost, cost, ""
+
+
+def _policy(req: WorkloadRequest, node: NodeTypeInfo) -> list[str]:
+    """Reasons the facility's policy or hardware refuses this request (empty: allowed)."""
+    out = []
+    if req.data_sensitivity not in node.allowed_sensitivity:
+        out.append(f"{node.facility} does not accept {req.data_sensitivity} data "
+                   f"(accepts {', '.join(node.allowed_sensitivity)})")
+    offers = {"notebooks": node.notebooks, "root": node.root,
+              "public_web_service": node.public_web_service}
+    labels = {"notebooks": "notebooks", "root": "root access",
+              "public_web_service": "a public web service"}
+    out += [f"{node.facility} does not offer {labels[n]}" for n in req.needs if not offers[n]]
+    if effective_peak(node, req.precision) is None:
+        out.append(f"{node.accelerator} has no {req.precision} support (N/A in the peak table)")
+    if node.max_accelerators is not None and req.gpus > node.max_accelerators:
+        out.append(f"{node.name} offers at most {node.max_accelerators} accelerator(s)")
+    return out
+
+
+def _limits(req: WorkloadRequest, rec: Recommendation) -> list[str]:
+    out = []
+    if req.budget is not None and rec.cost is not None and rec.cost > req.budget:
+        out.append(f"costs about {rec.cost:,.2f}, over the budget of {req.budget:,.2f}")
+    if (req.deadline_hours is not None and rec.predicted_hours is not None
+            and rec.predicted_hours > req.deadline_hours):
+        out.append(f"takes about {rec.predicted_hours:,.1f} h, past the deadline of "
+                   f"{req.deadline_hours:,.1f} h")
+    return out
+
+
+def assess(index: ResultIndex, workload: Workload, req: WorkloadRequest,
+           node: NodeTypeInfo) -> Recommendation:
+    """The full verdict for one node type (rank and Pareto flag are set by `recommend`)."""
+    rec = Recommendation(facility=node.facility, node_type=node.name,
+                         accelerator=node.accelerator, kind=node.kind)
+    mem = memory.choose(workload, req, node)
+    rec.strategy, rec.fits_memory = mem.strategy, mem.fits
+    rec.memory_gb, rec.memory_capacity_gb = mem.total_gb, node.memory_gb
+    rec.reasons.append(memory.explain(workload, req, node, mem))
+    refusals = _policy(req, node)
+    found = predict(index, workload, req, node, mem.strategy) if not refusals else None
+    if found is not None:
+        rec.method, rec.confidence, rec.throughput = found.method, found.confidence, found.throughput
+        rec.basis = (found.basis.id or found.basis.citation) if found.basis else ""
+        rec.predicted_hours = req.dataset_samples * req.epochs / found.throughput / 3600
+        rec.gpu_hours = rec.predicted_hours * req.gpus
+        rec.cost, rec.cost_on_demand, note = _costs(req, node, rec.predicted_hours)
+        rec.reasons.append(f"Predicted {fmt_number(found.throughput)} samples/s "
+                           f"({found.confidence} confidence): " + "; ".join(found.notes) + ".")
+        if note:
+            rec.reasons.append(note + ".")
+    elif not refusals:
+        rec.reasons.append("No benchmark result and no peak figure: cannot predict the time.")
+    refusals += _limits(req, rec)
+    rec.eligible = not refusals
+    rec.reasons += [f"Not eligible: {r}." for r in refusals]
+    return rec
+
+
+def pareto_front(recs: Iterable[Recommendation]) -> list[Recommendation]:
+    """Usable options that no other usable option beats on both time and cost.
+
+    Usable: eligible, fitting, with a prediction. Sorted by time; among equal points the first
+    is kept, so the front holds no duplicates.
+    """
+    pts = sorted((r for r in recs if r.eligible and r.fits_memory and r.cost is not None
+                  and r.predicted_hours is not None),
+                 key=lambda r: (r.predicted_hours, r.cost))
+    front: list[Recommendation] = []
+    best_cost = math.inf
+    for r in pts:
+        if r.cost < best_cost:  # type: ignore[operator]
+            front.append(r)
+            best_cost = r.cost  # type: ignore[assignment]
+    return front
+
+
+def _rank_key(r: Recommendation) -> tuple:
+    usable = r.eligible and r.fits_memory
+    return (not usable, r.predicted_hours is None, r.predicted_hours or 0.0,
+            r.cost if r.cost is not None else math.inf, r.node_type)
+
+
+def recommend(req: WorkloadRequest, workloads: Iterable[Workload],
+              nodes: Iterable[NodeTypeInfo], results: Iterable) -> list[Recommendation]:
+    """Assess every node type and return them ranked, best first.
+
+    Rank order: eligible and fitting first, then by predicted time, ties by cost; options with
+    no prediction last within their group. `pareto` marks the time/cost Pareto front.
+    """
+    workloads, nodes = list(workloads), list(nodes)
+    index = ResultIndex(results, nodes, workloads)
+    workload = index.workloads[(req.model, req.dims)]
+    recs = sorted((assess(index, workload, req, n) for n in nodes), key=_rank_key)
+    for i, r in enumerate(recs, start=1):
+        r.rank = i
+    for r in pareto_front(recs):
+        r.pareto = True
+    return recs

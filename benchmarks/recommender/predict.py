@@ -1,0 +1,271 @@
+"""Predict training throughput on a node type from benchmark results.
+
+Methods, tried in order (the first that has data wins):
+  measured      a result for the same model and dims on the same accelerator at a compatible
+                precision; scaled for image size by FLOPs, for GPU count by scaling efficiency.
+  flops_scaled  a result for another model on the same accelerator and precision: the FLOP/s
+                it achieved, divided by this workload's FLOPs per sample.
+  roofline      no result on this accelerator: achieved TFLOP/s predicted from its peak at the
+                precision, by a fit of achieved against peak over the hardware that has
+                results (same workload if possible). Least trustworthy: marked low confidence.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from benchmarks.recommender.types import (BenchmarkRecord, NodeTypeInfo, Workload,
+                                          WorkloadRequest, fmt_number)
+
+METHODS = ("measured", "flops_scaled", "roofline")
+# Stated defaults, used only where nothing is measured:
+# the seed saw 1->16 GPU DDP scaling "marginally sub-linear"; 0.95 per doubling = 81% at 16.
+DEFAULT_DOUBLING_EFFICIENCY = 0.95
+# Relative speed of the strategies at equal GPU count (the seed: FSDP faster than DeepSpeed).
+STRATEGY_SPEED = {"single": 1.0, "ddp": 1.0, "fsdp": 0.85, "deepspeed": 0.75}
+# Utilisation of peak when nothing at all was measured at a precision class (REFERENCE.md:
+# plain PyTorch AMP reaches ~7% of H100 bf16 peak; fp32 CUDA cores are far easier to keep busy).
+DEFAULT_UTILISATION = {"16bit": 0.07, "tf32": 0.15, "fp32": 0.35}
+
+
+def precision_class(precision: str) -> str:
+    """fp16 and bf16 share a class: tensor cores run both at one rate on NVIDIA since Ampere."""
+    return "16bit" if precision in ("fp16", "bf16") else precision
+
+
+def effective_peak(node: NodeTypeInfo, precision: str) -> float | None:
+    """Peak TFLOP/s per accelerator at `precision`; TF32 falls back to fp32 where not listed."""
+    if precision == "tf32":
+        return node.peak_tflops.get("tf32") or node.peak_tflops.get("fp32")
+    return node.peak_tflops.get(precision)
+
+
+def precision_compatible(node: NodeTypeInfo, wanted: str, measured: str) -> bool:
+    """Can a result measured at `measured` stand for `wanted` on this node's hardware?"""
+    if wanted == measured:
+        return True
+    if precision_class(wanted) == precision_class(measured) == "16bit":
+        return effective_peak(node, wanted) == effective_peak(node, measured) is not None
+    return False
+
+
+@dataclass
+class Prediction:
+    """A throughput (samples/s over all GPUs) and how it was obtained."""
+
+    throughput: float
+    method: str
+    confidence: str
+    basis: BenchmarkRecord | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _log2_ratio(a: float, b: float) -> float:
+    return abs(math.log2(a / b))
+
+
+class ResultIndex:
+    """Benchmark results indexed by accelerator and model, built once per request (O(results)).
+
+    Results whose node type or workload is unknown are ignored.
+    """
+
+    def __init__(self, results: Iterable[BenchmarkRecord], nodes: Iterable[NodeTypeInfo],
+                 workloads: Iterable[Workload]) -> None:
+        self.nodes = {n.name: n for n in nodes}
+        self.workloads = {(w.model, w.dims): w for w in workloads}
+        self.by_hw: dict[str, list[BenchmarkRecord]] = defaultdict(list)
+        self.by_hw_model: dict[tuple[str, str, int], list[BenchmarkRecord]] = defaultdict(list)
+        self.all: list[BenchmarkRecord] = []
+        for r in results:
+            node = self.nodes.get(r.node_type)
+            if node is None or (r.model, r.dims) not in self.workloads or r.throughput <= 0:
+                continue
+            self.all.append(r)
+            self.by_hw[node.accelerator].append(r)
+            self.by_hw_model[(node.accelerator, r.model, r.dims)].append(r)
+        self._efficiency: dict[str, float] = {}
+        self._calibration: dict[tuple[str, str, str], tuple[float, float, int]] = {}
+
+    # -- scaling across GPU counts -------------------------------------------------------
+    def doubling_efficiency(self, accelerator: str) -> tuple[float, bool]:
+        """Throughput kept per doubling of GPUs, measured on this accelerator if possible.
+
+        Returns (efficiency, measured?). Pairs are results differing only in GPU count.
+        """
+        if accelerator not in self._efficiency:
+            self._efficiency[accelerator] = self._measure_efficiency(self.by_hw.get(accelerator, []))
+        eff = self._efficiency[accelerator]
+        return (eff, True) if eff > 0 else (DEFAULT_DOUBLING_EFFICIENCY, False)
+
+    @staticmethod
+    def _measure_efficiency(results: list[BenchmarkRecord]) -> float:
+        groups: dict[tuple, list[BenchmarkRecord]] = defaultdict(list)
+        for r in results:
+            groups[(r.model, r.dims, r.image_size, r.precision, r.batch_size)].append(r)
+        values = []
+        for rs in groups.values():
+            base = min(rs, key=lambda r: r.gpus)
+            for r in rs:
+                if r.gpus > base.gpus:
+                    kept = (r.throughput / r.gpus) / (base.throughput / base.gpus)
+                    values.append(kept ** (1 / math.log2(r.gpus / base.gpus)))
+        return min(1.0, statistics.median(values)) if values else 0.0
+
+    def scale_gpus(self, throughput: float, from_gpus: int, to_gpus: int,
+                   accelerator: str) -> float:
+        """Move a throughput from one GPU count to another with the scaling efficiency."""
+        if from_gpus == to_gpus:
+            return throughput
+        eff, _ = self.doubling_efficiency(accelerator)
+        ratio = to_gpus / from_gpus
+        return throughput * ratio * eff ** math.log2(ratio)
+
+    # -- achieved FLOP/s against peak, for the roofline ----------------------------------------
+    def achieved(self, r: BenchmarkRecord) -> tuple[float, float] | None:
+        """(peak TFLOP/s, achieved TFLOP/s) per GPU of one result; None where no peak is known."""
+        peak = effective_peak(self.nodes[r.node_type], r.precision)
+        if not peak:
+            return None
+        flops = self.workloads[(r.model, r.dims)].flops(r.image_size)
+        return peak, r.throughput * flops / r.gpus / 1e12
+
+    def calibration(self, workload: Workload, precision: str,
+                    exclude_hw: str) -> tuple[float, float, int]:
+        """Fit achieved = c x peak^b (log-space least squares) on the most similar results.
+
+        Tiers: same model and dims, then same family, then anything, always at the same
+        precision class and on other hardware. With one distinct peak b is 1 (a constant
+        utilisation c); with none, c is a stated default. Returns (c, b, results used).
+        Peak ratios overstate real speed-ups (REFERENCE.md: H100/V100 7.9x on paper, 2.3-3.4x
+        measured), which is why b is fitted rather than assumed to be 1.
+        """
+        key = (workload.key, precision_class(precision), exclude_hw)
+        if key not in self._calibration:
+            self._calibration[key] = self._fit(workload, precision, exclude_hw)
+        return self._calibration[key]
+
+    def _fit(self, workload: Workload, precision: str, exclude_hw: str) -> tuple[float, float, int]:
+        pclass = precision_class(precision)
+        pool = [r for r in self.all if precision_class(r.precision) == pclass
+                and self.nodes[r.node_type].accelerator != exclude_hw]
+        tiers = (
+            [r for r in pool if (r.model, r.dims) == (workload.model, workload.dims)],
+            [r for r in pool if self.workloads[(r.model, r.dims)].family == workload.family],
+            pool,
+        )
+        for tier in tiers:
+            points = [p for p in map(self.achieved, tier) if p is not None and p[1] > 0]
+            if points:
+                return _power_fit(points) + (len(points),)
+        return DEFAULT_UTILISATION[pclass], 1.0, 0
+
+
+def _power_fit(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """Least-squares fit of log(achieved) = log(c) + b log(peak), b clamped to [0, 1]."""
+    xs = [math.log(p) for p, _ in points]
+    ys = [math.log(a) for _, a in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = 1.0 if sxx < 1e-9 else sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    b = min(1.0, max(0.0, b))
+    return math.exp(my - b * mx), b
+
+def _transfer(index: ResultIndex, r: BenchmarkRecord, per_sample_ratio: float,
+              req: WorkloadRequest, node: NodeTypeInfo, strategy: str) -> float:
+    """Carry result r over to the request: work per sample, GPU count, strategy."""
+    thr = r.throughput * per_sample_ratio
+    thr = index.scale_gpus(thr, r.gpus, req.gpus, node.accelerator)
+    return thr * STRATEGY_SPEED[strategy] / STRATEGY_SPEED.get(r.strategy, 1.0)
+
+
+def _same_hw(index: ResultIndex, node: NodeTypeInfo, req: WorkloadRequest,
+             pool: list[BenchmarkRecord]) -> list[BenchmarkRecord]:
+    return [r for r in pool if precision_compatible(node, req.precision, r.precision)]
+
+
+def predict_measured(index: ResultIndex, workload: Workload, req: WorkloadRequest,
+                     node: NodeTypeInfo, strategy: str) -> Prediction | None:
+    """Nearest result of the same model and dims on the same accelerator, or None."""
+    pool = _same_hw(index, node, req,
+                    index.by_hw_model.get((node.accelerator, workload.model, workload.dims), []))
+    if not pool:
+        return None
+
+    def distance(r: BenchmarkRecord) -> float:
+        return ((r.node_type != node.name) * 0.5 + (r.precision != req.precision) * 0.5
+                + _log2_ratio(r.gpus, req.gpus) + 0.5 * _log2_ratio(r.batch_size, req.batch_size)
+                + _log2_ratio(r.image_size, req.image_size))
+
+    r = min(pool, key=distance)
+    ratio = workload.flops(r.image_size) / workload.flops(req.image_size)
+    thr = _transfer(index, r, ratio, req, node, strategy)
+    far = distance(r) >= 1.0
+    notes = [f"from a {r.source} result for {r.model} on {r.node_type} ({r.precision}, "
+             f"{r.gpus} GPU, batch {r.batch_size}, size {r.image_size}: "
+             f"{fmt_number(r.throughput)} samples/s)"]
+    return Prediction(thr, "measured", "medium" if far else "high", r, notes)
+
+
+def predict_flops_scaled(index: ResultIndex, workload: Workload, req: WorkloadRequest,
+                         node: NodeTypeInfo, strategy: str) -> Prediction | None:
+    """Nearest result of another model on the same accelerator, scaled by FLOPs per sample."""
+    pool = [r for r in _same_hw(index, node, req, index.by_hw.get(node.accelerator, []))
+            if (r.model, r.dims) != (workload.model, workload.dims)]
+    if not pool:
+        return None
+    target = workload.flops(req.image_size)
+
+    def flops_of(r: BenchmarkRecord) -> float:
+        return index.workloads[(r.model, r.dims)].flops(r.image_size)
+
+    def distance(r: BenchmarkRecord) -> float:
+        other = index.workloads[(r.model, r.dims)]
+        return (2.0 * (other.family != workload.family) + (r.dims != workload.dims)
+                + _log2_ratio(flops_of(r), target) + _log2_ratio(r.gpus, req.gpus)
+                + 0.5 * _log2_ratio(r.batch_size, req.batch_size))
+
+    r = min(pool, key=distance)
+    thr = _transfer(index, r, flops_of(r) / target, req, node, strategy)
+    notes = [f"scaled by FLOPs per sample from {r.model} ({r.dims}D) on {r.node_type} "
+             f"({fmt_number(r.throughput)} samples/s at {flops_of(r) / 1e9:,.1f} GFLOP per sample; "
+             f"this workload needs {target / 1e9:,.1f})"]
+    return Prediction(thr, "flops_scaled", "medium", r, notes)
+
+
+def predict_roofline(index: ResultIndex, workload: Workload, req: WorkloadRequest,
+                     node: NodeTypeInfo, strategy: str) -> Prediction | None:
+    """Peak TFLOP/s at the precision x calibrated utilisation; None without a peak figure."""
+    peak = effective_peak(node, req.precision)
+    if not peak:
+        return None
+    c, b, used = index.calibration(workload, req.precision, node.accelerator)
+    achieved = c * peak**b  # TFLOP/s per GPU
+    one_gpu = achieved * 1e12 / workload.flops(req.image_size)
+    thr = index.scale_gpus(one_gpu, 1, req.gpus, node.accelerator) * STRATEGY_SPEED[strategy]
+    how = (f"fitted on {used} results on other hardware, achieved ~ peak^{b:.2f}" if used
+           else "a stated default utilisation")
+    notes = [f"roofline: {peak:g} TFLOP/s peak at {req.precision} -> {achieved:.3g} TFLOP/s "
+             f"achieved ({achieved / peak:.1%}; {how}); no result on {node.accelerator}"]
+    return Prediction(thr, "roofline", "low", None, notes)
+
+
+PREDICTORS = {"measured": predict_measured, "flops_scaled": predict_flops_scaled,
+              "roofline": predict_roofline}
+
+
+def predict(index: ResultIndex, workload: Workload, req: WorkloadRequest, node: NodeTypeInfo,
+            strategy: str) -> Prediction | None:
+    """The best available prediction (measured, then FLOPs-scaled, then roofline), or None."""
+    for method in METHODS:
+        found = PREDICTORS[method](index, workload, req, node, strategy)
+        if found is not None:
+            if req.gpus > 1:
+                eff, measured = index.doubling_efficiency(node.accelerator)
+                where = "measured here" if measured else "stated default"
+                found.notes.append(f"{req.gpus} GPUs at {eff:.0%} kept per doubling ({where})")
+            return found
+    return None

@@ -1,0 +1,268 @@
+"""The Slurm backend: sacctmgr, sbatch, squeue, sacct and scancel on a login node over SSH.
+
+The SSH login user is the portal's service account. It must be a Slurm administrator
+(`sacctmgr add user <u> adminlevel=Admin`) to manage accounts, and it is added to every account
+it manages so that it can submit on the members' behalf (`sbatch --account`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import PurePosixPath
+
+from launcher.backends import slurm_parse
+from launcher.backends.base import (
+    TOKEN_RE, AccountState, Backend, BackendError, JobSpec, JobStatus, NodeInfo, SubmitResult,
+    UsageRow, check_name,
+)
+from launcher.backends.ssh import CommandResult, SSHConnection
+
+JOB_ID_RE = re.compile(r"^[0-9]+(_[0-9]+)?$")
+
+# Failures that mean "the Slurm daemons are unreachable right now", worth retrying later.
+_TRANSIENT_MARKERS = (
+    "Unable to contact slurm controller", "Socket timed out", "Connection refused",
+    "Problem talking to the database", "slurmdbd", "Transport endpoint", "try again",
+    "Zero Bytes were transmitted", "Slurm backup controller in standby mode",
+)
+_NOTHING_TO_DO = ("Nothing new added", "Nothing modified", "already exists")
+
+# Runs on the login node. Under a per-token lock it looks the token up (squeue keeps finished
+# jobs for MinJobAge, sacct after that) and only submits if nothing carries it, so a re-sent
+# submission after a lost reply never makes a second job. Values arrive as positional
+# arguments ("$@"), never spliced into this text.
+_SUBMIT_SCRIPT = r"""
+set -u
+token=$1; lock=$2; shift 2
+exec 9>>"$lock"
+flock -w 60 9 || { echo "lock busy: $lock" >&2; exit 75; }
+q=$(squeue -h -a -t all --name="$token" -o %F) || exit 75
+a=$(sacct -n -X -a -P --name="$token" -S now-60days -o JobID) || exit 75
+found=$(printf '%s\n%s\n' "$q" "$a" | sed -e 's/[_.].*//' | grep -m1 '^[0-9]')
+if [ -n "$found" ]; then echo "existing $found"; exit 0; fi
+out=$(sbatch --parsable "$@") || exit $?
+echo "new ${out%%;*}"
+"""
+
+
+class SlurmBackend(Backend):
+    """A Slurm cluster reached through one `SSHConnection`."""
+
+    def __init__(self, ssh: SSHConnection, *, cluster: str, partition: str | None = None,
+                 jobs_dir: str = "portal-jobs") -> None:
+        self.ssh = ssh
+        self.cluster = check_name(cluster, "cluster")
+        self.partition = partition
+        self.jobs_dir = jobs_dir
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def _run(self, args: list[str], *, ok_markers: tuple[str, ...] = ()) -> CommandResult:
+        """Run a Slurm command; a non-zero exit becomes a BackendError unless its output says
+        there was nothing to do (one of `ok_markers`)."""
+        result = self.ssh.run(args)
+        if result.ok():
+            return result
+        text = f"{result.stdout}\n{result.stderr}"
+        if ok_markers and any(m in text for m in ok_markers):
+            return result
+        transient = result.rc == 75 or any(m in text for m in _TRANSIENT_MARKERS)
+        raise BackendError(f"{args[0]} failed (exit {result.rc}): {text.strip()[:500]}",
+                           transient=transient)
+
+    def _sacctmgr(self, *args: str) -> CommandResult:
+        return self._run(["sacctmgr", "-i", *args], ok_markers=_NOTHING_TO_DO)
+
+    def _show(self, *args: str) -> list[list[str]]:
+        out = self._run(["sacctmgr", "-n", "-P", "show", *args]).stdout
+        return [line.split("|") for line in out.splitlines() if line.strip()]
+
+    # -- accounts -----------------------------------------------------------------------------
+
+    def account_state(self, name: str) -> AccountState | None:
+        """The account's users, cap and block flag as slurmdbd holds them, or None if absent."""
+        check_name(name, "account")
+        rows = self._show("assoc", f"where", f"account={name}", f"cluster={self.cluster}",
+                          "format=User,GrpTRESMins,GrpSubmit")
+        if not rows:
+            return None
+        users = frozenset(r[0] for r in rows if r[0])
+        account_row = next((r for r in rows if not r[0]), ["", "", ""])
+        match = re.search(r"gres/gpu=(\d+)", account_row[1])
+        return AccountState(name=name, users=users, gpu_minutes=int(match.group(1)) if match else None,
+                            blocked=account_row[2] == "0")
+
+    def ensure_account(self, *, name: str, users: list[str], gpu_minutes: int) -> AccountState:
+        """Make the account exist with (at least) these users and exactly this GPU-minute cap.
+
+        Idempotent: only what is missing or different is changed, and `changed` says whether
+        anything was. The service user is always added so the portal can submit for members.
+        """
+        check_name(name, "account")
+        wanted = {check_name(u, "user name") for u in users} | {self.ssh.target.user}
+        state = self.account_state(name)
+        changed = state is None
+        if state is None:
+            self._sacctmgr("add", "account", name, f"cluster={self.cluster}",
+                           "description=portal-allocation", "organization=portal")
+        missing = sorted(wanted - (state.users if state else frozenset()))
+        if missing:
+            self._sacctmgr("add", "user", f"name={','.join(missing)}", f"account={name}",
+                           f"cluster={self.cluster}")
+            changed = True
+        if state is None or state.gpu_minutes != gpu_minutes:
+            self.set_cap(name=name, gpu_minutes=gpu_minutes)
+            changed = True
+        final = self.account_state(name)
+        if final is None:
+            raise BackendError(f"account {name} missing right after creation", transient=True)
+        return AccountState(name=name, users=final.users, gpu_minutes=final.gpu_minutes,
+                            blocked=final.blocked, changed=changed)
+
+    def set_cap(self, *, name: str, gpu_minutes: int) -> None:
+        """Set GrpTRESMins=gres/gpu=<minutes> on the account. Idempotent."""
+        check_name(name, "account")
+        if not isinstance(gpu_minutes, int) or gpu_minutes < 0:
+            raise BackendError(f"invalid GPU-minute cap {gpu_minutes!r}", transient=False)
+        self._sacctmgr("modify", "account", "where", f"name={name}", f"cluster={self.cluster}",
+                       "set", f"GrpTRESMins=gres/gpu={gpu_minutes}")
+
+    def block_account(self, *, name: str) -> None:
+        """Refuse submissions (GrpSubmitJobs=0) and cancel every job of the account. Idempotent."""
+        check_name(name, "account")
+        self._sacctmgr("modify", "account", "where", f"name={name}", f"cluster={self.cluster}",
+                       "set", "GrpSubmitJobs=0")
+        self._run(["scancel", f"--account={name}"])
+
+    def unblock_account(self, *, name: str) -> None:
+        """Lift GrpSubmitJobs (back to unlimited). Idempotent."""
+        check_name(name, "account")
+        self._sacctmgr("modify", "account", "where", f"name={name}", f"cluster={self.cluster}",
+                       "set", "GrpSubmitJobs=-1")
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    def _sbatch_args(self, spec: JobSpec, workdir: str) -> tuple[list[str], str]:
+        output = f"{workdir}/slurm-%A_%a.out" if spec.array_size else f"{workdir}/slurm-%j.out"
+        args = [
+            f"--job-name={spec.token}", f"--account={spec.account}",
+            f"--time={spec.time_limit_minutes}", f"--chdir={workdir}", f"--output={output}",
+            "--open-mode=append", f"--signal=B:USR1@{spec.checkpoint_signal_seconds}",
+        ]
+        if spec.gpus:
+            args.append(f"--gres=gpu:{spec.gpus}")
+        partition = spec.partition or self.partition
+        if partition:
+            args.append(f"--partition={check_name(partition, 'partition')}")
+        if spec.array_size:
+            limit = f"%{spec.array_concurrency}" if spec.array_concurrency else ""
+            args.append(f"--array=0-{spec.array_size - 1}{limit}")
+        if spec.comment:
+            args.append(f"--comment={spec.comment}")
+        return [*args, f"{workdir}/{spec.script}", *spec.args], output
+
+    def _validate(self, spec: JobSpec) -> None:
+        if not TOKEN_RE.match(spec.token):
+            raise BackendError(f"invalid job token {spec.token!r}", transient=False)
+        check_name(spec.account, "account")
+        script = PurePosixPath(spec.script)
+        if script.is_absolute() or ".." in script.parts or not (spec.bundle_dir / spec.script).is_file():
+            raise BackendError(f"job script {spec.script!r} is not a file in the bundle", transient=False)
+        for value, what in ((spec.gpus, "gpus"), (spec.time_limit_minutes, "time limit"),
+                            (spec.array_size, "array size"), (spec.array_concurrency, "array concurrency"),
+                            (spec.checkpoint_signal_seconds, "checkpoint signal")):
+            if not isinstance(value, int) or value < 0:
+                raise BackendError(f"invalid {what} {value!r}", transient=False)
+
+    def submit(self, spec: JobSpec) -> SubmitResult:
+        """Stage `spec.bundle_dir` to ~/<jobs_dir>/<token>/ and sbatch it, at most once per token.
+
+        Safe to call again after any failure, from any worker: the remote side looks the token
+        up under a lock before submitting, so the second call returns the first job
+        (`already_submitted=True`).
+        """
+        self._validate(spec)
+        workdir = self.ssh.upload_dir(spec.bundle_dir, f"{self.jobs_dir}/{spec.token}")
+        sbatch_args, output = self._sbatch_args(spec, workdir)
+        result = self._run(["bash", "-c", _SUBMIT_SCRIPT, "portal-submit", spec.token,
+                            f"{workdir}/.submit.lock", *sbatch_args])
+        kind, _, job_id = result.stdout.strip().rpartition("\n")[2].partition(" ")
+        if kind not in ("new", "existing") or not JOB_ID_RE.match(job_id):
+            raise BackendError(f"unexpected sbatch reply: {result.stdout[:200]!r}", transient=False)
+        return SubmitResult(job_id=job_id, token=spec.token, workdir=workdir,
+                            output_pattern=output, already_submitted=kind == "existing")
+
+    def find_job_by_token(self, token: str) -> str | None:
+        """The id of the job submitted with `token` (pending, running or finished), or None."""
+        if not TOKEN_RE.match(token):
+            raise BackendError(f"invalid job token {token!r}", transient=False)
+        live = self._run(["squeue", "-h", "-a", "-t", "all", f"--name={token}", "-o", "%F"]).stdout
+        past = self._run(["sacct", "-n", "-X", "-a", "-P", f"--name={token}", "-S", "now-60days",
+                          "-o", "JobID"]).stdout
+        for line in (live + "\n" + past).splitlines():
+            job = re.split(r"[_.]", line.strip(), maxsplit=1)[0]
+            if job.isdigit():
+                return job
+        return None
+
+    def status(self, job_ids: list[str]) -> dict[str, JobStatus]:
+        """Each job's state: squeue for live jobs, sacct once final; arrays carry `tasks`.
+
+        A job neither command knows (yet, or any more) is JobState.UNKNOWN.
+        """
+        ids = [self._check_job_id(j) for j in job_ids]
+        if not ids:
+            return {}
+        joined = ",".join(ids)
+        live = self.ssh.run(["squeue", "-h", "-a", "--array", "-t", "all", f"--jobs={joined}",
+                             "-o", slurm_parse.SQUEUE_STATUS_FORMAT])
+        if not live.ok() and "Invalid job id" not in live.stderr:
+            self._run(["squeue", "-h", f"--jobs={joined}"])  # raises with the classified error
+        accounted = self._run(["sacct", "-n", "-P", "-X", "-a", f"--jobs={joined}",
+                               "-o", ",".join(slurm_parse.SACCT_STATUS_FIELDS)]).stdout
+        records = slurm_parse.merge_status(
+            slurm_parse.parse_squeue_status(live.stdout if live.ok() else ""),
+            slurm_parse.parse_sacct_status(accounted))
+        return {j: slurm_parse.aggregate(j, records) for j in ids}
+
+    def cancel(self, job_id: str) -> None:
+        """scancel the job (every task of an array). Idempotent."""
+        self._run(["scancel", self._check_job_id(job_id)],
+                  ok_markers=("Invalid job id", "already completing or completed"))
+
+    def usage_since(self, *, account: str, since: dt.datetime, steps: bool = False) -> list[UsageRow]:
+        """sacct rows of the account's jobs active since `since` (allocation rows only unless
+        `steps`); running jobs appear with their elapsed time so far."""
+        check_name(account, "account")
+        args = ["sacct", "-n", "-P", "-a", f"--accounts={account}", f"--clusters={self.cluster}",
+                f"--starttime={since.strftime('%Y-%m-%dT%H:%M:%S')}", "--endtime=now",
+                "-o", ",".join(slurm_parse.SACCT_USAGE_FIELDS)]
+        if not steps:
+            args.insert(1, "-X")
+        return slurm_parse.parse_sacct_usage(self._run(args).stdout)
+
+    @staticmethod
+    def _check_job_id(job_id: str) -> str:
+        if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
+            raise BackendError(f"invalid job id {job_id!r}", transient=False)
+        return job_id
+
+    # -- files and nodes ----------------------------------------------------------------------
+
+    def read_file(self, path: str, *, max_bytes: int = 65536) -> bytes:
+        """The last `max_bytes` of a file on the login node (relative paths: from home)."""
+        return self.ssh.read_file(path, max_bytes=max_bytes)
+
+    def output_path(self, result: SubmitResult, task: int | None = None) -> str:
+        """Where the job's (or array task's) stdout goes."""
+        path = result.output_pattern.replace("%j", result.job_id).replace("%A", result.job_id)
+        return path.replace("%a", str(task if task is not None else 0))
+
+    def start_nodes(self, *, count: int) -> list[NodeInfo]:
+        """A Slurm cluster's nodes are the site's: nothing to start."""
+        return []
+
+    def stop_nodes(self, *, node_ids: list[str]) -> list[NodeInfo]:
+        """A Slurm cluster's nodes are the site's: nothing to stop."""
+        return []

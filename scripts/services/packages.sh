@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Debian packages for every component, in one apt transaction (only what is missing).
+source "$(dirname "$0")/common.sh"
+
+PACKAGES=(postgresql redis-server mariadb-server munge slurm-wlm slurmdbd slurm-client
+          openssh-server openssh-client curl chromium util-linux)
+
+case "$action" in
+  start)
+    ensure_packages "${PACKAGES[@]}" || die packages "apt-get failed (see $LOG_DIR/apt.log)"
+    set_env_fact CHROMIUM_PATH /usr/bin/chromium
+    say packages ok "${#PACKAGES[@]} Debian packages present" ;;
+  status|stop) ;;
+  *) echo "usage: $0 start|status|stop" >&2; exit 2 ;;
+esac

@@ -1,0 +1,11 @@
+"""Defaults so a bare `pytest` works after `make services`; `make test` sets the same."""
+import os
+
+os.environ.setdefault("DATABASE_URL", "postgres://portal:portal@127.0.0.1:5432/portal")
+os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+os.environ.setdefault("AWS_ENDPOINT_URL", "http://127.0.0.1:5000")
+os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
+os.environ.setdefault("EMAIL_URL", "locmem://")
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+# Unit tests run Celery tasks in-process; tests marked `worker` start a real worker on Redis.
+os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "true")
