@@ -45,6 +45,8 @@ INSTALLED_APPS = [
     "benchmarks",
     "launcher",
     "portal",
+    "portal.onboarding",
+    "portal.knowledge",
 ]
 
 MIDDLEWARE = [
@@ -113,6 +115,8 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = True
+# Pages are served from the finders until `collectstatic` has run (make run, tests).
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # Cookie-free paths stay fast; sessions in the cache would lose logins on a Redis flush, so
 # they stay in the database (one indexed lookup per request).
@@ -169,6 +173,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "FacilityKindEnum": "allocations.models.catalogue.Facility.Kind",
+        "RequestKindEnum": "allocations.models.request.AllocationRequest.Kind",
+        "RequestStatusEnum": "allocations.models.request.AllocationRequest.Status",
+        "AllocationStatusEnum": "allocations.models.allocation.Allocation.Status",
+    },
 }
 
 LOGGING = {

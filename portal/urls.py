@@ -11,6 +11,8 @@ api_patterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("allocations.api.urls")),
+    path("", include("portal.onboarding.api_urls")),
+    path("", include("portal.knowledge.api_urls")),
 ]
 
 urlpatterns = [
@@ -21,4 +23,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_patterns)),
     path("", include("allocations.urls")),
+    path("", include("portal.onboarding.urls")),
+    path("", include("portal.knowledge.urls")),
 ]

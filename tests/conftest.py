@@ -120,3 +120,35 @@ def dates():
     today = timezone.localdate()
     return {"start_date": today.isoformat(),
             "end_date": (today + dt.timedelta(days=60)).isoformat()}
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium):
+    """A fresh browser context (cookies, storage) per test; JavaScript on."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def page_no_js(chromium):
+    context = chromium.new_context(java_script_enabled=False, viewport={"width": 1280,
+                                                                       "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()

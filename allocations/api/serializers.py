@@ -1,6 +1,7 @@
 """API input and output shapes. Inputs validate types; policy lives in the services."""
 from __future__ import annotations
 
+from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
 from rest_framework import serializers
 
@@ -52,7 +53,8 @@ class ProjectSerializer(serializers.ModelSerializer):
                   "members", "created_at"]
         read_only_fields = ["id", "pi", "members", "created_at"]
         # Uniqueness is the service's to check, with a clear message.
-        extra_kwargs = {"code": {"validators": []}}
+        extra_kwargs = {"code": {"validators": []}, "pi_name": {"required": False},
+                        "pi_email": {"required": False}}
 
 
 class MemberInputSerializer(serializers.Serializer):
@@ -110,6 +112,7 @@ class RequestInputSerializer(serializers.Serializer):
 
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
+        user = user or AnonymousUser()  # schema generation builds it without a request
         self.fields["project"].queryset = visible_projects(user)
         self.fields["extends"].queryset = visible_allocations(user)
 
