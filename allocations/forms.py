@@ -18,7 +18,12 @@ SECTIONS = (
 
 
 class DateInput(forms.DateInput):
+    """An HTML date picker; its value must be ISO 8601 whatever the site's locale."""
+
     input_type = "date"
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs, format="%Y-%m-%d")
 
 
 class RequestForm(forms.ModelForm):

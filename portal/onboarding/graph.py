@@ -46,8 +46,32 @@ class Graph:
         kind, key = ref.split(":", 1)
         return key in (self.questions if kind == "q" else self.outcomes)
 
+    def with_node(self, kind: str, old_key: str | None, key: str, label: str,
+                  edges: list[Edge] | None = None) -> Graph:
+        """A copy with one question ("q", given its choices) or outcome ("o") added, renamed or
+        changed: what saving an edit would make of the chart."""
+        rename = {f"{kind}:{old_key}": f"{kind}:{key}"} if old_key else {}
+        copy = Graph(start=self.start, questions=dict(self.questions),
+                     outcomes=dict(self.outcomes),
+                     edges={k: [Edge(e.key, e.label, rename.get(e.target or "", e.target))
+                                for e in v] for k, v in self.edges.items()})
+        nodes = copy.questions if kind == "q" else copy.outcomes
+        if old_key:
+            nodes.pop(old_key, None)
+        nodes[key] = label
+        if kind == "q":
+            copy.edges[key] = edges or []
+            if old_key and old_key != key:
+                copy.edges.pop(old_key, None)
+                copy.start = key if copy.start == old_key else copy.start
+        return copy
+
     def nodes(self) -> list[str]:
         return [qref(k) for k in self.questions] + [oref(k) for k in self.outcomes]
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _find_cycle(graph: Graph) -> list[str] | None:
@@ -109,7 +133,7 @@ def problems(graph: Graph, *, cycles_only: bool = False) -> list[str]:
     for key in graph.questions:
         choices = graph.edges.get(key, [])
         if not choices:
-            found.append(f"{graph.name(qref(key)).capitalize()} has no choices: it leads nowhere.")
+            found.append(f"{_upper_first(graph.name(qref(key)))} has no choices: it leads nowhere.")
         for edge in choices:
             if edge.target is None or not graph.exists(edge.target):
                 found.append(f"Choice “{edge.label}” of {graph.name(qref(key))} leads nowhere.")
@@ -117,7 +141,7 @@ def problems(graph: Graph, *, cycles_only: bool = False) -> list[str]:
     if graph.start in graph.questions:
         for ref in graph.nodes():
             if ref not in seen:
-                found.append(f"{graph.name(ref).capitalize()} cannot be reached from the start "
+                found.append(f"{_upper_first(graph.name(ref))} cannot be reached from the start "
                              f"question.")
     return found
 

@@ -117,12 +117,14 @@ def walk_resolve(chart: Chart, path: list[str]) -> Position:
     return position
 
 
-def request_url(outcome: Outcome, facts: dict[str, str] | None = None) -> str:
-    """The request form pre-filled for this outcome and what the user told us."""
+def request_url(outcome: Outcome, facts: dict[str, str] | None = None,
+                kind: str | None = None) -> str:
+    """The request form pre-filled for this outcome and what the user told us (`kind`
+    overrides the outcome's request kind)."""
     params = {"facility": outcome.facility.slug}
     if outcome.node_type_id:
         params["node_type"] = outcome.node_type.name
-    params["kind"] = outcome.request_kind
+    params["kind"] = kind or outcome.request_kind
     if outcome.gpu_hours:
         params["gpu_hours"] = str(outcome.gpu_hours)
     if (facts or {}).get("data_sensitivity"):
@@ -137,7 +139,7 @@ def recommender_url(facts: dict[str, str]) -> str:
 
 def walk_url(path: list[str]) -> str:
     base = reverse("onboarding")
-    return f"{base}?{urlencode({'path': PATH_SEPARATOR.join(path)})}" if path else base
+    return f"{base}?{urlencode({'path': PATH_SEPARATOR.join(path)}, safe=',')}" if path else base
 
 
 def _target(choice: Choice, chart: Chart) -> dict:

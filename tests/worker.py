@@ -1,0 +1,65 @@
+"""A real Celery worker process on Redis, pointed at the test database (for tests marked
+`worker`, which must use committed data: `django_db(transaction=True)`)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def database_url() -> str:
+    db = settings.DATABASES["default"]
+    return (f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
+            f"{db['PORT'] or 5432}/{db['NAME']}")
+
+
+@contextlib.contextmanager
+def running_worker(extra_env: dict[str, str] | None = None, queues: str = "celery"):
+    """Start `celery worker`, wait until it answers a ping, stop it afterwards."""
+    from portal.celery import app
+
+    # The same Redis broker as this process (settings), so control messages (ping) meet.
+    env = {**os.environ, "DATABASE_URL": database_url(),
+           "CELERY_BROKER_URL": settings.CELERY_BROKER_URL, "CELERY_TASK_ALWAYS_EAGER": "false",
+           **(extra_env or {})}
+    old_eager = app.conf.task_always_eager
+    app.conf.task_always_eager = False
+    app.control.purge()  # messages left by an earlier, interrupted run
+    log = open(ROOT / "var" / "test-worker.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool", "solo",
+         "--loglevel", "INFO", "-Q", queues, "--without-gossip", "--without-mingle"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not app.control.ping(timeout=0.5):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"worker did not start; see {log.name}")
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        app.conf.task_always_eager = old_eager
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.2):
+    """Poll until predicate() is truthy; return its value or raise AssertionError."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s")
