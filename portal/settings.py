@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "allocations",
     "benchmarks",
     "launcher",
+    "launcher.cloud",
     "portal",
     "portal.onboarding",
     "portal.knowledge",

@@ -1,0 +1,14 @@
+# The production image: the portal (web, worker, beat) on Python 3.11.
+FROM python:3.11-slim-bookworm
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+WORKDIR /app
+RUN apt-get update && apt-get install -y --no-install-recommends build-essential libpq5 \
+    && rm -rf /var/lib/apt/lists/*
+COPY requirements.txt .
+RUN pip install -r requirements.txt
+COPY . .
+RUN SECRET_KEY=build-only python manage.py collectstatic --noinput
+RUN useradd --system --create-home portal && mkdir -p /app/var && chown portal /app/var
+USER portal
+EXPOSE 8000
+CMD ["gunicorn", "portal.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "4"]

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class CloudConfig(AppConfig):
+    name = "launcher.cloud"
+    label = "cloud"
+    verbose_name = "Cloud clusters"
