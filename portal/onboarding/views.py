@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from . import selectors, services
 from .diagram import render_svg
+from .graph import qref
 from .models import Flowchart
 from .presenters import breadcrumbs, outcome_cards, outline, path_description
 
@@ -48,7 +49,7 @@ def walk(request: HttpRequest) -> HttpResponse:
     position = selectors.walk_resolve(chart, selectors.parse_path(request.GET.get("path", "")))
     if flowchart.status == Flowchart.Status.PUBLISHED:
         services.walk_record(flowchart=flowchart, token=_walk_token(request), position=position)
-    on_path = {ref for ref in [selectors.qref(q.key) for q, _ in position.steps]}
+    on_path = {qref(q.key) for q, _ in position.steps}
     if position.node_ref:
         on_path.add(position.node_ref)
     taken = {f"{q.key}:{c.key}" for q, c in position.steps}
