@@ -60,12 +60,11 @@ class SlurmBackend(Backend):
 
     def _run(self, args: list[str], *, ok_markers: tuple[str, ...] = ()) -> CommandResult:
         """Run a Slurm command; a non-zero exit becomes a BackendError unless its output says
-        there was nothing to do (one of `ok_markers`)."""
+        there was nothing to do (one of `ok_markers`). Every command we send is safe to repeat,
+        so the SSH layer may re-send it after a transient failure."""
         result = self.ssh.run(args)
-        if result.ok():
-            return result
         text = f"{result.stdout}\n{result.stderr}"
-        if ok_markers and any(m in text for m in ok_markers):
+        if result.ok() or (ok_markers and any(m in text for m in ok_markers)):
             return result
         transient = result.rc == 75 or any(m in text for m in _TRANSIENT_MARKERS)
         raise BackendError(f"{args[0]} failed (exit {result.rc}): {text.strip()[:500]}",
@@ -83,7 +82,7 @@ class SlurmBackend(Backend):
     def account_state(self, name: str) -> AccountState | None:
         """The account's users, cap and block flag as slurmdbd holds them, or None if absent."""
         check_name(name, "account")
-        rows = self._show("assoc", f"where", f"account={name}", f"cluster={self.cluster}",
+        rows = self._show("assoc", "where", f"account={name}", f"cluster={self.cluster}",
                           "format=User,GrpTRESMins,GrpSubmit")
         if not rows:
             return None
@@ -101,30 +100,32 @@ class SlurmBackend(Backend):
         """
         check_name(name, "account")
         wanted = {check_name(u, "user name") for u in users} | {self.ssh.target.user}
+        self._check_minutes(gpu_minutes)
         state = self.account_state(name)
-        changed = state is None
-        if state is None:
+        if state is None:  # one command creates the account with its cap
             self._sacctmgr("add", "account", name, f"cluster={self.cluster}",
-                           "description=portal-allocation", "organization=portal")
+                           "description=portal-allocation", "organization=portal",
+                           f"GrpTRESMins=gres/gpu={gpu_minutes}")
         missing = sorted(wanted - (state.users if state else frozenset()))
         if missing:
             self._sacctmgr("add", "user", f"name={','.join(missing)}", f"account={name}",
                            f"cluster={self.cluster}")
-            changed = True
-        if state is None or state.gpu_minutes != gpu_minutes:
+        if state is not None and state.gpu_minutes != gpu_minutes:
             self.set_cap(name=name, gpu_minutes=gpu_minutes)
-            changed = True
-        final = self.account_state(name)
-        if final is None:
-            raise BackendError(f"account {name} missing right after creation", transient=True)
-        return AccountState(name=name, users=final.users, gpu_minutes=final.gpu_minutes,
-                            blocked=final.blocked, changed=changed)
+        changed = state is None or bool(missing) or state.gpu_minutes != gpu_minutes
+        users_now = (state.users if state else frozenset()) | frozenset(missing)
+        return AccountState(name=name, users=users_now, gpu_minutes=gpu_minutes,
+                            blocked=state.blocked if state else False, changed=changed)
+
+    @staticmethod
+    def _check_minutes(gpu_minutes: int) -> None:
+        if not isinstance(gpu_minutes, int) or isinstance(gpu_minutes, bool) or gpu_minutes < 0:
+            raise BackendError(f"invalid GPU-minute cap {gpu_minutes!r}", transient=False)
 
     def set_cap(self, *, name: str, gpu_minutes: int) -> None:
         """Set GrpTRESMins=gres/gpu=<minutes> on the account. Idempotent."""
         check_name(name, "account")
-        if not isinstance(gpu_minutes, int) or gpu_minutes < 0:
-            raise BackendError(f"invalid GPU-minute cap {gpu_minutes!r}", transient=False)
+        self._check_minutes(gpu_minutes)
         self._sacctmgr("modify", "account", "where", f"name={name}", f"cluster={self.cluster}",
                        "set", f"GrpTRESMins=gres/gpu={gpu_minutes}")
 
@@ -215,10 +216,9 @@ class SlurmBackend(Backend):
         if not ids:
             return {}
         joined = ",".join(ids)
-        live = self.ssh.run(["squeue", "-h", "-a", "--array", "-t", "all", f"--jobs={joined}",
-                             "-o", slurm_parse.SQUEUE_STATUS_FORMAT])
-        if not live.ok() and "Invalid job id" not in live.stderr:
-            self._run(["squeue", "-h", f"--jobs={joined}"])  # raises with the classified error
+        # squeue exits 1 with "Invalid job id" when none of the ids is still in memory.
+        live = self._run(["squeue", "-h", "-a", "--array", "-t", "all", f"--jobs={joined}",
+                          "-o", slurm_parse.SQUEUE_STATUS_FORMAT], ok_markers=("Invalid job id",))
         accounted = self._run(["sacct", "-n", "-P", "-X", "-a", f"--jobs={joined}",
                                "-o", ",".join(slurm_parse.SACCT_STATUS_FIELDS)]).stdout
         records = slurm_parse.merge_status(

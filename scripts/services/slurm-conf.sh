@@ -28,7 +28,8 @@ GresTypes=gpu
 MpiDefault=none
 ReturnToService=2
 SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000
+# A single small node: scheduling often is cheap and keeps tests fast (jobs start in ~0.1-2 s).
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000,sched_interval=2,bf_interval=5
 # GrpTRESMins is only enforced with priority/multifactor; usage never decays, is never reset,
 # and is recomputed every minute (the smallest PriorityCalcPeriod).
 PriorityType=priority/multifactor
@@ -37,7 +38,10 @@ PriorityUsageResetPeriod=NONE
 PriorityCalcPeriod=1
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
-AccountingStorageEnforce=associations,limits
+# safe: a job starts only if its whole time limit x GPUs fits in what is left of GrpTRESMins.
+# Without it (limits alone) 22.05 starts the job, lets usage pass the cap, and kills the job
+# (state TIMEOUT) at the next usage recalculation: an overrun of minutes x GPUs.
+AccountingStorageEnforce=associations,limits,safe
 AccountingStorageTRES=gres/gpu
 JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherFrequency=30

@@ -88,7 +88,6 @@ def unique_name(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:10]}"
 
 
-# Helpers reach the tests as fixtures, so test modules need not import this conftest.
 @pytest.fixture(name="wait_for")
 def wait_for_fixture() -> Callable[..., object]:
     return wait_for

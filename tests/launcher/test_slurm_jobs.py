@@ -1,0 +1,168 @@
+"""Jobs on the real Slurm through the backend: success and its usage, arrays, cancel, failure,
+the GPU-minute cap, resubmission after a dropped connection, and inert user values."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+
+from launcher.backends.base import BackendError, JobSpec, JobState
+from launcher.backends.slurm import SlurmBackend
+from launcher.backends.ssh import SSHConnection
+
+pytestmark = pytest.mark.slurm
+
+
+def final_status(slurm: SlurmBackend, job_id: str, wait_for):
+    return wait_for(lambda: (s := slurm.status([job_id])[job_id]).state.final and s,
+                    what=f"job {job_id} to finish")
+
+
+def test_a_job_runs_to_success_and_its_gpu_time_is_charged(slurm, account, make_bundle, wait_for, unique):
+    since = dt.datetime.now() - dt.timedelta(minutes=1)
+    bundle = make_bundle('echo "hello from $SLURM_JOB_ID on $CUDA_VISIBLE_DEVICES"; sleep 2')
+    job = slurm.submit(JobSpec(token=unique("ok-"), account=account, bundle_dir=bundle, gpus=2,
+                               time_limit_minutes=2))
+
+    status = final_status(slurm, job.job_id, wait_for)
+
+    assert status.state is JobState.SUCCEEDED and status.exit_code == 0
+    assert f"hello from {job.job_id}" in slurm.tail(slurm.output_path(job))
+    row = wait_for(lambda: next((r for r in slurm.usage_since(account=account, since=since)
+                                 if r.job_id == job.job_id and r.end), None), what="sacct record")
+    assert row.gpus == 2 and row.elapsed_seconds >= 2
+    assert row.gpu_seconds == row.elapsed_seconds * 2
+    assert row.state == "COMPLETED" and row.step == "" and row.external_id == job.job_id
+
+
+def test_a_job_array_runs_every_task_within_its_concurrency_limit(slurm, account, make_bundle, wait_for, unique):
+    since = dt.datetime.now() - dt.timedelta(minutes=1)
+    bundle = make_bundle('echo "task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID"; sleep 2')
+    job = slurm.submit(JobSpec(token=unique("arr-"), account=account, bundle_dir=bundle, gpus=1,
+                               time_limit_minutes=2, array_size=3, array_concurrency=2))
+
+    status = final_status(slurm, job.job_id, wait_for)
+
+    assert status.state is JobState.SUCCEEDED
+    assert sorted(status.tasks) == [f"{job.job_id}_{k}" for k in range(3)]
+    for k in range(3):
+        assert f"task {k} of {job.job_id}" in slurm.tail(slurm.output_path(job, task=k))
+    rows = wait_for(lambda: len(rows := [r for r in slurm.usage_since(account=account, since=since)
+                                         if r.job_id.startswith(f"{job.job_id}_") and r.end]) == 3 and rows,
+                    what="usage of all three tasks")
+    assert sorted(r.job_id for r in rows) == [f"{job.job_id}_{k}" for k in range(3)]
+    # %2: the third task could only start once one of the first two had ended.
+    last = max(rows, key=lambda r: r.start)
+    assert any(r.end <= last.start for r in rows if r is not last)
+
+
+def test_cancel_stops_a_running_job_and_is_idempotent(slurm, account, make_bundle, wait_for, unique):
+    job = slurm.submit(JobSpec(token=unique("cx-"), account=account, bundle_dir=make_bundle("sleep 120")))
+    wait_for(lambda: slurm.status([job.job_id])[job.job_id].state is JobState.RUNNING, what="start")
+
+    slurm.cancel(job.job_id)
+
+    assert final_status(slurm, job.job_id, wait_for).state is JobState.CANCELLED
+    slurm.cancel(job.job_id)  # again: no error
+
+
+def test_a_failing_job_reports_failed_with_its_exit_code(slurm, account, make_bundle, wait_for, unique):
+    job = slurm.submit(JobSpec(token=unique("bad-"), account=account,
+                               bundle_dir=make_bundle('echo "boom" >&2; exit 3')))
+
+    status = final_status(slurm, job.job_id, wait_for)
+
+    assert status.state is JobState.FAILED and status.exit_code == 3
+    assert "boom" in slurm.tail(slurm.output_path(job))
+
+
+def test_a_job_that_would_exceed_the_cap_waits_until_a_top_up(slurm, make_bundle, wait_for, unique):
+    # With AccountingStorageEnforce=...,safe Slurm 22.05 accepts the job but never starts it
+    # while GPUs x time limit exceed what is left of GrpTRESMins; raising the cap releases it.
+    account = unique("cap")
+    slurm.ensure_account(name=account, users=[], gpu_minutes=10)
+    try:
+        job = slurm.submit(JobSpec(token=unique("cap-"), account=account, gpus=2,
+                                   time_limit_minutes=6, bundle_dir=make_bundle("sleep 1")))
+        held = wait_for(lambda: (s := slurm.status([job.job_id])[job.job_id]).reason and s,
+                        what="a pending reason")
+        assert held.state is JobState.PENDING
+        assert held.reason == "AssocGrpGRESMinutes"
+
+        slurm.set_cap(name=account, gpu_minutes=12)
+
+        assert final_status(slurm, job.job_id, wait_for).state is JobState.SUCCEEDED
+    finally:
+        slurm.ssh.run(["scancel", f"--account={account}"])
+        slurm.ssh.run(["sacctmgr", "-i", "delete", "account", f"name={account}"])
+
+
+class DropsAfterSbatch(SSHConnection):
+    """Cuts the TCP connection right after the submit command went out, as a worker that
+    crashed or a network that failed before the reply came back would."""
+
+    def run(self, args, **kwargs):
+        if "portal-submit" not in args:
+            return super().run(args, **kwargs)
+        chan = self._transport().open_session()
+        chan.exec_command(shlex.join(args))
+        self.close()
+        raise BackendError("connection dropped before sbatch replied", transient=True)
+
+
+def jobs_named(slurm: SlurmBackend, token: str) -> list[str]:
+    out = slurm.ssh.run(["squeue", "-h", "-a", "-t", "all", f"--name={token}", "-o", "%i"]).stdout
+    return out.split()
+
+
+def test_resubmitting_after_a_dropped_connection_never_makes_a_second_job(
+        slurm, services_env, account, make_bundle, wait_for, unique):
+    spec = JobSpec(token=unique("drop-"), account=account, bundle_dir=make_bundle("sleep 5"))
+    dropping = SlurmBackend(DropsAfterSbatch(slurm.ssh.target), cluster=slurm.cluster)
+    with pytest.raises(BackendError) as lost:
+        dropping.submit(spec)
+    assert lost.value.transient
+
+    # A restarted worker (fresh connection) retries the same launch.
+    retry = SlurmBackend(SSHConnection(slurm.ssh.target), cluster=slurm.cluster).submit(spec)
+    again = slurm.submit(spec)
+
+    assert again.job_id == retry.job_id and again.already_submitted
+    assert slurm.find_job_by_token(spec.token) == retry.job_id
+    assert jobs_named(slurm, spec.token) == [retry.job_id]
+
+
+def test_shell_metacharacters_in_user_values_stay_inert(slurm, account, make_bundle, wait_for,
+                                                        unique, tmp_path):
+    marker = f"/tmp/portal-pwned-{unique('m')}"
+    evil = [f"$(touch {marker})", f"`touch {marker}`", f"; touch {marker}", f"' \" | & > {marker} *"]
+    bundle = make_bundle('for a in "$@"; do printf "<%s>\\n" "$a"; done')
+    job = slurm.submit(JobSpec(token=unique("meta-"), account=account, bundle_dir=bundle,
+                               args=tuple(evil), comment=f"note $(touch {marker}); `id`"))
+
+    assert final_status(slurm, job.job_id, wait_for).state is JobState.SUCCEEDED
+    assert slurm.tail(slurm.output_path(job)).splitlines() == [f"<{e}>" for e in evil]
+    comment = slurm.ssh.run(["squeue", "-h", "-t", "all", "-j", job.job_id, "-o", "%k"]).stdout.strip()
+    assert comment == f"note $(touch {marker}); `id`"
+    assert not os.path.exists(marker)
+    assert not Path(slurm.ssh.run(["bash", "-c", 'echo "$HOME"']).stdout.strip(), "*").exists()
+
+
+def test_invalid_job_values_are_refused_before_anything_runs(slurm, account, make_bundle):
+    bundle = make_bundle("true")
+    for bad in (dict(token="x; rm -rf ~"), dict(script="../../etc/passwd"), dict(gpus=-1),
+                dict(account="a,b"), dict(partition="gpu --wrap=id")):
+        spec = JobSpec(**{"token": "tok-valid-123", "account": account, "bundle_dir": bundle, **bad})
+        with pytest.raises(BackendError) as refused:
+            slurm.submit(spec)
+        assert not refused.value.transient
+    assert slurm.find_job_by_token("tok-valid-123") is None
+
+
+def test_a_job_the_scheduler_does_not_know_is_unknown_not_an_error(slurm):
+    assert {s.state for s in slurm.status(["999999", "999998_1"]).values()} == {JobState.UNKNOWN}
+    slurm.cancel("999999")  # nothing to cancel is not an error
