@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -49,7 +50,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     for name, kind in (("epochs", int), ("batch-size", int), ("lr", float), ("lr-step", int),
                        ("lr-gamma", float), ("weight-decay", float), ("patience", int), ("size", int),
                        ("dims", int), ("slices", int), ("folds", int), ("fold", int),
-                       ("val-fraction", float), ("seed", int), ("workers", int), ("bootstrap", int),
+                       ("val-fraction", float), ("seed", int), ("workers", int), ("threads", int), ("bootstrap", int),
                        ("progress-every", int)):
         p.add_argument(f"--{name}", type=kind, default=getattr(d, name.replace("-", "_")))
     p.add_argument("--window", type=_window, default=d.window, help="CT LEVEL,WIDTH in HU (default -500,1500)")
@@ -92,6 +93,8 @@ def _run_train(args: argparse.Namespace) -> int:
 
     fields = {k: v for k, v in vars(args).items() if k != "command"}
     result = train(TrainConfig(**fields))
+    if os.environ.get("RANK", "0") != "0":
+        return result.exit_code  # under torchrun only rank 0 reports
     if result.status == "preempted":
         print(f"stopped by signal after a checkpoint in {result.out}; run again with --resume", file=sys.stderr)
     else:

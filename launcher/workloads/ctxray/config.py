@@ -51,6 +51,7 @@ class TrainConfig:
     deterministic: bool = False
     seed: int = 0
     workers: int = 0
+    threads: int = 0  # CPU intra-op threads; 0 = PyTorch's default (one per core)
     resume: bool = False
     bootstrap: int = 1000
     progress_every: int = 10
@@ -78,6 +79,7 @@ class TrainConfig:
             (self.window[1] > 0, "--window width must be positive"),
             (self.device in ("auto", "cpu", "cuda"), "--device must be auto, cpu or cuda"),
             (self.workers >= 0, "--workers must not be negative"),
+            (self.threads >= 0, "--threads must not be negative"),
             (self.bootstrap >= 0, "--bootstrap must not be negative"),
             (self.progress_every >= 1, "--progress-every must be at least 1"),
         ]

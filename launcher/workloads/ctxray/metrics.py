@@ -110,7 +110,7 @@ def level_report(y: np.ndarray, score: np.ndarray, threshold: float, resamples: 
     values = point_metrics(y, score, threshold)
     intervals = bootstrap_intervals(y, score, threshold, resamples, seed)
     tp, fp, tn, fn = (int(c) for c in _counts(np.asarray(y).astype(bool), np.asarray(score) >= threshold))
-    report: dict = {"n": int(len(y)), "positives": int(np.sum(y))}
+    report: dict = {"n": len(y), "positives": int(np.sum(y))}
     report.update({k: {"value": values[k], "ci": intervals[k] if values[k] is not None else None} for k in METRICS})
     report["confusion_matrix"] = {"labels": ["negative", "positive"], "rows_true_cols_pred": [[tn, fp], [fn, tp]],
                                   "tn": tn, "fp": fp, "fn": fn, "tp": tp}

@@ -20,7 +20,9 @@ def _densenet(blocks: tuple[int, ...], growth: int = 32, init: int = 64) -> Call
 
 def _resnet(factory: Callable[..., nn.Module]) -> Callable[[int, int, int], nn.Module]:
     def build(dims: int, in_channels: int, classes: int) -> nn.Module:
-        return factory(spatial_dims=dims, n_input_channels=in_channels, num_classes=classes)
+        # MONAI's stem defaults to stride 1 (for small 3D patches); the standard ResNet stem (He et
+        # al.; the published ImageNet throughputs) has stride 2, which costs 4x fewer FLOPs in 2D.
+        return factory(spatial_dims=dims, n_input_channels=in_channels, num_classes=classes, conv1_t_stride=2)
     return build
 
 

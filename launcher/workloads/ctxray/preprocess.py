@@ -89,8 +89,8 @@ def lung_box(hu: np.ndarray, margin: float = 0.05, min_fraction: float = 0.02) -
         scale = full / mask.shape[axis]
         hit = np.flatnonzero(mask.any(axis=tuple(a for a in range(mask.ndim) if a != axis)))
         pad = margin * full
-        lo = max(0, int((hit[0]) * scale - pad))
-        hi = min(full, int(math.ceil((hit[-1] + 1) * scale + pad)))
+        lo = max(0, int(hit[0] * scale - pad))
+        hi = min(full, math.ceil((hit[-1] + 1) * scale + pad))
         box.append(slice(lo, hi))
     return tuple(box)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from .checkpoint import write_json
 
@@ -30,6 +30,11 @@ class Progress:
         """Count one training step (call after the optimizer step)."""
         self.steps_done += 1
 
+    def _eta(self, state: str, steps_left: int, rate: float) -> float | None:
+        if state == "succeeded":
+            return 0.0
+        return round(steps_left / rate, 1) if self.steps_done and state == "running" else None
+
     def write(self, state: str, epoch: int, step: int, loss: float | None, **extra: object) -> None:
         """Replace progress.json. epoch is 0-based internally and written 1-based (as shown to
         users); step is the number of steps finished in that epoch."""
@@ -46,8 +51,8 @@ class Progress:
             "steps_per_epoch": self.steps_per_epoch,
             "loss": loss,
             "images_per_s": round(rate * self.images_per_step, 2) if self.steps_done else None,
-            "eta_s": round(left / rate, 1) if self.steps_done and state == "running" else (0.0 if state == "succeeded" else None),
-            "updated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "eta_s": self._eta(state, left, rate),
+            "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "pid": os.getpid(),
         }
         data.update(extra)

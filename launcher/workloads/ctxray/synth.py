@@ -46,10 +46,10 @@ def _sample_anatomy(rng: np.random.Generator, positive: bool) -> Anatomy:
             lesions.append((rng.uniform(-0.5, 0.5), rng.uniform(-0.1, 0.35), rng.uniform(0.25, 0.8),
                             sigma, rng.uniform(0.8, 1.2), float(rng.choice([-1, 1])), kind))
     return Anatomy(
-        body=(rng.uniform(0.66, 0.78), rng.uniform(0.84, 0.94)),
-        lung_centre_y=rng.uniform(-0.12, -0.02),
+        body=(rng.uniform(0.7, 0.8), rng.uniform(0.84, 0.94)),
+        lung_centre_y=rng.uniform(-0.08, 0.0),
         lung_offset_x=rng.uniform(0.38, 0.45),
-        lung_radii=(rng.uniform(0.75, 0.9), rng.uniform(0.45, 0.55), rng.uniform(0.25, 0.31)),
+        lung_radii=(rng.uniform(0.75, 0.9), rng.uniform(0.42, 0.5), rng.uniform(0.25, 0.31)),
         heart=(rng.uniform(0.2, 0.27), rng.uniform(0.18, 0.25)),
         lesions=tuple(lesions),
     )
@@ -63,14 +63,14 @@ def _grid(size: int, dims: int) -> list[np.ndarray]:
 def _inside(coords: list[np.ndarray], centre: tuple[float, ...], radii: tuple[float, ...]) -> np.ndarray:
     """Points of an ellipse/ellipsoid; coords and centre/radii are aligned from the last axis."""
     total = np.zeros_like(coords[0])
-    for c, m, r in zip(coords[::-1], centre[::-1], radii[::-1]):
+    for c, m, r in zip(coords[::-1], centre[::-1], radii[::-1], strict=False):
         total += ((c - m) / r) ** 2
     return total <= 1.0
 
 
 def _blob(coords: list[np.ndarray], centre: tuple[float, ...], sigma: float) -> np.ndarray:
     total = np.zeros_like(coords[0])
-    for c, m in zip(coords[::-1], centre[::-1]):
+    for c, m in zip(coords[::-1], centre[::-1], strict=False):
         total += (c - m) ** 2
     return np.exp(-total / (2 * sigma * sigma))
 
@@ -88,12 +88,15 @@ def _structures(a: Anatomy, coords: list[np.ndarray], z: float) -> dict[str, np.
         lungs |= _inside(coords, centre if volume else centre[1:], lung_r if volume else lung_r[1:])
     heart = _inside(coords, (0.12, 0.08), a.heart)
     body = _inside(coords, (0.0, 0.0), a.body)
-    return {"body": body, "lungs": lungs & ~heart, "heart": heart & body,
+    # A chest wall always separates the lungs from the air outside the body.
+    wall = _inside(coords, (0.0, 0.0), (a.body[0] - 0.12, a.body[1] - 0.12))
+    return {"body": body, "lungs": lungs & ~heart & wall, "heart": heart & body,
             "spine": _inside(coords, (0.55, 0.0), (0.11, 0.09)),
             "inner": _inside(coords, (0.0, 0.0), (a.body[0] - 0.06, a.body[1] - 0.06))}
 
 
-def _lesion_map(a: Anatomy, coords: list[np.ndarray], z: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _lesion_map(a: Anatomy, coords: list[np.ndarray], z: float,
+                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Ground-glass and consolidation intensity maps (0..~1), jittered for this image."""
     ggo = np.zeros_like(coords[0])
     cons = np.zeros_like(coords[0])
@@ -116,11 +119,12 @@ def render_ct(a: Anatomy, size: int, dims: int, z: float, rng: np.random.Generat
     hu[s["inner"]] = 40.0  # muscle and mediastinum
     hu[s["lungs"]] = -850.0
     hu[s["spine"]] = 650.0
-    n_vessels = 25 if dims == 2 else 120
+    n_vessels = max(4, size // 5) * (1 if dims == 2 else 5)
+    vessel_sigma = max(0.012, 1.2 / size)  # at least about a pixel, so small images stay clean
     lung_points = np.argwhere(s["lungs"])
     for idx in lung_points[rng.integers(0, len(lung_points), n_vessels)] if len(lung_points) else []:
         centre = tuple(float(coords[d][tuple(idx)]) for d in range(dims))
-        hu += 700.0 * _blob(coords, centre, 0.012) * s["lungs"]
+        hu += 500.0 * _blob(coords, centre, vessel_sigma) * s["lungs"]
     ggo, cons = _lesion_map(a, coords, z, rng)
     hu += s["lungs"] * (350.0 * ggo + 850.0 * cons)
     hu += rng.normal(0.0, 20.0, hu.shape).astype(np.float32)
@@ -131,7 +135,8 @@ def render_xray(a: Anatomy, size: int, rng: np.random.Generator) -> np.ndarray:
     """A frontal chest radiograph, uint8 (lungs dark, mediastinum and bone bright)."""
     coords = _grid(size, 2)
     lung_radii = (0.0, a.lung_radii[0] * 0.75, a.lung_radii[2] * 1.05)
-    xray = Anatomy(a.body, a.lung_centre_y, a.lung_offset_x, lung_radii, (a.heart[0] * 1.3, a.heart[1] * 1.2), a.lesions)
+    heart = (a.heart[0] * 1.3, a.heart[1] * 1.2)  # the projected heart shadow is larger
+    xray = Anatomy(a.body, a.lung_centre_y, a.lung_offset_x, lung_radii, heart, a.lesions)
     s = _structures(xray, coords, 0.0)
     img = np.full(coords[0].shape, 15.0, dtype=np.float32)
     img[s["body"]] = 150.0

@@ -129,7 +129,8 @@ def _norm(value: object) -> object:
     return list(value) if isinstance(value, tuple) else value
 
 
-def _loader(dataset: CtXrayDataset, sampler: EpochSampler, cfg: TrainConfig, rt: runtime.Runtime, train: bool) -> DataLoader:
+def _loader(dataset: CtXrayDataset, sampler: EpochSampler, cfg: TrainConfig, rt: runtime.Runtime,
+            train: bool) -> DataLoader:
     return DataLoader(dataset, batch_size=cfg.batch_size, sampler=sampler, num_workers=cfg.workers,
                       pin_memory=rt.device.type == "cuda", drop_last=train,
                       prefetch_factor=4 if cfg.workers else None)

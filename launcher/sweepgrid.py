@@ -1,0 +1,209 @@
+"""Sweep grids: expand models x learning rates x LR steps x weight decays x folds into cells,
+validate specs, map a cell to ``ctxray train`` arguments, and rank results in a leaderboard.
+
+Pure Python (no Django, no torch), so the portal, Celery tasks and tests share it cheaply.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Models the workload can train (launcher.workloads.ctxray.config.MODEL_NAMES; a test keeps
+#: the two lists equal). densenet161 is built from MONAI's DenseNet class with its own layout.
+MODELS = ("densenet121", "densenet161", "densenet169", "densenet201", "resnet18", "resnet50")
+MAX_CELLS = 5000
+METRIC_NAMES = ("accuracy", "precision", "recall", "specificity", "f1", "roc_auc")
+AXES = ("model", "lr", "lr_step", "weight_decay")
+
+# Two-sided 95% Student t critical values by degrees of freedom; 1.96 beyond the table.
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+         10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
+         18: 2.101, 19: 2.093, 20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
+
+
+class GridError(ValueError):
+    """A sweep spec that cannot be run; the message names the field and what is wrong."""
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """A validated grid. `fixed` holds train arguments shared by every cell (epochs, size...)."""
+
+    models: tuple[str, ...]
+    lrs: tuple[float, ...]
+    lr_steps: tuple[int, ...]
+    weight_decays: tuple[float, ...]
+    folds: int
+    fixed: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        """Number of cells (training runs)."""
+        return len(self.models) * len(self.lrs) * len(self.lr_steps) * len(self.weight_decays) * self.folds
+
+
+#: The CLAIRE COVID-19 universal pipeline's grid (Colonnelli et al.): 4 x 3 x 3 x 3 x 5 = 540 runs,
+#: Adam (amsgrad) + StepLR, 50 epochs, early stopping after 10, input 224, CT window (-500, 1500).
+CLAIRE_PRESET: dict[str, Any] = {
+    "models": ["densenet121", "densenet161", "densenet169", "densenet201"],
+    "lrs": [1e-3, 1e-4, 1e-5],
+    "lr_steps": [10, 15, 20],
+    "weight_decays": [5e-4, 1e-4, 5e-5],
+    "folds": 5,
+    "fixed": {"epochs": 50, "patience": 10, "size": 224, "window": "-500,1500"},
+}
+PRESETS = {"claire": CLAIRE_PRESET}
+
+FIXED_ALLOWED = {"epochs": int, "patience": int, "size": int, "batch_size": int, "dims": int, "slices": int,
+                 "window": str, "seed": int, "lr_gamma": float, "bootstrap": int, "deterministic": bool,
+                 "augment": bool, "lung_crop": bool, "workers": int, "threads": int}
+
+
+def _list(spec: Mapping[str, Any], key: str, kind: type) -> tuple:
+    values = spec.get(key)
+    if not isinstance(values, (list, tuple)) or not values:
+        raise GridError(f"{key}: give a non-empty list")
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float) if kind is float else kind):
+            raise GridError(f"{key}: {v!r} is not a {kind.__name__}")
+        if kind is not str and not (math.isfinite(v) and v > 0):
+            raise GridError(f"{key}: {v!r} must be a positive number")
+        out.append(kind(v))
+    if len(set(out)) != len(out):
+        raise GridError(f"{key}: values repeat")
+    return tuple(out)
+
+
+def validate(spec: Mapping[str, Any]) -> GridSpec:
+    """Turn a JSON-like spec (or {"preset": "claire", ...overrides}) into a GridSpec, or raise
+    GridError with a message fit to show next to the offending field."""
+    if not isinstance(spec, Mapping):
+        raise GridError("the sweep spec must be an object")
+    if "preset" in spec:
+        if spec["preset"] not in PRESETS:
+            raise GridError(f"preset: unknown {spec['preset']!r}; known: {', '.join(PRESETS)}")
+        spec = {**PRESETS[spec["preset"]], **{k: v for k, v in spec.items() if k != "preset"}}
+    unknown = set(spec) - {"models", "lrs", "lr_steps", "weight_decays", "folds", "fixed"}
+    if unknown:
+        raise GridError(f"unknown field(s): {', '.join(sorted(unknown))}")
+    models = _list(spec, "models", str)
+    bad = [m for m in models if m not in MODELS]
+    if bad:
+        raise GridError(f"models: unknown {', '.join(bad)}; choose from {', '.join(MODELS)}")
+    weight_decays = tuple(float(w) for w in spec.get("weight_decays") or ())
+    if not weight_decays or any(isinstance(w, bool) or not 0 <= w < 1 for w in weight_decays):
+        raise GridError("weight_decays: give a non-empty list of numbers in [0, 1)")
+    folds = spec.get("folds", 1)
+    if isinstance(folds, bool) or not isinstance(folds, int) or not 1 <= folds <= 20:
+        raise GridError("folds: an integer from 1 to 20")
+    grid = GridSpec(models, _list(spec, "lrs", float), _list(spec, "lr_steps", int), weight_decays, folds,
+                    _fixed(spec.get("fixed") or {}))
+    if grid.size > MAX_CELLS:
+        raise GridError(f"the grid has {grid.size} cells, more than the limit of {MAX_CELLS}")
+    return grid
+
+
+def _fixed(fixed: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(fixed, Mapping):
+        raise GridError("fixed: must be an object of train arguments")
+    for key, value in fixed.items():
+        kind = FIXED_ALLOWED.get(key)
+        if kind is None:
+            raise GridError(f"fixed: {key!r} cannot be set for a sweep; allowed: {', '.join(sorted(FIXED_ALLOWED))}")
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise GridError(f"fixed: {key} must be a {kind.__name__}")
+    return dict(fixed)
+
+
+def expand(grid: GridSpec) -> list[dict[str, Any]]:
+    """Every cell as a parameter dict, in a fixed order (model, lr, lr_step, weight_decay, fold
+    nested from outermost), each with its 0-based `index` (the Slurm array task id)."""
+    product = itertools.product(grid.models, grid.lrs, grid.lr_steps, grid.weight_decays, range(grid.folds))
+    return [{"index": i, "model": m, "lr": lr, "lr_step": step, "weight_decay": wd, "fold": fold,
+             "folds": grid.folds, **grid.fixed}
+            for i, (m, lr, step, wd, fold) in enumerate(product)]
+
+
+def _flag(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def cell_argv(cell: Mapping[str, Any], data: str, out: str) -> list[str]:
+    """Arguments for ``python -m launcher.workloads.ctxray`` that run this cell (an argument
+    list, never a shell string: quote with shlex.join when a script needs one line)."""
+    argv = ["train", "--data", data, "--out", out]
+    for key, value in cell.items():
+        if key == "index" or (key == "folds" and value == 1) or (key == "fold" and cell.get("folds", 1) == 1):
+            continue
+        if isinstance(value, bool):
+            argv.append(_flag(key) if value else "--no-" + key.replace("_", "-"))
+            if key == "deterministic" and not value:
+                argv.pop()  # deterministic has no --no- form; off is the default
+        else:
+            text = repr(value) if isinstance(value, float) else str(value)
+            # "--window=-500,1500": a value starting with '-' must be attached to its flag.
+            argv += [f"{_flag(key)}={text}"] if text.startswith("-") else [_flag(key), text]
+    return argv
+
+
+def combo_key(cell: Mapping[str, Any]) -> tuple:
+    """The hyper-parameter combination a cell belongs to (everything but the fold)."""
+    return tuple(cell[a] for a in AXES)
+
+
+def t_interval(values: list[float]) -> tuple[float, list[float] | None]:
+    """Mean and two-sided 95% Student t interval (None with fewer than two values)."""
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, None
+    df = len(values) - 1
+    t = _T975.get(df) or next((v for k, v in sorted(_T975.items()) if k >= df), 1.96)
+    half = t * statistics.stdev(values) / math.sqrt(len(values))
+    return mean, [mean - half, mean + half]
+
+
+def metric_value(metrics: Mapping[str, Any], name: str, level: str = "patient") -> float | None:
+    """A metric from a metrics.json (``{level: {name: {"value": x}}}``) or a flat {name: x}."""
+    source = metrics.get(level, metrics) if isinstance(metrics.get(level), Mapping) else metrics
+    value = source.get(name)
+    if isinstance(value, Mapping):
+        value = value.get("value")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def leaderboard(results: Iterable[tuple[Mapping[str, Any], Mapping[str, Any] | None]], sort_by: str = "accuracy",
+                level: str = "patient", metrics: tuple[str, ...] = METRIC_NAMES) -> list[dict[str, Any]]:
+    """Rank hyper-parameter combinations by the mean over folds of `sort_by`, best first.
+
+    results: (cell, metrics or None for a cell without results yet). Each row carries the combo,
+    the folds done and expected, and each metric's {"mean", "ci" (t interval), "n"}.
+    """
+    if sort_by not in metrics:
+        raise GridError(f"sort_by: unknown metric {sort_by!r}; choose from {', '.join(metrics)}")
+    groups: dict[tuple, dict[str, Any]] = {}
+    for cell, result in results:
+        row = groups.setdefault(combo_key(cell), {**{a: cell[a] for a in AXES}, "folds_expected": cell.get("folds", 1),
+                                                  "_values": {m: [] for m in metrics}, "folds_done": 0})
+        if result is not None:
+            row["folds_done"] += 1
+            for m in metrics:
+                v = metric_value(result, m, level)
+                if v is not None:
+                    row["_values"][m].append(v)
+    rows = []
+    for row in groups.values():
+        values = row.pop("_values")
+        for m in metrics:
+            mean, ci = t_interval(values[m]) if values[m] else (None, None)
+            row[m] = {"mean": mean, "ci": ci, "n": len(values[m])}
+        rows.append(row)
+    rows.sort(key=lambda r: (r[sort_by]["mean"] is None, -(r[sort_by]["mean"] or 0.0)))
+    for rank, row in enumerate(rows, 1):
+        row["rank"] = rank
+    return rows
