@@ -38,7 +38,7 @@ run: install
 	@DEBUG=true $(VENV)/bin/celery -A portal worker -B --pool solo --loglevel INFO \
 		--schedule var/celerybeat-schedule > var/worker.log 2>&1 & \
 		worker=$$!; trap "kill $$worker 2>/dev/null" EXIT INT TERM; \
-		DEBUG=true $(PY) manage.py runserver 127.0.0.1:8000
+		DEBUG=true $(PY) manage.py runserver --noreload 127.0.0.1:8000
 
 test: install services
 	$(TEST_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS)
