@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Debian packages for every component, in one apt transaction (only what is missing).
+# wrk drives `make bench`; docker-compose checks docker-compose.yml (no engine needed).
 source "$(dirname "$0")/common.sh"
 
 PACKAGES=(postgresql redis-server mariadb-server munge slurm-wlm slurmdbd slurm-client
-          openssh-server openssh-client curl chromium util-linux)
+          openssh-server openssh-client curl chromium util-linux wrk docker-compose)
 
 case "$action" in
   start)
