@@ -34,9 +34,10 @@ def test_compose_config_passes_where_a_compose_client_is_installed():
     result = subprocess.run([client, "config", "-q"], cwd=ROOT, env=env, capture_output=True,
                             text=True)
     assert result.returncode == 0, result.stderr
+    # A production stack without a secret key must not even start.
     missing = subprocess.run([client, "config", "-q"], cwd=ROOT, capture_output=True, text=True,
-                             env={k: v for k, v in os.environ.items()
-                                  if k not in {"POSTGRES_PASSWORD", "SECRET_KEY"}})
+                             env={**{k: v for k, v in os.environ.items() if k != "SECRET_KEY"},
+                                  "POSTGRES_PASSWORD": "x"})
     assert missing.returncode != 0 and "SECRET_KEY" in missing.stderr + missing.stdout
 
 
