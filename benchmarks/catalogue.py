@@ -20,7 +20,8 @@ AWS_PRICES = ("AWS EC2 On-Demand pricing, us-east-1, Linux, list prices recorded
               "(aws.amazon.com/ec2/pricing/on-demand/); AWS cut P4d/P5 on-demand prices by up "
               "to 33%/45% in June 2025: verify before quoting. Spot: typical us-east-1 values "
               "from EC2 spot price history, 2024, approximate (they move hourly by zone)")
-LOCAL_VM = "this repository's harness on the 2-core Debian 12 dev VM (AMD EPYC, CPU only)"
+LOCAL_VM = ("this repository's harness on the 2-core Debian 12 dev VM (AMD EPYC, CPU only, "
+            "1 thread), 2026-11-22")
 
 # --- Workloads -------------------------------------------------------------------------------
 # CNNs: MONAI networks, 1 input channel, 2 classes; ResNets with a stride-2 first conv (ImageNet
@@ -30,7 +31,7 @@ LOCAL_VM = "this repository's harness on the 2-core Debian 12 dev VM (AMD EPYC, 
 # activations = tensors autograd saves for backward (fp32, deduplicated, parameters excluded).
 # Training FLOPs = 3 x forward (backward ~ 2 x forward). References: 224x224 (2D), 128^3 (3D).
 # GPT-2: the Turing table's parameter counts (minGPT, character vocabulary of 65, 128-token
-# blocks: the harness's GPT reproduces them exactly); training FLOPs = 6 x parameters x 128
+# blocks: the harness's GPT reproduces them to 0.01M); training FLOPs = 6 x parameters x 128
 # tokens (FlopCounterMode's count is within 3%: attention adds the rest).
 _CNN = [  # model, dims, parameters, forward FLOPs, activation bytes per sample
     ("densenet121", 2, 6_949_634, 5_508_927_488, 130_294_546),
@@ -112,6 +113,7 @@ class NodeTypeSpec:
     price_spot: float | None = None
     price_source: str = ""
     max_accelerators: int | None = None
+    device: str = "gpu"  # "cpu" for CPU-only node types
 
 
 def _peaks(fp16: float | None, bf16: float | None, fp32: float, fp64: float | None,
@@ -152,7 +154,7 @@ NODE_TYPES: list[NodeTypeSpec] = [
     # The dev VM: 2 vCPUs x 32 fp32 FLOP/cycle (AVX-512 FMA) x ~3 GHz; bf16 via AVX512_BF16.
     NodeTypeSpec("local-cpu", "local", "CPU (2 vCPU AMD EPYC)", 24, 1, "-", "2024-01",
                  _peaks(None, 0.38, 0.19, 0.095), "estimate from the CPU's vector width",
-                 max_accelerators=1),
+                 max_accelerators=1, device="cpu"),
 ]
 REFERENCE_NODE_TYPES: list[NodeTypeSpec] = [
     NodeTypeSpec("ref-H200-141", "published-reference", "NVIDIA H200 SXM", 141, 8, "SXM5",
@@ -182,9 +184,26 @@ REFERENCE_RESULTS: list[BenchmarkRecord] = [
 ]
 
 # Measured here with `python -m benchmarks.harness run --device cpu --repeats 5 --warmup 2
-# --steps 3 --node-type local-cpu ...` (torch 2.13.0+cpu, monai 1.6.1, 2026-11-22), one line
-# per run: model, dims, size, precision, batch, median, min, max samples/s, peak RSS GiB.
+# --steps 2 --threads 1 --node-type local-cpu ...` (torch 2.13.0+cpu, monai 1.6.1, python
+# 3.11.7, 2026-11-22, while other test suites shared the VM: one thread kept timings steady),
+# one line per run: model, dims, size, precision, batch, median, min, max samples/s, peak RSS GiB.
 _LOCAL_RUNS: list[tuple] = [
+    ("resnet18", 2, 64, "fp32", 8, 30.109, 28.035, 32.533, 0.64),
+    ("resnet18", 2, 96, "fp32", 8, 22.756, 20.115, 25.589, 0.66),
+    ("resnet18", 2, 128, "fp32", 8, 16.005, 14.201, 17.507, 0.70),
+    ("resnet18", 2, 96, "fp32", 16, 26.273, 21.446, 28.487, 0.72),
+    ("resnet50", 2, 64, "fp32", 8, 11.509, 10.797, 12.518, 0.89),
+    ("resnet50", 2, 96, "fp32", 8, 7.724, 7.610, 8.280, 0.96),
+    ("resnet50", 2, 128, "fp32", 8, 6.067, 5.638, 6.324, 1.11),
+    ("resnet50", 2, 96, "fp32", 16, 11.288, 10.697, 12.202, 1.11),
+    ("densenet121", 2, 64, "fp32", 8, 22.613, 21.040, 25.467, 0.61),
+    ("densenet121", 2, 96, "fp32", 8, 13.624, 12.325, 14.574, 0.71),
+    ("densenet121", 2, 128, "fp32", 8, 8.515, 8.428, 8.828, 0.88),
+    ("densenet121", 2, 96, "fp32", 16, 15.144, 14.380, 16.375, 0.95),
+    ("resnet18", 3, 32, "fp32", 2, 5.019, 4.925, 5.537, 1.02),
+    ("densenet121", 3, 32, "fp32", 2, 7.446, 6.991, 7.614, 0.65),
+    ("gpt2", 1, 128, "fp32", 2, 0.605, 0.404, 0.875, 1.76),
+    ("resnet50", 2, 96, "bf16", 8, 13.881, 11.035, 15.138, 0.90),
 ]
 MEASURED_RESULTS: list[BenchmarkRecord] = [
     BenchmarkRecord(node_type="local-cpu", model=m, dims=d, image_size=s, precision=p,
@@ -205,7 +224,7 @@ def node_type_info(spec: NodeTypeSpec, facility: dict) -> NodeTypeInfo:
         notebooks=facility["notebooks"], root=facility["root"],
         public_web_service=facility["public_web_service"],
         gpu_hour_rate=facility["gpu_hour_rate"], price_on_demand=spec.price_on_demand,
-        price_spot=spec.price_spot, max_accelerators=spec.max_accelerators)
+        price_spot=spec.price_spot, max_accelerators=spec.max_accelerators, device=spec.device)
 
 
 def node_type_infos(include_reference: bool = False) -> list[NodeTypeInfo]:

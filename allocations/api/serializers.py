@@ -17,7 +17,8 @@ class NodeTypeSerializer(serializers.ModelSerializer):
         fields = [
             "id", "name", "accelerator", "accelerator_memory_gb", "accelerators_per_node",
             "cpu_cores", "memory_gb", "interconnect", "peak_tflops_fp16", "peak_tflops_bf16",
-            "peak_tflops_fp32", "peak_tflops_fp64", "launch_date", "instance_type",
+            "peak_tflops_fp32", "peak_tflops_fp64", "peak_tflops_tf32", "device",
+            "max_accelerators", "launch_date", "instance_type",
             "price_on_demand", "price_spot",
         ]
 

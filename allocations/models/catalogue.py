@@ -84,6 +84,12 @@ class NodeType(models.Model):
     peak_tflops_bf16 = models.FloatField(null=True, blank=True)
     peak_tflops_fp32 = models.FloatField(null=True, blank=True)
     peak_tflops_fp64 = models.FloatField(null=True, blank=True)
+    peak_tflops_tf32 = models.FloatField(null=True, blank=True)
+    # "gpu" or "cpu": the recommender never calibrates accelerators on CPU results.
+    device = models.CharField(max_length=3, choices=[("gpu", "GPU"), ("cpu", "CPU")],
+                              default="gpu")
+    # The most accelerators one job may use here (e.g. 1 on a workstation); empty = no limit.
+    max_accelerators = models.PositiveIntegerField(null=True, blank=True)
     launch_date = models.DateField(null=True, blank=True)
     instance_type = models.CharField(max_length=40, blank=True)
     price_on_demand = models.DecimalField(max_digits=9, decimal_places=4, null=True, blank=True)

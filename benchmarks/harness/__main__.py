@@ -1,4 +1,4 @@
-"""Command line: `python -m benchmarks.harness run ...` and `python -m benchmarks.harness profile`."""
+"""Command line: `python -m benchmarks.harness run ...` and `... profile`."""
 from __future__ import annotations
 
 import argparse
@@ -27,6 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--repeats", type=int, default=5)
     r.add_argument("--warmup", type=int, default=2)
     r.add_argument("--steps", type=int, default=5, help="training steps per timed repeat")
+    r.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
     r.add_argument("--node-type", default="", help="the portal's node type name, e.g. B-A100-40")
     r.add_argument("--notes", default="")
     r.add_argument("--post", metavar="URL", help="portal base URL to POST the result to")
@@ -44,7 +45,8 @@ def _run(args: argparse.Namespace) -> int:
     cfg = RunConfig(model=args.model, dims=args.dims, image_size=args.image_size,
                     batch_size=args.batch_size, precision=args.precision, device=args.device,
                     repeats=args.repeats, warmup=args.warmup, steps=args.steps,
-                    node_type=args.node_type, notes=args.notes)
+                    node_type=args.node_type, notes=args.notes,
+                    threads=args.threads)
     result = run(cfg)
     if os.environ.get("RANK", "0") != "0":
         return 0  # under torchrun only rank 0 reports

@@ -12,8 +12,9 @@ import platform
 import resource
 import statistics
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from torch import nn
@@ -40,6 +41,7 @@ class RunConfig:
     steps: int = 5
     node_type: str = ""
     notes: str = ""
+    threads: int = 0  # CPU threads for torch; 0 keeps torch's default
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -182,6 +184,9 @@ def run(cfg: RunConfig) -> dict[str, Any]:
     samples per second over all ranks (median of repeats, with min and max); peak memory is per
     GPU (CUDA max_memory_allocated after warm-up) or the process's peak RSS on CPU.
     """
+    if cfg.threads > 0:
+        # On a shared CPU, OpenMP workers that spin for busy cores make timings erratic.
+        torch.set_num_threads(cfg.threads)
     d = _init_distributed(cfg.device)
     dev = _device(cfg, d)
     net, x, y = _prepare(cfg, dev)
@@ -214,7 +219,7 @@ def _result(cfg: RunConfig, d: _Dist, rates: list[float], peak_gb: float,
         "throughput_min": round(min(rates), 4), "throughput_max": round(max(rates), 4),
         "repeats": cfg.repeats, "peak_memory_gb": round(peak_gb, 4), "source": "measured",
         "software": software,
-        "measured_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "notes": cfg.notes or f"{cfg.steps} steps per repeat, {cfg.warmup} warm-up steps, "
-                              f"Adam, synthetic data, device {cfg.device}",
+        "measured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "notes": cfg.notes or (f"steps per repeat: {cfg.steps}, warm-up steps: {cfg.warmup}, "
+                               f"Adam, synthetic data, device {cfg.device}"),
     }

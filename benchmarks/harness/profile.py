@@ -58,10 +58,10 @@ def profile(model_key: str, dims: int, image_size: int, batch_size: int = 2) -> 
             seen[key] = max(seen.get(key, 0), t.untyped_storage().nbytes())
         return t
 
-    with FlopCounterMode(display=False) as counter:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            out = net(x)
-            loss = _loss(model_key, out, y)
+    with (FlopCounterMode(display=False) as counter,
+          torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)):
+        out = net(x)
+        loss = _loss(model_key, out, y)
     del loss
     n_params = (net.transformer_parameters() if model_key in GPT_SIZES
                 else sum(p.numel() for p in net.parameters()))

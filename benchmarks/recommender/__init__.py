@@ -8,14 +8,36 @@ Typical use (the API does the same with database rows turned into these dataclas
 """
 from benchmarks.recommender.core import assess, pareto_front, recommend
 from benchmarks.recommender.evaluate import LooCase, LooRow, leave_one_out, summarise
-from benchmarks.recommender.types import (NEEDS, PRECISIONS, SENSITIVITY_TIERS, STRATEGIES,
-                                          BenchmarkRecord, NodeTypeInfo, Recommendation,
-                                          Workload, WorkloadRequest)
+from benchmarks.recommender.types import (
+                                          NEEDS,
+                                          PRECISIONS,
+                                          SENSITIVITY_TIERS,
+                                          STRATEGIES,
+                                          BenchmarkRecord,
+                                          NodeTypeInfo,
+                                          Recommendation,
+                                          Workload,
+                                          WorkloadRequest,
+)
 from benchmarks.recommender.validation import RecommendationInputError, parse_request
 
 __all__ = [
-    "BenchmarkRecord", "LooCase", "LooRow", "NEEDS", "NodeTypeInfo", "PRECISIONS",
-    "Recommendation", "RecommendationInputError", "SENSITIVITY_TIERS", "STRATEGIES",
-    "Workload", "WorkloadRequest", "assess", "leave_one_out", "pareto_front", "parse_request",
-    "recommend", "summarise",
+                                          "NEEDS",
+                                          "PRECISIONS",
+                                          "SENSITIVITY_TIERS",
+                                          "STRATEGIES",
+                                          "BenchmarkRecord",
+                                          "LooCase",
+                                          "LooRow",
+                                          "NodeTypeInfo",
+                                          "Recommendation",
+                                          "RecommendationInputError",
+                                          "Workload",
+                                          "WorkloadRequest",
+                                          "assess",
+                                          "leave_one_out",
+                                          "pareto_front",
+                                          "parse_request",
+                                          "recommend",
+                                          "summarise",
 ]

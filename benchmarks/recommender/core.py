@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 from benchmarks.recommender import memory
 from benchmarks.recommender.predict import ResultIndex, effective_peak, predict
-from benchmarks.recommender.types import (NodeTypeInfo, Recommendation, Workload,
-                                          WorkloadRequest, fmt_number)
+from benchmarks.recommender.types import (
+    NodeTypeInfo,
+    Recommendation,
+    Workload,
+    WorkloadRequest,
+    fmt_number,
+)
 
 
 def _costs(req: WorkloadRequest, node: NodeTypeInfo, hours: float) -> tuple[float | None,
@@ -61,13 +66,20 @@ def assess(index: ResultIndex, workload: Workload, req: WorkloadRequest,
     rec = Recommendation(facility=node.facility, node_type=node.name,
                          accelerator=node.accelerator, kind=node.kind)
     mem = memory.choose(workload, req, node)
+    measured_peak = index.measured_peak_gb(node, workload, req, mem.strategy)
+    if measured_peak is not None:
+        mem = memory.with_measurement(mem, measured_peak)
     rec.strategy, rec.fits_memory = mem.strategy, mem.fits
     rec.memory_gb, rec.memory_capacity_gb = mem.total_gb, node.memory_gb
     rec.reasons.append(memory.explain(workload, req, node, mem))
     refusals = _policy(req, node)
-    found = predict(index, workload, req, node, mem.strategy) if not refusals else None
+    # Predict even where policy refuses, so people see what they are missing; only a precision
+    # the hardware lacks makes a prediction meaningless.
+    supported = effective_peak(node, req.precision) is not None
+    found = predict(index, workload, req, node, mem.strategy) if supported else None
     if found is not None:
-        rec.method, rec.confidence, rec.throughput = found.method, found.confidence, found.throughput
+        rec.method, rec.confidence = found.method, found.confidence
+        rec.throughput = found.throughput
         rec.basis = (found.basis.id or found.basis.citation) if found.basis else ""
         rec.predicted_hours = req.dataset_samples * req.epochs / found.throughput / 3600
         rec.gpu_hours = rec.predicted_hours * req.gpus
@@ -76,7 +88,7 @@ def assess(index: ResultIndex, workload: Workload, req: WorkloadRequest,
                            f"({found.confidence} confidence): " + "; ".join(found.notes) + ".")
         if note:
             rec.reasons.append(note + ".")
-    elif not refusals:
+    elif supported:
         rec.reasons.append("No benchmark result and no peak figure: cannot predict the time.")
     refusals += _limits(req, rec)
     rec.eligible = not refusals

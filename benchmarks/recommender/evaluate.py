@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from benchmarks.recommender.predict import METHODS, PREDICTORS, ResultIndex
 from benchmarks.recommender.types import BenchmarkRecord, NodeTypeInfo, Workload, WorkloadRequest
@@ -42,7 +42,8 @@ def _request_for(r: BenchmarkRecord) -> WorkloadRequest:
 
 
 def _label(r: BenchmarkRecord, i: int) -> str:
-    return r.id or f"{r.node_type}/{r.model}{r.dims}d/{r.image_size}/{r.precision}/b{r.batch_size}#{i}"
+    return r.id or (f"{r.node_type}/{r.model}{r.dims}d/{r.image_size}/{r.precision}"
+                    f"/b{r.batch_size}#{i}")
 
 
 def leave_one_out(results: Iterable[BenchmarkRecord], nodes: Iterable[NodeTypeInfo],
@@ -79,6 +80,6 @@ def summarise(cases: Iterable[LooCase]) -> list[LooRow]:
         if not errs:
             rows.append(LooRow(method, 0, None, None))
             continue
-        p90 = errs[min(len(errs) - 1, int(round(0.9 * (len(errs) - 1))))]
+        p90 = errs[min(len(errs) - 1, round(0.9 * (len(errs) - 1)))]
         rows.append(LooRow(method, len(errs), statistics.median(errs), p90))
     return rows

@@ -12,8 +12,7 @@ Model (bytes per GPU):
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from benchmarks.recommender.types import NodeTypeInfo, Workload, WorkloadRequest
 
@@ -36,6 +35,7 @@ class MemoryEstimate:
     activations_gb: float
     total_gb: float
     capacity_gb: float
+    measured: bool = False
 
     @property
     def fits(self) -> bool:
@@ -81,6 +81,12 @@ def min_sharded_gpus(workload: Workload, req: WorkloadRequest, node: NodeTypeInf
     return None
 
 
+def with_measurement(mem: MemoryEstimate, peak_gb: float) -> MemoryEstimate:
+    """Replace the estimate's total by a measured peak (max_memory_allocated) plus workspace,
+    which the allocator's count leaves out."""
+    return replace(mem, total_gb=peak_gb + WORKSPACE_BYTES / GIB, measured=True)
+
+
 def explain(workload: Workload, req: WorkloadRequest, node: NodeTypeInfo,
             mem: MemoryEstimate) -> str:
     """One sentence on the memory verdict, with the numbers behind it."""
@@ -88,6 +94,10 @@ def explain(workload: Workload, req: WorkloadRequest, node: NodeTypeInfo,
     head = (f"needs about {mem.total_gb:.1f} GB per GPU ({workload.parameters / 1e9:.2f} B "
             f"parameters -> {mem.states_gb:.1f} GB of weights, gradients and Adam state{share}; "
             f"activations {mem.activations_gb:.1f} GB at batch {req.batch_size})")
+    if mem.measured:
+        head = (f"needs about {mem.total_gb:.1f} GB per GPU (measured peak for this exact "
+                f"configuration, plus workspace; the estimate was "
+                f"{mem.states_gb + mem.activations_gb:.1f} GB before overheads)")
     if mem.fits:
         return f"Fits with {mem.strategy}: {head} of {node.memory_gb:g} GB."
     hint = ""
@@ -100,7 +110,3 @@ def explain(workload: Workload, req: WorkloadRequest, node: NodeTypeInfo,
         hint = "; choose FSDP or DeepSpeed ZeRO-3 to shard it"
     return f"Does not fit in {node.memory_gb:g} GB with {mem.strategy}: {head}{hint}."
 
-
-def gib(value_bytes: float) -> float:
-    """Bytes to GiB (what GPU vendors call GB)."""
-    return value_bytes / GIB if math.isfinite(value_bytes) else math.inf

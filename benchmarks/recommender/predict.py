@@ -14,11 +14,16 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
-from benchmarks.recommender.types import (BenchmarkRecord, NodeTypeInfo, Workload,
-                                          WorkloadRequest, fmt_number)
+from benchmarks.recommender.types import (
+    BenchmarkRecord,
+    NodeTypeInfo,
+    Workload,
+    WorkloadRequest,
+    fmt_number,
+)
 
 METHODS = ("measured", "flops_scaled", "roofline")
 # Stated defaults, used only where nothing is measured:
@@ -90,6 +95,21 @@ class ResultIndex:
         self._efficiency: dict[str, float] = {}
         self._calibration: dict[tuple[str, str, str], tuple[float, float, int]] = {}
 
+    def measured_peak_gb(self, node: NodeTypeInfo, workload: Workload, req: WorkloadRequest,
+                         strategy: str) -> float | None:
+        """Peak GPU memory measured for exactly this configuration on this chip, if any.
+
+        Only GPU results count: on CPUs the harness records the process's RSS, not tensors.
+        """
+        if node.device != "gpu":
+            return None
+        peaks = [r.peak_memory_gb for r in
+                 self.by_hw_model.get((node.accelerator, workload.model, workload.dims), [])
+                 if r.peak_memory_gb and r.source == "measured"
+                 and (r.precision, r.image_size, r.batch_size, r.strategy, r.gpus)
+                 == (req.precision, req.image_size, req.batch_size, strategy, req.gpus)]
+        return max(peaks) if peaks else None
+
     # -- scaling across GPU counts -------------------------------------------------------
     def doubling_efficiency(self, accelerator: str) -> tuple[float, bool]:
         """Throughput kept per doubling of GPUs, measured on this accelerator if possible.
@@ -97,7 +117,8 @@ class ResultIndex:
         Returns (efficiency, measured?). Pairs are results differing only in GPU count.
         """
         if accelerator not in self._efficiency:
-            self._efficiency[accelerator] = self._measure_efficiency(self.by_hw.get(accelerator, []))
+            pool = self.by_hw.get(accelerator, [])
+            self._efficiency[accelerator] = self._measure_efficiency(pool)
         eff = self._efficiency[accelerator]
         return (eff, True) if eff > 0 else (DEFAULT_DOUBLING_EFFICIENCY, False)
 
@@ -134,24 +155,27 @@ class ResultIndex:
         return peak, r.throughput * flops / r.gpus / 1e12
 
     def calibration(self, workload: Workload, precision: str,
-                    exclude_hw: str) -> tuple[float, float, int]:
+                    target: NodeTypeInfo) -> tuple[float, float, int]:
         """Fit achieved = c x peak^b (log-space least squares) on the most similar results.
 
         Tiers: same model and dims, then same family, then anything, always at the same
-        precision class and on other hardware. With one distinct peak b is 1 (a constant
-        utilisation c); with none, c is a stated default. Returns (c, b, results used).
+        precision class, on other hardware of the target's device kind (CPU or GPU). With one
+        distinct peak b is 1 (a constant utilisation c); with none, c is a stated default.
+        Returns (c, b, number of results used).
         Peak ratios overstate real speed-ups (REFERENCE.md: H100/V100 7.9x on paper, 2.3-3.4x
         measured), which is why b is fitted rather than assumed to be 1.
         """
-        key = (workload.key, precision_class(precision), exclude_hw)
+        key = (workload.key, precision_class(precision), target.accelerator)
         if key not in self._calibration:
-            self._calibration[key] = self._fit(workload, precision, exclude_hw)
+            self._calibration[key] = self._fit(workload, precision, target)
         return self._calibration[key]
 
-    def _fit(self, workload: Workload, precision: str, exclude_hw: str) -> tuple[float, float, int]:
+    def _fit(self, workload: Workload, precision: str,
+             target: NodeTypeInfo) -> tuple[float, float, int]:
         pclass = precision_class(precision)
         pool = [r for r in self.all if precision_class(r.precision) == pclass
-                and self.nodes[r.node_type].accelerator != exclude_hw]
+                and self.nodes[r.node_type].accelerator != target.accelerator
+                and self.nodes[r.node_type].device == target.device]
         tiers = (
             [r for r in pool if (r.model, r.dims) == (workload.model, workload.dims)],
             [r for r in pool if self.workloads[(r.model, r.dims)].family == workload.family],
@@ -201,13 +225,49 @@ def predict_measured(index: ResultIndex, workload: Workload, req: WorkloadReques
                 + _log2_ratio(r.image_size, req.image_size))
 
     r = min(pool, key=distance)
-    ratio = workload.flops(r.image_size) / workload.flops(req.image_size)
+    siblings = [q for q in pool if (q.gpus, q.strategy) == (r.gpus, r.strategy)]
+    fit = _fit_step_time(workload, siblings)
+    if fit is None:
+        ratio = workload.flops(r.image_size) / workload.flops(req.image_size)
+        how = "scaled by FLOPs per sample"
+    else:
+        alpha, beta = fit
+        ratio = ((alpha / r.batch_size + beta * workload.flops(r.image_size))
+                 / (alpha / req.batch_size + beta * workload.flops(req.image_size)))
+        how = "scaled by a per-sample time model fitted on its results here"
     thr = _transfer(index, r, ratio, req, node, strategy)
     far = distance(r) >= 1.0
     notes = [f"from a {r.source} result for {r.model} on {r.node_type} ({r.precision}, "
              f"{r.gpus} GPU, batch {r.batch_size}, size {r.image_size}: "
-             f"{fmt_number(r.throughput)} samples/s)"]
+             f"{fmt_number(r.throughput)} samples/s)"
+             + (f", {how}" if ratio != 1.0 else "")]
     return Prediction(thr, "measured", "medium" if far else "high", r, notes)
+
+
+def _fit_step_time(workload: Workload, results: list[BenchmarkRecord]
+                   ) -> tuple[float, float] | None:
+    """Fit time per sample = alpha / batch + beta x FLOPs per sample over same-model results.
+
+    alpha is a fixed cost per step (launches, optimizer, Python) shared by the batch; beta the
+    time per FLOP. Small inputs are far from FLOP-bound (on our CPU, 4x the pixels cost 2x the
+    time), which pure FLOPs scaling gets badly wrong. Needs two distinct configurations and
+    non-negative coefficients; None otherwise (then the caller scales by FLOPs).
+    """
+    rows = {(r.batch_size, workload.flops(r.image_size)): r.gpus / r.throughput for r in results}
+    if len(rows) < 2:
+        return None
+    xs = [(1.0 / b, f) for b, f in rows]
+    ts = list(rows.values())
+    s11 = sum(x1 * x1 for x1, _ in xs)
+    s12 = sum(x1 * x2 for x1, x2 in xs)
+    s22 = sum(x2 * x2 for _, x2 in xs)
+    t1 = sum(x1 * t for (x1, _), t in zip(xs, ts))
+    t2 = sum(x2 * t for (_, x2), t in zip(xs, ts))
+    det = s11 * s22 - s12 * s12
+    if det <= 1e-12 * s11 * s22:
+        return None
+    alpha, beta = (t1 * s22 - t2 * s12) / det, (t2 * s11 - t1 * s12) / det
+    return (alpha, beta) if alpha >= 0 and beta >= 0 else None
 
 
 def predict_flops_scaled(index: ResultIndex, workload: Workload, req: WorkloadRequest,
@@ -230,9 +290,9 @@ def predict_flops_scaled(index: ResultIndex, workload: Workload, req: WorkloadRe
 
     r = min(pool, key=distance)
     thr = _transfer(index, r, flops_of(r) / target, req, node, strategy)
-    notes = [f"scaled by FLOPs per sample from {r.model} ({r.dims}D) on {r.node_type} "
-             f"({fmt_number(r.throughput)} samples/s at {flops_of(r) / 1e9:,.1f} GFLOP per sample; "
-             f"this workload needs {target / 1e9:,.1f})"]
+    notes = [(f"scaled by FLOPs per sample from {r.model} ({r.dims}D) on {r.node_type} "
+              f"({fmt_number(r.throughput)} samples/s at {flops_of(r) / 1e9:,.1f} GFLOP per "
+              f"sample; this workload needs {target / 1e9:,.1f})")]
     return Prediction(thr, "flops_scaled", "medium", r, notes)
 
 
@@ -242,14 +302,14 @@ def predict_roofline(index: ResultIndex, workload: Workload, req: WorkloadReques
     peak = effective_peak(node, req.precision)
     if not peak:
         return None
-    c, b, used = index.calibration(workload, req.precision, node.accelerator)
+    c, b, used = index.calibration(workload, req.precision, node)
     achieved = c * peak**b  # TFLOP/s per GPU
     one_gpu = achieved * 1e12 / workload.flops(req.image_size)
     thr = index.scale_gpus(one_gpu, 1, req.gpus, node.accelerator) * STRATEGY_SPEED[strategy]
     how = (f"fitted on {used} results on other hardware, achieved ~ peak^{b:.2f}" if used
            else "a stated default utilisation")
-    notes = [f"roofline: {peak:g} TFLOP/s peak at {req.precision} -> {achieved:.3g} TFLOP/s "
-             f"achieved ({achieved / peak:.1%}; {how}); no result on {node.accelerator}"]
+    notes = [(f"roofline: {peak:g} TFLOP/s peak at {req.precision} -> {achieved:.3g} TFLOP/s "
+              f"achieved ({achieved / peak:.1%}; {how}); no result on {node.accelerator}")]
     return Prediction(thr, "roofline", "low", None, notes)
 
 

@@ -2,8 +2,9 @@
 can all feed it (from model rows or from `benchmarks.catalogue`)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 STRATEGIES = ("single", "ddp", "fsdp", "deepspeed")
@@ -70,6 +71,7 @@ class NodeTypeInfo:
     price_on_demand: float | None = None
     price_spot: float | None = None
     max_accelerators: int | None = None
+    device: str = "gpu"  # "gpu" or "cpu": roofline fits never mix the two
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,17 @@ one 400 listing them all instead of failing on the first.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from benchmarks.recommender.types import (NEEDS, PRECISIONS, SENSITIVITY_TIERS, STRATEGIES,
-                                          Workload, WorkloadRequest)
+from benchmarks.recommender.types import (
+    NEEDS,
+    PRECISIONS,
+    SENSITIVITY_TIERS,
+    STRATEGIES,
+    Workload,
+    WorkloadRequest,
+)
 
 # Ranges that catch typos and nonsense, not real limits of any system.
 LIMITS: dict[str, tuple[float, float]] = {
@@ -65,7 +72,8 @@ def _choice(data: Mapping[str, Any], name: str, allowed: Iterable[str],
     if raw in (None, ""):
         raw = default
     if raw is None:
-        errors.setdefault(name, []).append(f"This field is required; allowed: {', '.join(allowed)}.")
+        errors.setdefault(name, []).append(
+            f"This field is required; allowed: {', '.join(allowed)}.")
         return None
     if raw not in allowed:
         errors.setdefault(name, []).append(f"Unknown value {raw!r}; allowed: {', '.join(allowed)}.")
@@ -127,7 +135,8 @@ def parse_request(data: Mapping[str, Any], workloads: Iterable[Workload]) -> Wor
     strategy = _choice(data, "strategy", ("auto",) + STRATEGIES, errors, default="auto")
     needs = _needs(data, errors)
     if strategy == "single" and values["gpus"] not in (None, 1):
-        errors.setdefault("strategy", []).append("single means one GPU; use ddp, fsdp or deepspeed.")
+        errors.setdefault("strategy", []).append(
+            "single means one GPU; use ddp, fsdp or deepspeed.")
     if errors or workload is None:
         raise RecommendationInputError(errors or {"model": ["Unknown model."]})
     return WorkloadRequest(model=workload.model, dims=workload.dims, image_size=int(image_size),

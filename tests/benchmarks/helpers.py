@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from benchmarks import catalogue
 from benchmarks.recommender import BenchmarkRecord, NodeTypeInfo, WorkloadRequest
 
 

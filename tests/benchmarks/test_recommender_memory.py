@@ -1,10 +1,9 @@
 """Memory fit: what a GPU can hold for full training, per strategy, and why not."""
 from __future__ import annotations
 
-from tests.benchmarks.helpers import make_request
-
 from benchmarks.catalogue import WORKLOADS
 from benchmarks.recommender import memory, recommend
+from tests.benchmarks.helpers import make_request
 
 WL = {(w.model, w.dims): w for w in WORKLOADS}
 
@@ -60,3 +59,21 @@ def test_recommend_flags_the_v100_as_not_fitting_for_gpt2_xxl(workloads, seed_no
     assert ranked["B-A100-80"].fits_memory
     best = min(ranked.values(), key=lambda r: r.rank)
     assert best.fits_memory and best.eligible
+
+
+def test_a_measured_peak_for_the_same_configuration_overrides_the_estimate():
+    from benchmarks.recommender import recommend
+    from tests.benchmarks.helpers import make_node, make_result
+
+    node = make_node("a", memory_gb=16)
+    req = make_request(batch_size=64)
+    estimated = recommend(req, WORKLOADS, [node], [make_result("a", batch_size=64)])[0]
+    assert estimated.fits_memory
+    heavy = make_result("a", batch_size=64, peak_memory_gb=20.0)
+    measured = recommend(req, WORKLOADS, [node], [heavy])[0]
+    assert not measured.fits_memory
+    assert measured.memory_gb == 20.75
+    assert "measured peak" in measured.reasons[0]
+    # Another batch size is not the same configuration: the estimate stands.
+    other = recommend(make_request(batch_size=32), WORKLOADS, [node], [heavy])[0]
+    assert other.fits_memory
