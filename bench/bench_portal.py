@@ -95,6 +95,9 @@ UsageRecord.objects.bulk_create([UsageRecord(allocation=a, source="slurm",
     external_id=f"{a.pk}.{j}", period_start=now - dt.timedelta(days=j), period_end=now,
     gpu_seconds=3600 * (1 + j)) for a in Allocation.objects.all() for j in range(10)],
     batch_size=2000)
+from django.db import connection
+with connection.cursor() as cursor:
+    cursor.execute("ANALYZE")  # as autovacuum would after a bulk load
 req = AllocationRequest.objects.filter(project__memberships__user=me).order_by("-id").first()
 print("DETAIL", req.pk, "PROJECT", projects[0].pk)
 """.replace("N_REQUESTS", str(N_REQUESTS))

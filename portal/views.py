@@ -6,19 +6,18 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from allocations.selectors import visible_allocations, visible_projects, visible_requests
+from allocations.models import Project
+from allocations.selectors import member_project_ids, my_allocations, my_requests
 
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     """My projects, my recent requests with their status, my allocations with usage bars."""
     user = request.user
-    mine = visible_projects(user).filter(memberships__user=user)
     context = {
-        "projects": mine.order_by("code")[:50],
-        "requests": visible_requests(user).filter(project__memberships__user=user)[:20],
-        "allocations": visible_allocations(user).filter(project__memberships__user=user)
-        .order_by("-created_at")[:20],
+        "projects": Project.objects.filter(pk__in=member_project_ids(user)).order_by("code")[:50],
+        "requests": my_requests(user)[:20],
+        "allocations": my_allocations(user)[:20],
     }
     return render(request, "portal/dashboard.html", context)
 

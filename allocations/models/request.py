@@ -84,7 +84,10 @@ class AllocationRequest(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["project", "facility", "kind", "status"])]
+        indexes = [
+            models.Index(fields=["project", "facility", "kind", "status"]),
+            models.Index(fields=["project", "-created_at"], name="request_project_recent"),
+        ]
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.get_kind_display()} request for {self.project.code}"

@@ -208,3 +208,13 @@ def test_schema_and_docs_are_served_with_local_assets(api, researcher):
     assert docs.status_code == 200
     html = docs.content.decode()
     assert "swagger-ui" in html and "cdn" not in html.lower()
+
+
+def test_a_token_can_be_had_while_logged_in_to_the_site(researcher):
+    from rest_framework.test import APIClient
+
+    client = APIClient(enforce_csrf_checks=True)
+    client.force_login(researcher)
+    response = client.post("/api/v1/auth/token/", {"username": "rosalind",
+                                                    "password": "pw-for-tests"})
+    assert response.status_code == 200 and response.json()["token"]
