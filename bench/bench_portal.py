@@ -133,8 +133,9 @@ def wrk(path: str, connections: int, headers: dict, script: str = "wrk_report.lu
            "-s", str(ROOT / "bench" / script)]
     for key, value in headers.items():
         cmd += ["-H", f"{key}: {value}"]
-    out = subprocess.run(cmd + [BASE + path], capture_output=True, text=True,
-                         env={**os.environ, **(env_extra or {})}).stdout
+    env = {**os.environ, "BENCH_REPORT_LUA": str(ROOT / "bench" / "wrk_report.lua"),
+           **(env_extra or {})}
+    out = subprocess.run(cmd + [BASE + path], capture_output=True, text=True, env=env).stdout
     match = re.search(r"RESULT (.*)", out)
     if not match:
         sys.exit(f"wrk gave no result for {path}:\n{out}")

@@ -172,25 +172,26 @@ def _grant(req: AllocationRequest, *, gpu_hours: int, by) -> Allocation:
     return allocation
 
 
+def _send_back(req: AllocationRequest, *, by, to: str, comment: str, why: str,
+               notice: str) -> AllocationRequest:
+    """Reject or request changes: both need a comment, which the requester is sent."""
+    _check_reviewer(req, by)
+    comment = _require_comment(comment, why)
+    event = transition(req, to=to, table=REQUEST_MOVES, actor=by, comment=comment,
+                       reviewed_by_id=by.pk, reviewed_at=timezone.now(), decision_comment=comment)
+    notify_after_commit(notice, event.pk)
+    return req
+
+
 @transaction.atomic
 def request_reject(*, request: AllocationRequest, by, comment: str) -> AllocationRequest:
     """Refuse a submitted request; the requester is told why."""
-    _check_reviewer(request, by)
-    comment = _require_comment(comment, "reject it")
-    event = transition(request, to=Status.REJECTED, table=REQUEST_MOVES, actor=by,
-                       comment=comment, reviewed_by_id=by.pk, reviewed_at=timezone.now(),
-                       decision_comment=comment)
-    notify_after_commit("request_decided", event.pk)
-    return request
+    return _send_back(request, by=by, to=Status.REJECTED, comment=comment, why="reject it",
+                      notice="request_decided")
 
 
 @transaction.atomic
 def request_request_changes(*, request: AllocationRequest, by, comment: str) -> AllocationRequest:
     """Send a submitted request back to its requester to edit and resubmit."""
-    _check_reviewer(request, by)
-    comment = _require_comment(comment, "need changes")
-    event = transition(request, to=Status.CHANGES_REQUESTED, table=REQUEST_MOVES, actor=by,
-                       comment=comment, reviewed_by_id=by.pk, reviewed_at=timezone.now(),
-                       decision_comment=comment)
-    notify_after_commit("changes_requested", event.pk)
-    return request
+    return _send_back(request, by=by, to=Status.CHANGES_REQUESTED, comment=comment,
+                      why="need changes", notice="changes_requested")
