@@ -93,7 +93,13 @@ class AllocationAdmin(admin.ModelAdmin):
     search_fields = ["project__code", "account_name"]
     list_select_related = ["project", "facility"]
     readonly_fields = ["status", "status_reason", "activated_at", "alerted_thresholds"]
-    actions = ["suspend", "resume", "close", "retry_provisioning"]
+    actions = ["activate", "suspend", "resume", "close", "retry_provisioning"]
+
+    @admin.action(description="Mark provisioned allocations active (manual facilities)")
+    def activate(self, request, queryset):
+        _run_each(self, request, queryset.filter(status="provisioning"),
+                  lambda a: services.allocation_activate(allocation=a, by=request.user),
+                  "Activated")
 
     @admin.action(description="Suspend (block new work, stop running work)")
     def suspend(self, request, queryset):

@@ -20,7 +20,7 @@ FACILITIES = [
                      "training at scale. Jupyter via the portal; no root.",
          documentation_url="https://docs.baskerville.ac.uk/", trial_auto_approve=True,
          latest_end_date=dt.date(2027, 3, 31), allowed_sensitivity=["public", "internal"],
-         gpu_hour_rate=Decimal("1.10"), offers_notebooks=True),
+         gpu_hour_rate=Decimal("1.20"), offers_notebooks=True),
     dict(slug="jade2", name="JADE2", kind="hpc", backend="slurm",
          description="Joint Academic Data science Endeavour: NVIDIA V100 32 GB nodes (8 per node).",
          documentation_url="https://docs.jade.ac.uk/", trial_auto_approve=True,
@@ -30,18 +30,18 @@ FACILITIES = [
          description="University of Sheffield HPC with NVIDIA H100 80 GB PCIe nodes.",
          documentation_url="https://docs.hpc.shef.ac.uk/", trial_auto_approve=False,
          latest_end_date=dt.date(2027, 7, 31), allowed_sensitivity=["public", "internal", "personal"],
-         gpu_hour_rate=Decimal("2.20")),
+         gpu_hour_rate=Decimal("1.80")),
     dict(slug="dawn", name="Dawn", kind="hpc", backend="slurm",
          description="Cambridge AI supercomputer: Intel Data Center GPU Max 1550 (128 GB).",
          documentation_url="https://docs.hpc.cam.ac.uk/", trial_auto_approve=True,
          latest_end_date=dt.date(2027, 3, 31), allowed_sensitivity=["public", "internal"],
-         gpu_hour_rate=Decimal("0.90")),
+         gpu_hour_rate=Decimal("1.00")),
     dict(slug="cosma8", name="COSMA8", kind="hpc", backend="slurm",
          description="DiRAC Durham: AMD MI100 and MI210 GPUs, suited to traditional HPC codes.",
          documentation_url="https://cosma.readthedocs.io/", trial_auto_approve=False,
          latest_end_date=dt.date(2027, 3, 31), allowed_sensitivity=["public", "internal"],
          gpu_hour_rate=Decimal("0.80")),
-    dict(slug="azure", name="Azure subscription", kind="cloud", backend="aws",
+    dict(slug="azure", name="Azure subscription", kind="cloud", backend="manual",
          description="Cloud subscription for full control: root access, public web services, "
                      "long-term storage, and a Trusted Research Environment for special data.",
          documentation_url="https://learn.microsoft.com/azure/", trial_gpu_hours_cap=400,
@@ -71,27 +71,31 @@ FACILITIES = [
                            "bucket": "portal-local-cloud"}),
 ]
 
+# Dense TF32 tensor-core peaks from NVIDIA's datasheets (not in the seed's table).
+TF32_PEAKS = {"NVIDIA A100 SXM4": 156.0, "NVIDIA H100 PCIe": 378.0, "NVIDIA H100 SXM5": 494.0,
+              "NVIDIA A10G": 62.5}
+
 # Peak TFLOP/s (fp16, bf16, fp32, fp64) from the seed's "HPC Peak Performance on Paper" table.
 NODE_TYPES = {
-    "jade2": [dict(name="J-V100-32", accelerator="NVIDIA V100", accelerator_memory_gb=32,
+    "jade2": [dict(name="J-V100-32", accelerator="NVIDIA V100 SXM2", accelerator_memory_gb=32,
                    accelerators_per_node=8, interconnect="SXM2", peak=(31.33, None, 15.7, 7.8),
                    launch_date=dt.date(2017, 6, 1), cpu_cores=40, memory_gb=512)],
     "baskerville": [
-        dict(name="B-A100-40", accelerator="NVIDIA A100", accelerator_memory_gb=40,
+        dict(name="B-A100-40", accelerator="NVIDIA A100 SXM4", accelerator_memory_gb=40,
              accelerators_per_node=4, interconnect="SXM4", peak=(312, 312, 19.5, 9.7),
              launch_date=dt.date(2020, 6, 1), cpu_cores=72, memory_gb=512),
-        dict(name="B-A100-80", accelerator="NVIDIA A100", accelerator_memory_gb=80,
+        dict(name="B-A100-80", accelerator="NVIDIA A100 SXM4", accelerator_memory_gb=80,
              accelerators_per_node=4, interconnect="SXM4", peak=(312, 312, 19.5, 9.7),
              launch_date=dt.date(2020, 6, 1), cpu_cores=72, memory_gb=512)],
-    "stanage": [dict(name="S-H100-80", accelerator="NVIDIA H100", accelerator_memory_gb=80,
-                     accelerators_per_node=2, interconnect="PCIe 4.0", peak=(1513, 1513, 51, 26),
+    "stanage": [dict(name="S-H100-80", accelerator="NVIDIA H100 PCIe", accelerator_memory_gb=80,
+                     accelerators_per_node=4, interconnect="PCIe 4.0", peak=(1513, 1513, 51, 26),
                      launch_date=dt.date(2023, 3, 1), cpu_cores=48, memory_gb=512)],
     "cosma8": [
         dict(name="C-MI100-32", accelerator="AMD MI100", accelerator_memory_gb=32,
-             accelerators_per_node=2, interconnect="PCIe 4.0", peak=(184.6, 92.3, 23.1, 11.5),
+             accelerators_per_node=4, interconnect="PCIe 4.0", peak=(184.6, 92.3, 23.1, 11.5),
              launch_date=dt.date(2020, 11, 1), cpu_cores=64, memory_gb=512),
         dict(name="C-MI210-64", accelerator="AMD MI210", accelerator_memory_gb=64,
-             accelerators_per_node=2, interconnect="PCIe 4.0", peak=(181, 181, 22.6, 22.6),
+             accelerators_per_node=4, interconnect="PCIe 4.0", peak=(181, 181, 22.6, 22.6),
              launch_date=dt.date(2022, 3, 1), cpu_cores=64, memory_gb=512)],
     "dawn": [dict(name="D-MX1550-128", accelerator="Intel Max 1550", accelerator_memory_gb=128,
                   accelerators_per_node=4, interconnect="PCIe 5.0", peak=(52.43, 832, 52.43, 52.43),
@@ -100,26 +104,27 @@ NODE_TYPES = {
                    accelerators_per_node=1, peak=(312, 312, 19.5, 9.7),
                    instance_type="Standard_NC24ads_A100_v4", price_on_demand=Decimal("3.673"),
                    price_spot=Decimal("1.469"), cpu_cores=24, memory_gb=220)],
-    # AWS prices: us-east-1 public on-demand list prices and typical spot prices, Nov 2026
-    # catalogue (the launcher's price catalogue refines them per region).
+    # AWS prices: us-east-1 on-demand list prices and typical spot prices as recorded in
+    # benchmarks/catalogue.py (2024-05); the launcher's price catalogue refines them per region.
     "aws-spot": [
         dict(name="g5.xlarge", accelerator="NVIDIA A10G", accelerator_memory_gb=24,
              accelerators_per_node=1, peak=(125, 125, 31.2, 0.98), instance_type="g5.xlarge",
-             price_on_demand=Decimal("1.006"), price_spot=Decimal("0.362"), cpu_cores=4,
+             price_on_demand=Decimal("1.006"), price_spot=Decimal("0.45"), cpu_cores=4,
              memory_gb=16),
         dict(name="g5.12xlarge", accelerator="NVIDIA A10G", accelerator_memory_gb=24,
              accelerators_per_node=4, peak=(125, 125, 31.2, 0.98), instance_type="g5.12xlarge",
-             price_on_demand=Decimal("5.672"), price_spot=Decimal("2.105"), cpu_cores=48,
+             price_on_demand=Decimal("5.672"), price_spot=Decimal("2.30"), cpu_cores=48,
              memory_gb=192),
-        dict(name="p4d.24xlarge", accelerator="NVIDIA A100", accelerator_memory_gb=40,
+        dict(name="p4d.24xlarge", accelerator="NVIDIA A100 SXM4", accelerator_memory_gb=40,
              accelerators_per_node=8, peak=(312, 312, 19.5, 9.7), instance_type="p4d.24xlarge",
-             price_on_demand=Decimal("32.773"), price_spot=Decimal("11.570"), cpu_cores=96,
+             price_on_demand=Decimal("32.7726"), price_spot=Decimal("12.00"), cpu_cores=96,
              memory_gb=1152),
-        dict(name="p5.48xlarge", accelerator="NVIDIA H100", accelerator_memory_gb=80,
+        dict(name="p5.48xlarge", accelerator="NVIDIA H100 SXM5", accelerator_memory_gb=80,
              accelerators_per_node=8, peak=(989, 989, 67, 34), instance_type="p5.48xlarge",
-             price_on_demand=Decimal("98.320"), price_spot=Decimal("39.330"), cpu_cores=192,
+             price_on_demand=Decimal("98.320"), price_spot=Decimal("40.00"), cpu_cores=192,
              memory_gb=2048)],
-    "local": [dict(name="local-cpu", accelerator="CPU", accelerator_memory_gb=0,
+    "local": [dict(name="local-cpu", accelerator="CPU", accelerator_memory_gb=24,
+                   peak=(None, 0.38, 0.19, 0.095),
                    accelerators_per_node=1, cpu_cores=2, memory_gb=24, device="cpu",
                    max_accelerators=1)],
     "local-slurm": [dict(name="local-gpu", accelerator="Fake GPU (Slurm gres)",
@@ -128,11 +133,11 @@ NODE_TYPES = {
     "local-cloud": [
         dict(name="g5.xlarge", accelerator="NVIDIA A10G", accelerator_memory_gb=24,
              accelerators_per_node=1, peak=(125, 125, 31.2, 0.98), instance_type="g5.xlarge",
-             price_on_demand=Decimal("1.006"), price_spot=Decimal("0.362"), cpu_cores=4,
+             price_on_demand=Decimal("1.006"), price_spot=Decimal("0.45"), cpu_cores=4,
              memory_gb=16),
         dict(name="g5.12xlarge", accelerator="NVIDIA A10G", accelerator_memory_gb=24,
              accelerators_per_node=4, peak=(125, 125, 31.2, 0.98), instance_type="g5.12xlarge",
-             price_on_demand=Decimal("5.672"), price_spot=Decimal("2.105"), cpu_cores=48,
+             price_on_demand=Decimal("5.672"), price_spot=Decimal("2.30"), cpu_cores=48,
              memory_gb=192)],
 }
 
@@ -173,7 +178,8 @@ def seed_catalogue() -> list[Facility]:
             node = dict(node)
             fp16, bf16, fp32, fp64 = node.pop("peak", (None, None, None, None))
             node.update(peak_tflops_fp16=fp16, peak_tflops_bf16=bf16, peak_tflops_fp32=fp32,
-                        peak_tflops_fp64=fp64)
+                        peak_tflops_fp64=fp64,
+                        peak_tflops_tf32=TF32_PEAKS.get(node.get("accelerator", "")))
             NodeType.objects.update_or_create(facility=facility, name=node.pop("name"),
                                               defaults=node)
         facilities.append(facility)

@@ -21,6 +21,8 @@ def allocation_provision(*, allocation_id: int) -> Allocation | None:
     if backend == Facility.Backend.LOCAL:
         return allocation_activate(allocation=allocation,
                                    account_name=allocation.default_account_name())
+    if backend == Facility.Backend.MANUAL:
+        return allocation  # staff activate it from the admin once the subscription exists
     handler = PROVISIONERS.get(backend)
     if handler is None:
         return allocation_fail(allocation=allocation,

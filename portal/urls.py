@@ -13,6 +13,7 @@ api_patterns = [
     path("", include("allocations.api.urls")),
     path("", include("portal.onboarding.api_urls")),
     path("", include("portal.knowledge.api_urls")),
+    path("", include("benchmarks.api.urls")),
 ]
 
 urlpatterns = [
@@ -25,4 +26,5 @@ urlpatterns = [
     path("", include("allocations.urls")),
     path("", include("portal.onboarding.urls")),
     path("", include("portal.knowledge.urls")),
+    path("", include("benchmarks.urls")),
 ]

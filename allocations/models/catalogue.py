@@ -29,6 +29,8 @@ class Facility(models.Model):
         SLURM = "slurm", "Slurm over SSH"
         AWS = "aws", "AWS (boto3)"
         LOCAL = "local", "Local processes"
+        # No API to drive: research computing staff set it up and mark it active in the admin.
+        MANUAL = "manual", "Manual (staff set it up)"
 
     slug = models.SlugField(unique=True)
     name = models.CharField(max_length=120)

@@ -1,0 +1,1 @@
+"""REST API of the benchmarks app: results and recommendations."""

@@ -1,0 +1,170 @@
+"""API shapes: the harness's JSON in, stored results out, recommendation request and answer."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db.models import Q
+from rest_framework import serializers
+
+from allocations.models import NodeType
+from benchmarks.models import BenchmarkResult, Workload
+from benchmarks.recommender import NEEDS, PRECISIONS, SENSITIVITY_TIERS, STRATEGIES
+
+MAX_SOFTWARE_BYTES = 8_000
+
+
+def _choice(choices: tuple[str, ...], **kwargs: Any) -> serializers.ChoiceField:
+    allowed = ", ".join(choices)
+    return serializers.ChoiceField(
+        choices=choices, error_messages={"invalid_choice": f'"{{input}}" is not allowed; '
+                                                           f"allowed: {allowed}."}, **kwargs)
+
+
+class BenchmarkResultInputSerializer(serializers.Serializer):
+    """Exactly what `python -m benchmarks.harness run` prints, plus an optional `facility`.
+
+    `workload` is a model name (with `dims`) or a workload key such as densenet121-2d.
+    `facility` (slug) is needed only where two facilities have a node type of that name.
+    """
+
+    node_type = serializers.CharField(max_length=60)
+    facility = serializers.SlugField(required=False, allow_blank=True)
+    workload = serializers.CharField(max_length=40)
+    dims = serializers.IntegerField(min_value=1, max_value=3, required=False)
+    image_size = serializers.IntegerField(min_value=1, max_value=131_072)
+    precision = _choice(PRECISIONS)
+    strategy = _choice(STRATEGIES, default="single")
+    gpus = serializers.IntegerField(min_value=1, max_value=4096, default=1)
+    batch_size = serializers.IntegerField(min_value=1, max_value=65_536)
+    throughput = serializers.FloatField(min_value=0, help_text="samples/s over all GPUs (median)")
+    throughput_min = serializers.FloatField(min_value=0, required=False, allow_null=True)
+    throughput_max = serializers.FloatField(min_value=0, required=False, allow_null=True)
+    repeats = serializers.IntegerField(min_value=1, max_value=100_000, default=1)
+    peak_memory_gb = serializers.FloatField(min_value=0, max_value=100_000, required=False,
+                                            allow_null=True)
+    source = _choice(tuple(BenchmarkResult.Source.values), default="measured")
+    citation = serializers.CharField(max_length=2000, required=False, allow_blank=True,
+                                     default="")
+    software = serializers.DictField(required=False, default=dict)
+    measured_at = serializers.DateTimeField(required=False, allow_null=True)
+    notes = serializers.CharField(max_length=4000, required=False, allow_blank=True, default="")
+
+    def validate_throughput(self, value: float) -> float:
+        if value <= 0:
+            raise serializers.ValidationError("Must be greater than 0 samples/s.")
+        return value
+
+    def validate_software(self, value: dict) -> dict:
+        if len(json.dumps(value)) > MAX_SOFTWARE_BYTES:
+            raise serializers.ValidationError(f"At most {MAX_SOFTWARE_BYTES} bytes of JSON.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        errors: dict[str, list[str]] = {}
+        attrs["node_type"] = self._node_type(attrs, errors)
+        attrs["workload"] = self._workload(attrs, errors)
+        if errors:
+            raise serializers.ValidationError(errors)
+        attrs.pop("facility", None)
+        attrs.pop("dims", None)
+        return attrs
+
+    @staticmethod
+    def _node_type(attrs: dict[str, Any], errors: dict[str, list[str]]) -> NodeType | None:
+        name, slug = attrs["node_type"], attrs.get("facility")
+        found = NodeType.objects.filter(name=name).select_related("facility")
+        if slug:
+            found = found.filter(facility__slug=slug)
+        matches = list(found[:20])
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            where = ", ".join(sorted(m.facility.slug for m in matches))
+            errors["facility"] = [f"{name!r} exists at {where}; give the facility slug."]
+            return None
+        known = sorted(set(NodeType.objects.values_list("name", flat=True)))
+        at = f" at {slug!r}" if slug else ""
+        errors["node_type"] = [f"Unknown node type {name!r}{at}; known: {', '.join(known)}."]
+        return None
+
+    @staticmethod
+    def _workload(attrs: dict[str, Any], errors: dict[str, list[str]]) -> Workload | None:
+        name, dims = attrs["workload"], attrs.get("dims")
+        by_key = Workload.objects.filter(key=name).first()
+        if by_key is not None and dims in (None, by_key.dims):
+            return by_key
+        same_model = list(Workload.objects.filter(Q(model=name)).order_by("dims"))
+        chosen = [w for w in same_model if dims is None or w.dims == dims]
+        if len(chosen) == 1:
+            return chosen[0]
+        if same_model:
+            allowed = ", ".join(str(w.dims) for w in same_model)
+            errors["dims"] = [f"{name} is known with dims {allowed}."]
+            return None
+        models = sorted(set(Workload.objects.values_list("model", flat=True)))
+        errors["workload"] = [f"Unknown workload {name!r}; known models: {', '.join(models)}."]
+        return None
+
+
+class BenchmarkResultSerializer(serializers.ModelSerializer):
+    """A stored result, with names instead of ids."""
+
+    node_type = serializers.CharField(source="node_type.name")
+    facility = serializers.CharField(source="node_type.facility.slug")
+    accelerator = serializers.CharField(source="node_type.accelerator")
+    workload = serializers.CharField(source="workload.key")
+    model = serializers.CharField(source="workload.model")
+    dims = serializers.IntegerField(source="workload.dims")
+    submitted_by = serializers.CharField(source="submitted_by.username", default=None)
+
+    class Meta:
+        model = BenchmarkResult
+        fields = ["id", "node_type", "facility", "accelerator", "workload", "model", "dims",
+                  "image_size", "precision", "strategy", "gpus", "batch_size", "throughput",
+                  "throughput_min", "throughput_max", "repeats", "peak_memory_gb", "source",
+                  "citation", "software", "measured_at", "submitted_by", "notes",
+                  "created_at"]
+
+
+class RecommendationRequestSerializer(serializers.Serializer):
+    """Documentation of the request body; validation is `benchmarks.recommender.parse_request`
+    (one rule set for the API and the page), whose 400s list the allowed values."""
+
+    model = serializers.CharField(help_text="densenet121, densenet169, resnet18, resnet50, "
+                                            "gpt2, gpt2-m, gpt2-l, gpt2-xl, gpt2-xxl, gpt2-xxxl")
+    dims = serializers.IntegerField(help_text="1 for GPT (sequences), 2 slices, 3 volumes")
+    image_size = serializers.IntegerField(required=False, help_text="pixels per side or tokens")
+    dataset_samples = serializers.IntegerField()
+    epochs = serializers.FloatField()
+    precision = serializers.ChoiceField(PRECISIONS)
+    gpus = serializers.IntegerField()
+    batch_size = serializers.IntegerField(help_text="per GPU")
+    data_sensitivity = serializers.CharField(help_text=", ".join(SENSITIVITY_TIERS))
+    budget = serializers.FloatField(required=False, help_text="USD")
+    deadline_hours = serializers.FloatField(required=False)
+    needs = serializers.ListField(child=serializers.ChoiceField(NEEDS), required=False)
+    strategy = serializers.CharField(required=False,
+                                     help_text="auto (default), " + ", ".join(STRATEGIES))
+
+
+class RecommendationResultSerializer(serializers.Serializer):
+    """One ranked option (documentation of the answer)."""
+
+    rank = serializers.IntegerField()
+    facility = serializers.CharField()
+    node_type = serializers.CharField()
+    fits_memory = serializers.BooleanField()
+    eligible = serializers.BooleanField()
+    predicted_hours = serializers.FloatField(allow_null=True)
+    gpu_hours = serializers.FloatField(allow_null=True)
+    cost = serializers.FloatField(allow_null=True)
+    confidence = serializers.CharField()
+    reasons = serializers.ListField(child=serializers.CharField())
+    request_url = serializers.CharField()
+
+
+class RecommendationAnswerSerializer(serializers.Serializer):
+    results = RecommendationResultSerializer(many=True)
+    pareto = serializers.ListField(child=serializers.DictField())
+    request = serializers.DictField()

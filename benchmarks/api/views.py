@@ -1,0 +1,62 @@
+"""API views: parse, call a selector or service, answer. No business rules here."""
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, permissions, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from benchmarks import selectors, services
+from benchmarks.recommender import RecommendationInputError
+
+from . import serializers as s
+from .filters import BenchmarkResultFilter
+
+
+class CanSubmitResults(permissions.BasePermission):
+    """Reading is for any signed-in user; recording results for staff and benchmarkers."""
+
+    message = "Only staff and members of the benchmarkers group may record benchmark results."
+
+    def has_permission(self, request: Request, view: object) -> bool:
+        if request.method in permissions.SAFE_METHODS:
+            return True
+        return selectors.can_submit_results(request.user)
+
+
+class BenchmarkResultViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
+                             mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Benchmark results: list (filterable, paginated) and record one (the harness posts here)."""
+
+    serializer_class = s.BenchmarkResultSerializer
+    filterset_class = BenchmarkResultFilter
+    permission_classes = [permissions.IsAuthenticated, CanSubmitResults]
+
+    def get_queryset(self):
+        return selectors.benchmark_results()
+
+    @extend_schema(request=s.BenchmarkResultInputSerializer,
+                   responses={201: s.BenchmarkResultSerializer})
+    def create(self, request: Request, *args, **kwargs) -> Response:
+        data = s.BenchmarkResultInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = services.benchmark_result_record(by=request.user, **data.validated_data)
+        stored = self.get_queryset().get(pk=result.pk)
+        return Response(s.BenchmarkResultSerializer(stored).data, status=status.HTTP_201_CREATED)
+
+
+class RecommendationView(APIView):
+    """POST a workload; get every active node type ranked, with reasons and a request link."""
+
+    @extend_schema(request=s.RecommendationRequestSerializer,
+                   responses={200: s.RecommendationAnswerSerializer})
+    def post(self, request: Request) -> Response:
+        if not isinstance(request.data, dict):
+            return Response({"non_field_errors": ["Send a JSON object."]},
+                            status=status.HTTP_400_BAD_REQUEST)
+        try:
+            outcome = selectors.recommendations_for(data=request.data)
+        except RecommendationInputError as exc:
+            return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
+        return Response(outcome.as_dict())

@@ -1,0 +1,59 @@
+"""Writes: recording a benchmark result. The API, the admin and seeding go through here."""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+
+from allocations.models import NodeType
+from benchmarks.models import BenchmarkResult, Workload
+from benchmarks.selectors import can_submit_results
+
+
+@transaction.atomic
+def benchmark_result_record(*, by: Any, node_type: NodeType, workload: Workload,
+                            precision: str, strategy: str, gpus: int, batch_size: int,
+                            image_size: int, throughput: float,
+                            throughput_min: float | None = None,
+                            throughput_max: float | None = None, repeats: int = 1,
+                            peak_memory_gb: float | None = None, source: str = "measured",
+                            citation: str = "", software: dict | None = None,
+                            measured_at: dt.datetime | None = None,
+                            notes: str = "") -> BenchmarkResult:
+    """Store one result submitted by `by` and return it.
+
+    Only staff and members of the `benchmarkers` group may call it (PermissionDenied
+    otherwise). A published figure needs a citation; the median must lie within min..max.
+    Invalid values raise ValidationError per field and store nothing. Not idempotent: each
+    call is a new measurement (repeated runs are data, not duplicates).
+    """
+    if not can_submit_results(by):
+        raise PermissionDenied("Only staff and members of the benchmarkers group may "
+                               "record benchmark results.")
+    if source == BenchmarkResult.Source.PUBLISHED and not citation.strip():
+        raise ValidationError({"citation": "A published result needs a citation."})
+    result = BenchmarkResult(
+        node_type=node_type, workload=workload, precision=precision, strategy=strategy,
+        gpus=gpus, batch_size=batch_size, image_size=image_size, throughput=throughput,
+        throughput_min=throughput_min, throughput_max=throughput_max, repeats=repeats,
+        peak_memory_gb=peak_memory_gb, source=source, citation=citation,
+        software=software or {}, measured_at=measured_at, notes=notes, submitted_by=by)
+    _check_spread(result)
+    result.full_clean()
+    result.save()
+    return result
+
+
+def _check_spread(result: BenchmarkResult) -> None:
+    """Per-field messages for an inconsistent spread (the database constraints say it tersely)."""
+    errors: dict[str, str] = {}
+    if result.throughput_min is not None and result.throughput_min > result.throughput:
+        errors["throughput_min"] = "Must not exceed throughput (the median)."
+    if result.throughput_max is not None and result.throughput_max < result.throughput:
+        errors["throughput_max"] = "Must not be below throughput (the median)."
+    if result.strategy == "single" and result.gpus != 1:
+        errors["strategy"] = "single means one GPU; use ddp, fsdp or deepspeed."
+    if errors:
+        raise ValidationError(errors)
