@@ -117,11 +117,16 @@ def recommender_inputs() -> RecommenderInputs:
 
 
 # --- Recommendations ---------------------------------------------------------------------------
+def request_gpu_hours(rec: Recommendation) -> int | None:
+    """The whole GPU-hours to ask for: the prediction rounded up, at least one."""
+    return None if rec.gpu_hours is None else max(1, math.ceil(rec.gpu_hours))
+
+
 def request_form_url(row: NodeType, rec: Recommendation, data_sensitivity: str) -> str:
     """The request form pre-filled for this option: GPU-hours rounded up, trial if within cap."""
     params = {"facility": row.facility.slug, "node_type": row.name}
-    if rec.gpu_hours is not None:
-        hours = max(1, math.ceil(rec.gpu_hours))
+    hours = request_gpu_hours(rec)
+    if hours is not None:
         params["kind"] = "trial" if hours <= row.facility.trial_gpu_hours_cap else "full"
         params["gpu_hours"] = str(hours)
     params["data_sensitivity"] = data_sensitivity
@@ -146,7 +151,8 @@ class Outcome:
 def _result_dict(rec: Recommendation, row: NodeType, req: WorkloadRequest) -> dict[str, Any]:
     d = rec.as_dict()
     d.update(node_type=row.name, node_type_id=row.pk, facility_name=row.facility.name,
-             request_url=request_form_url(row, rec, req.data_sensitivity))
+             request_url=request_form_url(row, rec, req.data_sensitivity),
+             request_gpu_hours=request_gpu_hours(rec))
     return d
 
 

@@ -162,6 +162,7 @@ class RecommendationResultSerializer(serializers.Serializer):
     confidence = serializers.CharField()
     reasons = serializers.ListField(child=serializers.CharField())
     request_url = serializers.CharField()
+    request_gpu_hours = serializers.IntegerField(allow_null=True)
 
 
 class RecommendationAnswerSerializer(serializers.Serializer):

@@ -84,3 +84,12 @@ def test_benchmarks_page_runs_a_bounded_number_of_queries(seeded, client):
                         batch_size=b, image_size=128, throughput=100.0 * g)
         for g in (1, 2, 4, 8) for b in range(1, 40))
     assert queries() == few
+
+
+def test_request_links_name_the_hours_they_pre_fill(seeded, client):
+    """A prediction of a fraction of an hour links to a request for one whole GPU-hour."""
+    html = client.get("/recommend/?model=densenet121&dims=2&image_size=224&dataset_samples=1000"
+                      "&epochs=1&precision=bf16&gpus=1&batch_size=64&data_sensitivity=public"
+                      ).content.decode()
+    assert "gpu_hours=1&amp;" in html
+    assert "Request 1 GPU-hour<" in html and "Request 0 GPU-hours" not in html
