@@ -153,26 +153,12 @@ def read_services_env(path: Path = SERVICES_ENV) -> dict[str, str]:
     return facts
 
 
-def _local_slurm_settings() -> dict:
-    env = read_services_env()
-    return {
-        "host": env.get("SSH_HOST", "127.0.0.1"), "port": int(env.get("SSH_PORT", "2222")),
-        "user": env.get("SSH_USER", "portal"),
-        "key_path": env.get("SSH_KEY", "/var/lib/portal-services/ssh/portal_ed25519"),
-        "host_key_path": env.get("SSH_HOST_KEY_PUB",
-                                 "/var/lib/portal-services/ssh/known_hosts"),
-        "partition": env.get("SLURM_PARTITION", "gpu"),
-        "workdir": env.get("SLURM_WORKDIR", "/home/portal/portal-jobs"),
-    }
-
-
 def seed_catalogue() -> list[Facility]:
     """Create or update the demo facilities and node types; running it twice changes nothing."""
     facilities = []
     for spec in FACILITIES:
         spec = dict(spec)
-        if spec["slug"] == "local-slurm":
-            spec["backend_settings"] = _local_slurm_settings()
+        # local-slurm's SSH settings come from `make services` (launcher/demo.py fills them).
         facility, _ = Facility.objects.update_or_create(slug=spec.pop("slug"), defaults=spec)
         for node in NODE_TYPES.get(facility.slug, []):
             node = dict(node)

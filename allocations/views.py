@@ -14,6 +14,7 @@ from . import selectors, services
 from .charts import allocation_charts
 from .forms import RequestForm, initial_from_query
 from .models import AllocationRequest
+from .sections import allocation_sections
 from .transitions import InvalidTransition
 
 FORM_FIELDS = set(RequestForm.Meta.fields)
@@ -162,6 +163,6 @@ def allocation_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "charts": allocation_charts(allocation),
         "convert_url": convert_url,
         "remaining": max(allocation.gpu_hours - allocation.gpu_hours_used, 0),
-        "extra_sections": [],
+        "extra_sections": allocation_sections(allocation, request.user),
     }
     return render(request, "allocations/allocation_detail.html", context)

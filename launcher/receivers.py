@@ -3,11 +3,28 @@ from __future__ import annotations
 
 from django.dispatch import receiver
 
-from allocations.signals import allocation_provisioning
+from allocations.signals import (
+    allocation_grant_changed, allocation_provisioning, allocation_status_changed,
+)
 
 from . import tasks
+
+# Moves after which the backend account must be blocked or opened again.
+_SYNC_TO = {"suspended", "exhausted", "expired", "closed", "active"}
 
 
 @receiver(allocation_provisioning, dispatch_uid="launcher.provision")
 def _provision(sender, allocation_id: int, **kwargs) -> None:
     tasks.provision_allocation.delay(allocation_id)
+
+
+@receiver(allocation_status_changed, dispatch_uid="launcher.status_changed")
+def _status_changed(sender, allocation_id: int, from_state: str, to_state: str, **kwargs) -> None:
+    # provisioning -> active already made the account as it should be.
+    if to_state in _SYNC_TO and from_state not in ("provisioning",):
+        tasks.sync_allocation_account.delay(allocation_id)
+
+
+@receiver(allocation_grant_changed, dispatch_uid="launcher.grant_changed")
+def _grant_changed(sender, allocation_id: int, **kwargs) -> None:
+    tasks.sync_allocation_account.delay(allocation_id)

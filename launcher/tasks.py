@@ -1,12 +1,89 @@
-"""Celery tasks of the launcher: ids in, a service call, retry decisions."""
+"""Celery tasks of the launcher: ids in, a service call, retry decisions. All idempotent.
+
+Beat schedule (merged into settings.CELERY_BEAT_SCHEDULE, see docs/launcher.md):
+    launcher.poll_jobs every 10 s, launcher.ingest_usage every 10 s.
+"""
 from __future__ import annotations
+
+import logging
 
 from celery import shared_task
 
+from allocations.models import Allocation, Facility
+
+from . import services
+from .backends.base import BackendError
 from .provisioning import allocation_provision
 
+log = logging.getLogger(__name__)
 
-@shared_task(name="launcher.provision_allocation", acks_late=True)
-def provision_allocation(allocation_id: int) -> str | None:
-    allocation = allocation_provision(allocation_id=allocation_id)
+BEAT_SCHEDULE = {
+    "launcher-poll-jobs": {"task": "launcher.poll_jobs", "schedule": 10.0},
+    "launcher-ingest-usage": {"task": "launcher.ingest_usage", "schedule": 10.0},
+}
+_RETRY = dict(autoretry_for=(BackendError,), retry_backoff=2, retry_backoff_max=120,
+              retry_jitter=True, max_retries=8, acks_late=True)
+
+
+@shared_task(name="launcher.provision_allocation", bind=True, **_RETRY)
+def provision_allocation(self, allocation_id: int) -> str | None:
+    """Provision an allocation; after the last transient failure it is failed with the reason."""
+    try:
+        allocation = allocation_provision(allocation_id=allocation_id)
+    except BackendError as error:
+        if self.request.retries >= self.max_retries:
+            from allocations.services import allocation_fail
+
+            allocation = Allocation.objects.get(pk=allocation_id)
+            allocation_fail(allocation=allocation, reason=f"Backend unreachable: {error.message}")
+            return allocation.status
+        raise
     return allocation.status if allocation else None
+
+
+@shared_task(name="launcher.sync_allocation_account", **_RETRY)
+def sync_allocation_account(allocation_id: int) -> str:
+    """Block, unblock or re-cap the allocation's account to match its state and grant."""
+    allocation = Allocation.objects.select_related("facility").filter(pk=allocation_id).first()
+    return services.allocation_sync_slurm(allocation=allocation) if allocation else "gone"
+
+
+@shared_task(name="launcher.submit_job", **_RETRY)
+def submit_job(job_id: int) -> str | None:
+    job = services.job_submit(job_id=job_id)
+    return job.state if job else None
+
+
+@shared_task(name="launcher.submit_sweep", **_RETRY)
+def submit_sweep(sweep_id: int) -> int | None:
+    sweep = services.sweep_submit(sweep_id=sweep_id)
+    return sweep.pk if sweep else None
+
+
+@shared_task(name="launcher.poll_jobs")
+def poll_jobs() -> dict[str, int]:
+    """Beat: poll every facility with live jobs, and re-enqueue stalled submissions."""
+    moved = 0
+    for facility_id in services.facilities_with_live_jobs():
+        moved += services.jobs_poll(facility_id=facility_id).get("moved", 0)
+    stalled = services.stalled_submissions()
+    for job_id in stalled["jobs"]:
+        submit_job.delay(job_id)
+    for sweep_id in stalled["sweeps"]:
+        submit_sweep.delay(sweep_id)
+    return {"moved": moved, "resubmitted": len(stalled["jobs"]) + len(stalled["sweeps"])}
+
+
+@shared_task(name="launcher.ingest_usage")
+def ingest_usage() -> int:
+    """Beat: charge Slurm usage to every allocation that has an account and recent work."""
+    offered = 0
+    allocations = Allocation.objects.select_related("facility").filter(
+        facility__backend=Facility.Backend.SLURM).exclude(account_name="").filter(
+        status__in=Allocation.LIVE)
+    for allocation in allocations:
+        try:
+            offered += services.usage_ingest_slurm(allocation=allocation)
+        except BackendError as error:
+            log.warning("usage of allocation %s not read (%s); next time", allocation.pk, error)
+    return offered

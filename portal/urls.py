@@ -14,6 +14,7 @@ api_patterns = [
     path("", include("portal.onboarding.api_urls")),
     path("", include("portal.knowledge.api_urls")),
     path("", include("benchmarks.api.urls")),
+    path("", include("launcher.api.urls")),
 ]
 
 urlpatterns = [
@@ -27,4 +28,5 @@ urlpatterns = [
     path("", include("portal.onboarding.urls")),
     path("", include("portal.knowledge.urls")),
     path("", include("benchmarks.urls")),
+    path("", include("launcher.urls")),
 ]

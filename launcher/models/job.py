@@ -1,0 +1,99 @@
+"""A job: one training run launched against an allocation, on any backend.
+
+The fields are backend-neutral: `scheduler_id` is a Slurm job id or a cloud task id,
+`array_index` the task within a Slurm array (a sweep cell), `token` the unique name that makes
+submission idempotent (looked up before any re-submission).
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Job(models.Model):
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        SUBMITTING = "submitting", "Submitting"
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        PREEMPTED = "preempted", "Preempted"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+        TIMEOUT = "timeout", "Timed out"
+
+    FINAL = (State.SUCCEEDED, State.FAILED, State.CANCELLED, State.TIMEOUT)
+    # States in which the scheduler holds (or may hold) the job: polled by the monitor.
+    LIVE = (State.SUBMITTING, State.PENDING, State.RUNNING, State.PREEMPTED)
+
+    class Workload(models.TextChoices):
+        CTXRAY_TRAIN = "ctxray-train", "CT/X-ray training"
+
+    allocation = models.ForeignKey("allocations.Allocation", on_delete=models.PROTECT,
+                                   related_name="jobs")
+    sweep = models.ForeignKey("launcher.Sweep", on_delete=models.CASCADE, null=True, blank=True,
+                              related_name="jobs")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                                   related_name="launched_jobs")
+    workload = models.CharField(max_length=40, choices=Workload.choices,
+                                default=Workload.CTXRAY_TRAIN)
+    # Validated workload parameters (model, epochs, dataset, lr, ...): see launcher/bundles.py.
+    params = models.JSONField(default=dict, blank=True)
+    gpus = models.PositiveSmallIntegerField(default=1)
+    wall_time_minutes = models.PositiveIntegerField(default=60)
+    estimate_gpu_hours = models.DecimalField(max_digits=12, decimal_places=3, default=0)
+    estimate_cost = models.DecimalField(max_digits=12, decimal_places=4, default=0)
+    estimate_source = models.CharField(max_length=40, blank=True)
+
+    state = models.CharField(max_length=12, choices=State.choices, default=State.QUEUED,
+                             db_index=True)
+    # Why it waits or failed: the scheduler's pending reason, an exit code, a backend error.
+    state_reason = models.CharField(max_length=300, blank=True)
+    token = models.CharField(max_length=64, db_index=True)
+    scheduler_id = models.CharField(max_length=64, blank=True, db_index=True)
+    array_index = models.PositiveIntegerField(null=True, blank=True)
+    workdir = models.CharField(max_length=300, blank=True)
+    output_path = models.CharField(max_length=300, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+
+    # The training's own progress.json (epoch, step, loss, images_per_s, eta_s, ...) plus a
+    # `history` of (step, loss) points for the loss curve; metrics.json once it has finished.
+    progress = models.JSONField(default=dict, blank=True)
+    metrics = models.JSONField(null=True, blank=True)
+    gpu_seconds = models.BigIntegerField(default=0)
+    log_tail = models.TextField(blank=True)
+
+    created_at = models.DateTimeField(default=timezone.now)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    polled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["token"], condition=models.Q(sweep__isnull=True),
+                                    name="job_token_unique"),
+            models.UniqueConstraint(fields=["sweep", "array_index"], name="job_sweep_cell_unique"),
+        ]
+        indexes = [models.Index(fields=["allocation", "state"])]
+
+    def __str__(self) -> str:
+        return f"Job #{self.pk} ({self.get_state_display()})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in self.FINAL
+
+    @property
+    def percent(self) -> float:
+        """Training progress as a percentage of all steps (0 before the first report)."""
+        if self.state == self.State.SUCCEEDED:
+            return 100.0
+        p = self.progress or {}
+        epochs, spe = p.get("epochs") or 0, p.get("steps_per_epoch") or 0
+        if not epochs or not spe:
+            return 0.0
+        done = (max(int(p.get("epoch") or 1), 1) - 1) * spe + int(p.get("step") or 0)
+        return round(min(100.0, 100.0 * done / (epochs * spe)), 1)

@@ -1,0 +1,52 @@
+"""Cancelling jobs and sweeps at a user's request."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from allocations.transitions import InvalidTransition
+
+from ..models import Job, Sweep
+from ..runners import runner_for
+from .moves import job_move
+
+S = Job.State
+
+
+def job_cancel(*, job: Job, by: Any) -> Job:
+    """Cancel a job: scancel on the backend (outside any transaction), then `cancelled`.
+    A job already final raises InvalidTransition (409). A job still being submitted is marked
+    cancelled and the submission cancels its scheduler job when the id comes back."""
+    if job.state in Job.FINAL:
+        raise InvalidTransition(job, job.state, S.CANCELLED)
+    _cancel_remote([job])
+    return job_move(job=job, to=S.CANCELLED, by=by, comment="Cancelled by the user.",
+                    finished_at=timezone.now(), state_reason="cancelled by the user")
+
+
+def sweep_cancel(*, sweep: Sweep, by: Any) -> int:
+    """Cancel every unfinished cell of a sweep (one scancel of the array). Returns how many."""
+    live = list(sweep.jobs.select_related("allocation").exclude(state__in=Job.FINAL))
+    if not live:
+        raise InvalidTransition(sweep, "finished", S.CANCELLED)
+    _cancel_remote(live)
+    cancelled = 0
+    for job in live:
+        try:
+            job_move(job=job, to=S.CANCELLED, by=by, comment="Sweep cancelled by the user.",
+                     finished_at=timezone.now())
+            cancelled += 1
+        except InvalidTransition:
+            continue  # finished meanwhile
+    return cancelled
+
+
+def _cancel_remote(jobs: list[Job]) -> None:
+    submitted = [j for j in jobs if j.scheduler_id]
+    if not submitted:
+        return
+    facility = submitted[0].allocation.facility
+    runner = runner_for(facility)
+    if runner is not None:
+        runner.cancel(facility=facility, jobs=submitted)

@@ -1,0 +1,126 @@
+"""Monitoring: bring job rows in line with what the scheduler says (states, pending reasons,
+progress, log tail, metrics). Called by a beat task every few seconds; safe to run
+concurrently (moves are compare-and-swap) and after any failure (a transient backend error just
+leaves the rows as they were until the next poll)."""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any
+
+from django.utils import timezone
+
+from allocations.models import Facility
+
+from ..backends.base import BackendError
+from ..models import Job
+from ..runners import Fetched, Observation, runner_for
+from .moves import job_move_if
+
+log = logging.getLogger(__name__)
+S = Job.State
+HISTORY_POINTS = 400
+# sacct lags squeue; a job unknown to both for this long after submission has vanished.
+VANISHED_AFTER = dt.timedelta(minutes=10)
+
+
+def facilities_with_live_jobs() -> list[int]:
+    return list(Facility.objects.filter(allocations__jobs__state__in=Job.LIVE)
+                .order_by().values_list("pk", flat=True).distinct())
+
+
+def jobs_poll(*, facility_id: int) -> dict[str, int]:
+    """Observe every live job of one facility and apply what changed. Returns counts.
+    Raises nothing for transient backend trouble (logged; the next poll retries)."""
+    facility = Facility.objects.get(pk=facility_id)
+    runner = runner_for(facility)
+    jobs = list(Job.objects.select_related("allocation", "sweep").filter(
+        allocation__facility=facility, state__in=Job.LIVE).exclude(scheduler_id=""))
+    if runner is None or not jobs:
+        return {"jobs": 0, "moved": 0}
+    try:
+        seen = runner.observe(facility=facility, jobs=jobs)
+    except BackendError as error:
+        log.warning("polling %s failed (%s); will retry", facility.slug, error)
+        return {"jobs": len(jobs), "moved": 0, "errors": 1}
+    moved = 0
+    for job in jobs:
+        observation = seen.get(job.pk)
+        if observation is None:
+            moved += _maybe_vanished(job)
+            continue
+        moved += job_observe(job=job, observation=observation)
+        if job.state in (S.RUNNING, *Job.FINAL) and _wants_files(job):
+            try:
+                job_record_files(job=job, fetched=runner.fetch(facility=facility, job=job))
+            except BackendError as error:
+                log.warning("reading files of job %s failed (%s)", job.pk, error)
+    return {"jobs": len(jobs), "moved": moved}
+
+
+def _wants_files(job: Job) -> bool:
+    return job.state == S.RUNNING or job.metrics is None or not job.log_tail
+
+
+def _maybe_vanished(job: Job) -> int:
+    if job.submitted_at and timezone.now() - job.submitted_at > VANISHED_AFTER:
+        return int(job_move_if(job=job, to=S.FAILED, state_reason="the scheduler no longer knows "
+                               "this job", comment="Vanished from the scheduler.",
+                               finished_at=timezone.now()))
+    return 0
+
+
+def job_observe(*, job: Job, observation: Observation) -> int:
+    """Apply one observation: a state move (audited) or a changed pending reason. Returns 1 if
+    the state moved."""
+    now = timezone.now()
+    if observation.state == job.state:
+        if observation.reason != job.state_reason:
+            Job.objects.filter(pk=job.pk, state=job.state).update(
+                state_reason=observation.reason[:300], polled_at=now)
+            job.state_reason = observation.reason
+        return 0
+    updates: dict[str, Any] = {"state_reason": observation.reason[:300], "polled_at": now}
+    if observation.exit_code is not None:
+        updates["exit_code"] = observation.exit_code
+    if observation.state == S.RUNNING and not job.started_at:
+        updates["started_at"] = now
+    if observation.state in Job.FINAL:
+        updates["finished_at"] = now
+    path = [observation.state]
+    # A job may finish between two polls: pass through running so the audit shows it ran.
+    if job.state in (S.PENDING, S.PREEMPTED) and observation.state in Job.FINAL and \
+            observation.elapsed_seconds > 0 and observation.state != S.CANCELLED:
+        path = [S.RUNNING, observation.state]
+    moved = 0
+    for to in path:
+        extra = updates if to == path[-1] else {"started_at": job.started_at or now}
+        moved |= job_move_if(job=job, to=to, comment=observation.reason, **extra)
+    return int(bool(moved))
+
+
+def job_record_files(*, job: Job, fetched: Fetched) -> None:
+    """Store the progress (appending a loss point to its history), log tail and metrics."""
+    updates: dict[str, Any] = {}
+    if fetched.progress:
+        history = list((job.progress or {}).get("history", []))
+        point = _loss_point(fetched.progress)
+        if point and (not history or history[-1][0] != point[0]):
+            history = (history + [point])[-HISTORY_POINTS:]
+        updates["progress"] = {**fetched.progress, "history": history}
+    if fetched.log_tail is not None:
+        updates["log_tail"] = fetched.log_tail[-20000:]
+    if fetched.metrics is not None:
+        updates["metrics"] = fetched.metrics
+    if updates:
+        Job.objects.filter(pk=job.pk).update(**updates)
+        for key, value in updates.items():
+            setattr(job, key, value)
+
+
+def _loss_point(progress: dict[str, Any]) -> list[float] | None:
+    loss, spe = progress.get("loss"), progress.get("steps_per_epoch") or 0
+    if not isinstance(loss, (int, float)):
+        return None
+    step = (max(int(progress.get("epoch") or 1), 1) - 1) * spe + int(progress.get("step") or 0)
+    return [step, round(float(loss), 5)]

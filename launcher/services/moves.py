@@ -1,0 +1,31 @@
+"""State moves of jobs: one place that applies the table, with audit events."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from allocations.transitions import TransitionConflict, transition
+
+from ..models import Job
+from ..states import JOB_MOVES
+
+
+def job_move(*, job: Job, to: str, by: Any = None, comment: str = "", **updates: Any) -> Job:
+    """Move `job` to `to` (compare-and-swap, audited). Raises InvalidTransition/TransitionConflict."""
+    with transaction.atomic():
+        transition(job, to=to, table=JOB_MOVES, actor=by, comment=comment, field="state", **updates)
+    return job
+
+
+def job_move_if(*, job: Job, to: str, comment: str = "", **updates: Any) -> bool:
+    """Like job_move for system moves that may race with a user's (cancel) or another poller:
+    returns False instead of raising when the job is no longer where we read it."""
+    if to not in JOB_MOVES.get(job.state, ()):
+        return False
+    try:
+        job_move(job=job, to=to, comment=comment, **updates)
+    except TransitionConflict:
+        job.refresh_from_db()
+        return False
+    return True

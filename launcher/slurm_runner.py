@@ -1,0 +1,135 @@
+"""The Slurm runner and provisioner: the launcher's JobRunner contract on SlurmBackend.
+
+Network I/O only; no database access (the services record what it returns)."""
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+
+from allocations.models import Facility
+
+from . import bundles
+from .backends.base import JobSpec, JobState, JobStatus
+from .backends.ssh import RemoteFileNotFound
+from .facilities import slurm_backend, slurm_settings
+from .models import Job
+from .runners import JOB_RUNNERS, Fetched, Observation, Submission
+
+TRAINER_EXIT_CHECKPOINTED = 75
+_STATE = {JobState.PENDING: Job.State.PENDING, JobState.RUNNING: Job.State.RUNNING,
+          JobState.SUCCEEDED: Job.State.SUCCEEDED, JobState.FAILED: Job.State.FAILED,
+          JobState.CANCELLED: Job.State.CANCELLED, JobState.TIMEOUT: Job.State.TIMEOUT,
+          JobState.PREEMPTED: Job.State.PREEMPTED}
+
+
+def _scheduler_ref(job: Job) -> str:
+    """The Slurm id of the job or of its array task."""
+    if job.array_index is None:
+        return job.scheduler_id
+    return f"{job.scheduler_id}_{job.array_index}"
+
+
+def _signal_seconds(wall_time_minutes: int) -> int:
+    # Warn the trainer 2 minutes before the limit, or a quarter of a short limit.
+    return max(10, min(120, wall_time_minutes * 60 // 4))
+
+
+class SlurmRunner:
+    """Jobs on a Slurm facility over SSH."""
+
+    def submit(self, *, facility: Facility, jobs: Sequence[Job], token: str) -> Submission:
+        """Stage one bundle for these jobs and sbatch it once (an array for a sweep's cells).
+        Idempotent per token (the backend looks the token up under a lock first)."""
+        conf = slurm_settings(facility)
+        first = jobs[0]
+        cells = [bundles.single_cell(j.params) for j in jobs]
+        folder = bundles.write_bundle(cells=cells, params=first.params)
+        try:
+            spec = JobSpec(
+                token=token, account=first.allocation.account_name, bundle_dir=folder,
+                script="job.sh", args=(str(conf["python"]), str(conf["python_path"])),
+                gpus=first.gpus, time_limit_minutes=first.wall_time_minutes,
+                checkpoint_signal_seconds=_signal_seconds(first.wall_time_minutes),
+                array_size=len(jobs) if first.sweep_id else 0,
+                array_concurrency=first.sweep.concurrency if first.sweep_id else 0,
+                comment=f"portal job {first.pk}" if not first.sweep_id else f"portal sweep {first.sweep_id}")
+            result = slurm_backend(facility).submit(spec)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        output = result.output_pattern.replace("%j", result.job_id).replace("%A", result.job_id)
+        return Submission(scheduler_id=result.job_id, workdir=result.workdir,
+                          output_path=output.replace("%a", "{index}"),
+                          already_submitted=result.already_submitted)
+
+    def observe(self, *, facility: Facility, jobs: Sequence[Job]) -> dict[int, Observation]:
+        """squeue/sacct states of these jobs (array cells from their array's tasks)."""
+        ids = sorted({j.scheduler_id for j in jobs if j.scheduler_id})
+        statuses = slurm_backend(facility).status(ids) if ids else {}
+        seen: dict[int, Observation] = {}
+        for job in jobs:
+            status = statuses.get(job.scheduler_id)
+            if status is None:
+                continue
+            if job.array_index is not None:
+                status = status.tasks.get(_scheduler_ref(job)) or (
+                    status if status.state is JobState.PENDING else None)
+            if status is not None and status.state is not JobState.UNKNOWN:
+                seen[job.pk] = _observation(status)
+        return seen
+
+    def fetch(self, *, facility: Facility, job: Job) -> Fetched:
+        """progress.json, the log tail and (once written) metrics.json of the job's cell."""
+        backend = slurm_backend(facility)
+        out = f"{job.workdir}/{bundles.out_dir(job.array_index or 0)}"
+        return Fetched(progress=_read_json(backend, f"{out}/progress.json"),
+                       log_tail=_read_text(backend, job.output_path),
+                       metrics=_read_json(backend, f"{out}/metrics.json"))
+
+    def cancel(self, *, facility: Facility, jobs: Sequence[Job]) -> None:
+        """scancel each job (or array task); finished ones are no error."""
+        backend = slurm_backend(facility)
+        for ref in sorted({_scheduler_ref(j) for j in jobs if j.scheduler_id}):
+            backend.cancel(ref)
+
+
+def _observation(status: JobStatus) -> Observation:
+    state = _STATE[status.state]
+    reason = status.reason if status.state is JobState.PENDING else ""
+    if state == Job.State.FAILED and status.exit_code == TRAINER_EXIT_CHECKPOINTED:
+        state, reason = Job.State.TIMEOUT, "stopped at its time limit after a checkpoint"
+    elif state == Job.State.FAILED and status.exit_code is not None:
+        reason = f"exit code {status.exit_code}"
+    return Observation(state=state, reason=reason, exit_code=status.exit_code,
+                       elapsed_seconds=status.elapsed_seconds)
+
+
+def _read_json(backend, path: str) -> dict | None:
+    try:
+        return json.loads(backend.read_file(path, max_bytes=1 << 20))
+    except RemoteFileNotFound:
+        return None
+    except ValueError:
+        return None  # being replaced right now: the next poll reads it
+
+
+def _read_text(backend, path: str) -> str | None:
+    if not path:
+        return None
+    try:
+        return backend.tail(path, lines=60)
+    except RemoteFileNotFound:
+        return None
+
+
+JOB_RUNNERS["slurm"] = SlurmRunner()
+
+
+def _register_provisioner() -> None:
+    from .provisioning import PROVISIONERS
+    from .services.accounts import allocation_provision_slurm
+
+    PROVISIONERS["slurm"] = lambda allocation: allocation_provision_slurm(allocation=allocation)
+
+
+_register_provisioner()

@@ -1,0 +1,78 @@
+"""Fixtures shared by the launcher's Slurm integration tests (imported by those modules):
+a Slurm facility on the real cluster of `make services`, an active allocation with its own
+fresh account (removed afterwards), and a loop that polls like the beat task does."""
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from allocations.models import Allocation, ProjectMembership
+from launcher import facilities, services
+from launcher.models import Job
+from tests.factories import FacilityFactory
+from tests.launcher.conftest import read_services_env, unique_name, wait_for
+
+SITE_PACKAGES = str(Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+                    / "site-packages")
+# The portal's venv python lives under /root (unreadable for the cluster user); the system
+# python of the same version with the venv's site-packages on PYTHONPATH runs the trainer.
+CLUSTER_PYTHON = f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def slurm_settings(env: dict[str, str], **overrides: object) -> dict[str, object]:
+    return {"host": env["SSH_HOST"], "port": int(env["SSH_PORT"]), "user": env["SSH_USER"],
+            "key_path": env["SSH_KEY_PATH"], "host_key": env["SSH_KNOWN_HOSTS"],
+            "cluster": env["SLURM_CLUSTER"], "partition": env["SLURM_PARTITION"],
+            "python": CLUSTER_PYTHON, "python_path": SITE_PACKAGES, "connect_timeout": 5,
+            "retries": 1, "backoff_seconds": 0.2, **overrides}
+
+
+@pytest.fixture
+def slurm_facility(db, services_env):
+    facility = FacilityFactory(slug=unique_name("slurm-"), backend="slurm",
+                               gpu_hour_rate=Decimal("0.50"),
+                               backend_settings=slurm_settings(services_env))
+    yield facility
+    facilities.forget(facility.pk)
+
+
+def make_allocation(project, facility, *, gpu_hours: int = 10, status: str = "provisioning"):
+    today = timezone.localdate()
+    return Allocation.objects.create(
+        project=project, facility=facility, gpu_hours=Decimal(gpu_hours), start_date=today,
+        end_date=today + dt.timedelta(days=30), status=status, account_name=unique_name("t"))
+
+
+def drop_account(facility, name: str) -> None:
+    backend = facilities.slurm_backend(facility)
+    backend.ssh.run(["scancel", f"--account={name}"])
+    backend.ssh.run(["sacctmgr", "-i", "delete", "account", f"name={name}"])
+
+
+@pytest.fixture
+def slurm_allocation(project, researcher, slurm_facility):
+    """An active allocation on the real cluster: 10 GPU-hours, its own account."""
+    ProjectMembership.objects.filter(user=researcher).update(cluster_username="portal")
+    allocation = services.allocation_provision_slurm(
+        allocation=make_allocation(project, slurm_facility))
+    assert allocation.status == "active", allocation.status_reason
+    yield allocation
+    drop_account(slurm_facility, allocation.account_name)
+
+
+TINY = {"model": "resnet18", "epochs": 2, "size": 32, "synthetic_n": 24, "threads": 1,
+        "bootstrap": 50, "progress_every": 1, "wall_time_minutes": 5}
+
+
+def poll_until(job: Job, states, *, timeout: float = 120) -> Job:
+    """Run the monitor (what the beat task does) until the job reaches one of `states`."""
+    def check():
+        services.jobs_poll(facility_id=job.allocation.facility_id)
+        job.refresh_from_db()
+        return job.state in states and job
+    return wait_for(check, timeout=timeout, every=0.5, what=f"job {job.pk} to reach {states}")

@@ -1,0 +1,43 @@
+"""A real Celery worker on Redis killed (-9) while it is inside the submission, after sbatch
+went out and before it recorded the reply: after a restart the job is submitted exactly once
+(found by its token), and the reconciler lists it as stalled until then."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+
+import pytest
+
+from launcher import facilities, services, tasks
+from launcher.models import Job
+from tests.launcher.conftest import wait_for
+from tests.launcher.slurm_fixtures import TINY, slurm_allocation, slurm_facility  # noqa: F401
+from tests.launcher.test_slurm_jobs import jobs_named
+from tests.worker import running_worker
+
+pytestmark = [pytest.mark.slurm, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+def test_a_worker_killed_mid_submit_does_not_submit_twice(slurm_allocation, researcher, tmp_path):
+    params = {k: v for k, v in TINY.items() if k != "wall_time_minutes"}
+    flag = tmp_path / "paused"
+    fault = {"PORTAL_FAULT_PAUSE": "after-submit", "PORTAL_FAULT_FLAG": str(flag)}
+    with running_worker(fault) as worker:
+        job = services.job_launch(by=researcher, allocation=slurm_allocation, gpus=1,
+                                  wall_time_minutes=5, params=params)  # enqueues after commit
+        wait_for(flag.exists, timeout=90)
+        os.kill(worker.pid, signal.SIGKILL)
+    job.refresh_from_db()
+    assert job.state == "submitting" and not job.scheduler_id
+    backend = facilities.slurm_backend(slurm_allocation.facility)
+    assert len(jobs_named(backend, job.token)) == 1  # sbatch did go out
+    assert job.pk in services.stalled_submissions(older_than=dt.timedelta(0))["jobs"]
+
+    with running_worker():
+        tasks.submit_job.delay(job.pk)  # what the reconciler (poll_jobs) enqueues
+        wait_for(lambda: Job.objects.get(pk=job.pk).state != "submitting", timeout=60)
+
+    job.refresh_from_db()
+    assert job.state in ("pending", "running", *Job.FINAL) and job.scheduler_id
+    assert jobs_named(backend, job.token) == [job.scheduler_id]
