@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from allocations.transitions import InvalidTransition
+from launcher.services.errors import LaunchConflict, LaunchRefused
 
 
 def _validation_payload(exc: DjangoValidationError) -> dict:
@@ -18,12 +19,17 @@ def _validation_payload(exc: DjangoValidationError) -> dict:
 
 
 def exception_handler(exc, context):
-    """400 per field for refused input, 409 for a disallowed state move, else DRF's mapping."""
+    """400 per field for refused input, 409 for a disallowed state move or a launch the
+    allocation cannot take (with the numbers), else DRF's mapping."""
     if isinstance(exc, InvalidTransition):
         return Response(
             {"detail": str(exc), "from": exc.from_state, "to": exc.to_state},
             status=status.HTTP_409_CONFLICT,
         )
+    if isinstance(exc, LaunchConflict):
+        return Response({"detail": exc.message, **exc.data}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, LaunchRefused):
+        return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, DjangoValidationError):
         return Response(_validation_payload(exc), status=status.HTTP_400_BAD_REQUEST)
     return drf_exception_handler(exc, context)

@@ -153,6 +153,9 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     # The launcher polls Slurm job states and ingests sacct records (docs/launcher.md).
     "launcher-poll-jobs": {"task": "launcher.poll_jobs", "schedule": 10.0},
     "launcher-ingest-usage": {"task": "launcher.ingest_usage", "schedule": 10.0},
+    # Cloud clusters: interruptions within 15 s, cost as it accrues, idle stop; orphans.
+    "cloud-sync": {"task": "cloud.sync_all", "schedule": 5.0},
+    "cloud-reconcile": {"task": "cloud.reconcile", "schedule": 60.0},
 }
 
 REST_FRAMEWORK = {

@@ -15,6 +15,7 @@ api_patterns = [
     path("", include("portal.knowledge.api_urls")),
     path("", include("benchmarks.api.urls")),
     path("", include("launcher.api.urls")),
+    path("", include("launcher.cloud.api_urls")),
 ]
 
 urlpatterns = [
@@ -29,4 +30,5 @@ urlpatterns = [
     path("", include("portal.knowledge.urls")),
     path("", include("benchmarks.urls")),
     path("", include("launcher.urls")),
+    path("", include("launcher.cloud.urls")),
 ]

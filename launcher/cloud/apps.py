@@ -5,3 +5,21 @@ class CloudConfig(AppConfig):
     name = "launcher.cloud"
     label = "cloud"
     verbose_name = "Cloud clusters"
+
+    def ready(self) -> None:
+        from launcher.provisioning import PROVISIONERS
+
+        from . import (
+            receivers,  # noqa: F401  (stops workers when an allocation stops)
+            runner,
+        )
+        from .services.clusters import cluster_provision
+
+        PROVISIONERS["aws"] = cluster_provision
+        runner.register()
+
+        from allocations.sections import register_allocation_section
+
+        from .pages import allocation_sections
+
+        register_allocation_section(allocation_sections)

@@ -11,3 +11,7 @@ class LaunchConflict(Exception):
         super().__init__(message)
         self.message = message
         self.data = {k: (float(v) if isinstance(v, Decimal) else v) for k, v in data.items()}
+
+
+class LaunchRefused(Exception):
+    """The launch cannot be done as described, whatever the allocation's state (HTTP 400)."""

@@ -13,8 +13,7 @@ from launcher.models import Job
 from tests.browser import login
 from tests.factories import FacilityFactory
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True),
-              pytest.mark.urls("tests.launcher.urls_for_tests")]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def progress(epoch: int, step: int, loss: float, eta: float, history):

@@ -12,7 +12,7 @@ from allocations.models import Allocation, UsageRecord
 from launcher.models import Job
 from tests.factories import FacilityFactory
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.launcher.urls_for_tests")]
+pytestmark = [pytest.mark.django_db]
 
 
 @pytest.fixture

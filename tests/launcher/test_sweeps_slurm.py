@@ -10,8 +10,7 @@ from tests.launcher.conftest import wait_for
 from tests.launcher.slurm_fixtures import TINY, slurm_allocation, slurm_facility  # noqa: F401
 from tests.launcher.test_slurm_jobs import jobs_named
 
-pytestmark = [pytest.mark.slurm, pytest.mark.django_db,
-              pytest.mark.urls("tests.launcher.urls_for_tests")]
+pytestmark = [pytest.mark.slurm, pytest.mark.django_db]
 
 
 def test_a_sweep_is_one_array_and_ranks_its_combinations(slurm_allocation, researcher, api, client):

@@ -1,0 +1,49 @@
+"""Clusters and nodes on the API: `GET clusters/`, `GET clusters/{id}/` (others' are 404)."""
+from __future__ import annotations
+
+from rest_framework import serializers
+from rest_framework.generics import ListAPIView, RetrieveAPIView
+
+from .models import CloudTask, Cluster, Node
+from .selectors import visible_clusters
+
+
+class NodeOut(serializers.ModelSerializer):
+    class Meta:
+        model = Node
+        fields = ["id", "role", "instance_id", "instance_type", "market", "zone", "gpus",
+                  "price_per_hour", "state", "state_reason", "running_at", "ended_at"]
+
+
+class TaskOut(serializers.ModelSerializer):
+    class Meta:
+        model = CloudTask
+        fields = ["id", "job_id", "state", "state_reason", "instance_type", "gpus", "attempt",
+                  "node", "progress", "estimate_cost", "created_at", "finished_at"]
+
+
+class ClusterOut(serializers.ModelSerializer):
+    nodes = NodeOut(many=True, read_only=True)
+    tasks = TaskOut(many=True, read_only=True)
+    project = serializers.CharField(source="allocation.project.code", read_only=True)
+    facility = serializers.CharField(source="facility.slug", read_only=True)
+
+    class Meta:
+        model = Cluster
+        fields = ["id", "allocation", "project", "facility", "state", "state_reason", "region",
+                  "head_instance_type", "allow_on_demand", "worker_idle_seconds",
+                  "head_idle_seconds", "idle_since", "created_at", "nodes", "tasks"]
+
+
+class ClusterList(ListAPIView):
+    serializer_class = ClusterOut
+
+    def get_queryset(self):
+        return visible_clusters(self.request.user)
+
+
+class ClusterDetail(RetrieveAPIView):
+    serializer_class = ClusterOut
+
+    def get_queryset(self):
+        return visible_clusters(self.request.user)

@@ -1,0 +1,22 @@
+"""React to allocation facts: an allocation that may no longer be used stops its workers."""
+from __future__ import annotations
+
+from django.dispatch import receiver
+
+from allocations.models import Allocation
+from allocations.signals import allocation_status_changed
+
+from .models import Cluster
+
+STOPPING = (Allocation.Status.SUSPENDED, Allocation.Status.EXHAUSTED, Allocation.Status.EXPIRED,
+            Allocation.Status.CLOSED)
+
+
+@receiver(allocation_status_changed, dispatch_uid="cloud.stop_on_status")
+def _stop_workers(sender, allocation_id: int, to_state: str, **kwargs) -> None:
+    if to_state not in STOPPING:
+        return
+    from .tasks import stop_workers
+
+    for cluster_id in Cluster.objects.filter(allocation_id=allocation_id).values_list("pk", flat=True):
+        stop_workers.delay(cluster_id, f"The allocation is {to_state}.")

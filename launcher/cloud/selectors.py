@@ -1,0 +1,64 @@
+"""Reads for the cloud app, scoped to what a user may see (others' clusters are absent)."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db.models import Prefetch, QuerySet
+
+from allocations.models import Allocation, Facility
+from allocations.selectors import User, allocation_usage_totals, visible_allocations
+
+from .models import CloudTask, Cluster, Interruption, Node, PriceCatalogueEntry
+
+ACTIVE_TASK_STATES = (CloudTask.State.QUEUED, CloudTask.State.LAUNCHING, CloudTask.State.RUNNING,
+                      CloudTask.State.PREEMPTED)
+
+
+def visible_clusters(user: User) -> QuerySet[Cluster]:
+    """Clusters of allocations the user may see, with nodes and tasks prefetched (a bounded
+    number of queries for any number of clusters)."""
+    allocations = visible_allocations(user).values("pk")
+    return (Cluster.objects.filter(allocation__in=allocations)
+            .select_related("allocation__project", "facility")
+            .prefetch_related(Prefetch("nodes", queryset=Node.objects.order_by("role", "id")),
+                              Prefetch("tasks", queryset=CloudTask.objects.order_by("-id")))
+            .order_by("-created_at", "-id"))
+
+
+def cluster_interruptions(cluster: Cluster) -> QuerySet[Interruption]:
+    return Interruption.objects.filter(node__cluster=cluster).select_related(
+        "node", "task", "replacement")
+
+
+def price_for(*, facility: Facility, instance_type: str, market: str) -> Decimal | None:
+    """The catalogue's hourly price for this type and market in the facility's region; the
+    facility's own node-type price when the catalogue has none; None if nobody knows."""
+    region = (facility.backend_settings or {}).get("region", "us-east-1")
+    entry = PriceCatalogueEntry.objects.filter(
+        region=region, instance_type=instance_type, market=market).first()
+    if entry is not None:
+        return entry.price_per_hour
+    node_type = facility.node_types.filter(instance_type=instance_type).first()
+    if node_type is None:
+        return None
+    return node_type.price_spot if market == "spot" else node_type.price_on_demand
+
+
+def gpus_for(*, facility: Facility, instance_type: str) -> int:
+    node_type = facility.node_types.filter(instance_type=instance_type).first()
+    if node_type is not None:
+        return node_type.accelerators_per_node
+    entry = PriceCatalogueEntry.objects.filter(instance_type=instance_type).first()
+    return entry.gpus if entry else 0
+
+
+def remaining(allocation: Allocation) -> dict[str, Decimal | None]:
+    """What is left of the allocation: money (None without a budget) and GPU-hours."""
+    totals = allocation_usage_totals(allocation.pk)
+    money = None if allocation.budget is None else allocation.budget - totals["cost"]
+    return {"budget": money, "gpu_hours": allocation.gpu_hours - totals["gpu_hours"],
+            "spend": totals["cost"]}
+
+
+def active_tasks(cluster: Cluster) -> QuerySet[CloudTask]:
+    return cluster.tasks.filter(state__in=ACTIVE_TASK_STATES).select_related("node")

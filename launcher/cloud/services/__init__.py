@@ -1,0 +1,27 @@
+"""Every write of the cloud app goes through one of these functions."""
+from .clusters import (
+    cluster_ensure_head,
+    cluster_provision,
+    cluster_stop_workers,
+    node_launch,
+    nodes_terminate,
+)
+from .costs import (
+    BudgetExceeded,
+    PriceUnknown,
+    check_budget,
+    cluster_charge,
+    estimate,
+    node_charge,
+)
+from .prices import price_catalogue_load, price_catalogue_refresh_spot
+from .reconcile import cloud_reconcile
+from .sync import cluster_sync
+from .tasks import task_launch, task_start
+
+__all__ = [
+    "BudgetExceeded", "PriceUnknown", "check_budget", "cloud_reconcile", "cluster_charge",
+    "cluster_ensure_head", "cluster_provision", "cluster_stop_workers", "cluster_sync",
+    "estimate", "node_charge", "node_launch", "nodes_terminate", "price_catalogue_load",
+    "price_catalogue_refresh_spot", "task_launch", "task_start",
+]

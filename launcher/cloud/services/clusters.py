@@ -1,0 +1,197 @@
+"""Clusters and their nodes: provisioning an allocation, launching nodes with capacity fallback,
+stopping workers. Network calls happen outside transactions; rows are written first, so a crash
+between the two is repaired by re-running (the node's token finds the instance it started)."""
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from allocations.models import Allocation
+from allocations.services import allocation_activate, allocation_fail
+from launcher.backends.aws import CapacityError, Instance, LaunchRequest
+from launcher.backends.base import BackendError
+
+from .. import clock
+from ..backend import (
+    backend_for,
+    backend_for_facility,
+    facility_bucket,
+    facility_region,
+    facility_zones,
+)
+from ..models import Cluster, Node
+from ..selectors import gpus_for, price_for
+from ..states import NODE_MOVES, move
+
+log = logging.getLogger(__name__)
+
+
+def new_token(kind: str) -> str:
+    return f"{kind}-{uuid.uuid4().hex}"
+
+
+def cluster_provision(allocation: Allocation) -> Allocation:
+    """The PROVISIONERS entry for `aws` facilities: make the bucket and the allocation's prefix,
+    record its cluster, activate the allocation. Idempotent. Nodes start with the first task."""
+    facility = allocation.facility
+    account = allocation.default_account_name()
+    try:  # network first, outside any transaction
+        backend_for_facility(facility).ensure_account(name=account, users=[], gpu_minutes=0)
+    except BackendError as exc:
+        if exc.transient:
+            raise
+        return allocation_fail(allocation=allocation, reason=f"Cloud setup failed: {exc.message}")
+    settings_ = facility.backend_settings or {}
+    Cluster.objects.get_or_create(allocation=allocation, defaults=dict(
+        facility=facility, region=facility_region(facility), bucket=facility_bucket(facility),
+        prefix=f"{account}/", head_instance_type=settings_.get("head_instance_type", "t3.large"),
+        allow_on_demand=bool(settings_.get("allow_on_demand", False)),
+        worker_idle_seconds=int(settings_.get("worker_idle_seconds", 300)),
+        head_idle_seconds=int(settings_.get("head_idle_seconds", 900))))
+    return allocation_activate(allocation=allocation, account_name=account)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    instance_type: str
+    zone: str | None
+    market: str
+
+
+def launch_candidates(node: Node) -> list[Candidate]:
+    """Where to try, in order: the requested type in each zone, then the facility's other
+    types with at least as many GPUs (cheapest spot first), all spot; then the same on-demand
+    if the cluster allows it. A head node is on-demand only."""
+    cluster = node.cluster
+    zones = facility_zones(cluster.facility)
+    if node.role == Node.Role.HEAD:
+        return [Candidate(node.instance_type, z, "on-demand") for z in zones]
+    others = [nt.instance_type for nt in cluster.facility.node_types.all()
+              if nt.instance_type and nt.instance_type != node.instance_type
+              and nt.accelerators_per_node >= max(node.gpus, 1)]
+    others.sort(key=lambda t: price_for(facility=cluster.facility, instance_type=t,
+                                        market="spot") or 10**9)
+    types = [node.instance_type, *others]
+    markets = ["spot", "on-demand"] if cluster.allow_on_demand else ["spot"]
+    return [Candidate(t, z, m) for m in markets for t in types for z in zones]
+
+
+def node_create(*, cluster: Cluster, role: str, instance_type: str, gpus: int) -> Node:
+    """A node row in `requested`; the caller enqueues its launch after commit."""
+    market = "on-demand" if role == Node.Role.HEAD else "spot"
+    return Node.objects.create(cluster=cluster, role=role, token=new_token(role[0]),
+                               instance_type=instance_type, market=market, gpus=gpus)
+
+
+def node_launch(*, node_id: int, user_data: str = "") -> Node:
+    """Start the node's instance, trying the fallback candidates on capacity errors.
+
+    Idempotent: a node no longer `requested` is returned as is, and an instance already tagged
+    with this node (a launch whose answer was lost in a crash) is adopted, not duplicated."""
+    node = Node.objects.select_related("cluster__facility", "cluster__allocation").get(pk=node_id)
+    if node.state != Node.State.REQUESTED:
+        return node
+    backend = backend_for(node.cluster)
+    adopted = backend.find(node=str(node.pk))
+    if adopted:
+        return _record_launch(node, adopted[0], refusals=[])
+    refusals: list[dict] = []
+    for i, cand in enumerate(launch_candidates(node)):
+        request = LaunchRequest(
+            token=f"{node.token}-{i}", instance_type=cand.instance_type, market=cand.market,
+            zone=cand.zone, user_data=user_data, tags=_tags(node, cand))
+        try:
+            instance = backend.launch(request)
+        except CapacityError as exc:
+            refusals.append({"type": cand.instance_type, "zone": cand.zone,
+                             "market": cand.market, "code": exc.code})
+            continue
+        return _record_launch(node, instance, refusals=refusals)
+    return _fail_node(node, refusals)
+
+
+def _tags(node: Node, cand: Candidate) -> dict[str, str]:
+    cluster = node.cluster
+    return {"allocation": str(cluster.allocation_id), "cluster": str(cluster.pk),
+            "node": str(node.pk), "role": node.role, "account": cluster.prefix.rstrip("/"),
+            "gpus": str(gpus_for(facility=cluster.facility, instance_type=cand.instance_type))}
+
+
+@transaction.atomic
+def _record_launch(node: Node, instance: Instance, *, refusals: list[dict]) -> Node:
+    facility = node.cluster.facility
+    price = price_for(facility=facility, instance_type=instance.instance_type,
+                      market=instance.market) or 0
+    move(node, to=Node.State.PENDING, comment="Instance started.",
+               instance_id=instance.instance_id, instance_type=instance.instance_type,
+               market=instance.market, zone=instance.zone, price_per_hour=price,
+               gpus=gpus_for(facility=facility, instance_type=instance.instance_type),
+               attempts=refusals)
+    return node
+
+
+@transaction.atomic
+def _fail_node(node: Node, refusals: list[dict]) -> Node:
+    reason = "No capacity: " + ", ".join(f"{r['type']}/{r['zone']}/{r['market']} {r['code']}"
+                                         for r in refusals)
+    move(node, to=Node.State.FAILED, comment=reason[:300],
+               state_reason=reason[:300], attempts=refusals, ended_at=clock.now())
+    return node
+
+
+def cluster_head(cluster: Cluster) -> Node | None:
+    return cluster.nodes.filter(role=Node.Role.HEAD).exclude(state__in=Node.GONE).first()
+
+
+def cluster_ensure_head(*, cluster_id: int) -> Node:
+    """The cluster's head node exists and is started (created, launched, or started again after
+    an idle stop). Idempotent; safe to call before every task launch."""
+    with transaction.atomic():
+        cluster = Cluster.objects.select_for_update().select_related("facility").get(pk=cluster_id)
+        head = cluster_head(cluster)
+        if head is None:
+            head = node_create(cluster=cluster, role=Node.Role.HEAD,
+                               instance_type=cluster.head_instance_type, gpus=0)
+        if cluster.state in (Cluster.State.REQUESTED, Cluster.State.STOPPED, Cluster.State.FAILED):
+            move(cluster, to=Cluster.State.PROVISIONING,
+                       comment="Starting the head node.", idle_since=None)
+    if head.state == Node.State.REQUESTED:
+        return node_launch(node_id=head.pk)
+    if head.state == Node.State.STOPPED:
+        backend_for(cluster).start([head.instance_id])
+        with transaction.atomic():
+            move(head, to=Node.State.PENDING, comment="Started again.")
+    return head
+
+
+def nodes_terminate(*, cluster: Cluster, nodes: list[Node], reason: str,
+                    to: str = Node.State.TERMINATED) -> int:
+    """Terminate these nodes' instances, then mark them (network first: a crash leaves them
+    live in the database, and the next sync terminates them again). Returns nodes ended."""
+    ids = [n.instance_id for n in nodes if n.instance_id]
+    backend_for(cluster).terminate(ids)
+    ended = 0
+    for node in nodes:
+        with transaction.atomic():
+            fresh = Node.objects.select_for_update().get(pk=node.pk)
+            if fresh.state in Node.GONE or to not in NODE_MOVES.get(fresh.state, ()):
+                continue
+            move(fresh, to=to, comment=reason, state_reason=reason[:300],
+                       ended_at=clock.now())
+            ended += 1
+    return ended
+
+
+def cluster_stop_workers(*, cluster_id: int, reason: str) -> int:
+    """Terminate every live worker and cancel the tasks they run (budget spent, allocation
+    suspended or exhausted). Idempotent."""
+    from .tasks import tasks_cancel_all
+
+    cluster = Cluster.objects.select_related("facility").get(pk=cluster_id)
+    workers = list(cluster.nodes.filter(role=Node.Role.WORKER).exclude(state__in=Node.GONE))
+    ended = nodes_terminate(cluster=cluster, nodes=workers, reason=reason)
+    tasks_cancel_all(cluster=cluster, reason=reason)
+    return ended

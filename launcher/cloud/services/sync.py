@@ -1,0 +1,236 @@
+"""Bring one cluster's rows in line with the cloud (the 5-second beat): node states, task
+progress and results, spot interruptions and their replacements, charges, idle stops.
+
+Each pass first reads everything it needs from AWS and S3, then writes in short transactions,
+then makes the calls those writes decided (terminate, stop). Every step is idempotent, so a pass
+that dies half-way is finished by the next one.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from django.db import transaction
+
+from launcher.backends.aws import AwsBackend, Instance
+
+from .. import clock
+from ..backend import backend_for
+from ..models import CloudTask, Cluster, Interruption, Node
+from ..selectors import ACTIVE_TASK_STATES
+from ..states import NODE_MOVES, move
+from .clusters import cluster_head, cluster_stop_workers, nodes_terminate
+from .costs import cluster_charge
+from .tasks import task_finish, task_interrupted, task_replace_worker, task_running
+
+log = logging.getLogger(__name__)
+T, N, C = CloudTask.State, Node.State, Cluster.State
+EC2_TO_NODE = {"pending": N.PENDING, "running": N.RUNNING, "stopping": N.STOPPING,
+               "stopped": N.STOPPED, "shutting-down": N.TERMINATED, "terminated": N.TERMINATED}
+FINAL_WORKER_STATES = ("succeeded", "failed", "preempted", "killed")
+SPOT_RECLAIM_CODES = ("marked-for-termination", "marked-for-stop", "instance-terminated-by-price",
+                      "instance-terminated-no-capacity", "instance-terminated-capacity-oversubscribed")
+
+
+@dataclass
+class Seen:
+    """What the cloud says about a task's current worker."""
+
+    status: dict | None = None
+    progress: dict | None = None
+    notice: dict | None = None
+    checkpoint: dict | None = None
+
+
+@dataclass
+class Report:
+    interruptions: int = 0
+    replaced: int = 0
+    finished: int = 0
+    idle_terminated: int = 0
+    head_stopped: bool = False
+    budget_stop: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def cluster_sync(*, cluster_id: int) -> Report:
+    """One reconciliation pass over the cluster. Safe to run concurrently with launches."""
+    report = Report()
+    cluster = Cluster.objects.select_related("facility", "allocation").get(pk=cluster_id)
+    backend = backend_for(cluster)
+    live = list(cluster.nodes.exclude(state__in=Node.GONE).exclude(instance_id=""))
+    instances = backend.describe([n.instance_id for n in live])
+    spot = backend.spot_request_states([n.instance_id for n in live if n.market == "spot"])
+    for node in live:
+        _apply_instance(node, instances.get(node.instance_id))
+    for task in cluster.tasks.filter(state__in=ACTIVE_TASK_STATES).select_related("node"):
+        iid = task.node.instance_id if task.node else ""
+        taken = _taken_back(instances, spot, iid) if iid in instances or iid in spot else None
+        _sync_task(backend, cluster, task, report, taken)
+    if cluster_charge(cluster=cluster):
+        report.budget_stop = True
+        cluster_stop_workers(cluster_id=cluster.pk,
+                             reason="The allocation's budget or grant is spent.")
+    _idle_workers(cluster, report)
+    _cluster_state(cluster, report)
+    return report
+
+
+def _apply_instance(node: Node, inst: Instance | None) -> None:
+    now = clock.now()
+    with transaction.atomic():
+        node = Node.objects.select_for_update().get(pk=node.pk)
+        if node.state in Node.GONE:
+            return
+        if inst is None:
+            move(node, to=N.LOST, ended_at=now,
+                       comment="The cloud no longer knows this instance.",
+                       state_reason="vanished")
+            return
+        to = EC2_TO_NODE.get(inst.state, node.state)
+        if to == N.TERMINATED and Interruption.objects.filter(node=node).exists():
+            to = N.INTERRUPTED
+        elif to == N.TERMINATED and _runs_task(node) and node.market == "spot":
+            return  # an interruption: the task sync records it, then ends the node
+        if to == node.state or to not in NODE_MOVES.get(node.state, ()):
+            return
+        updates: dict = {}
+        if to == N.RUNNING:
+            updates = {"running_at": now, "charged_until": now}
+        elif to in (N.TERMINATED, N.INTERRUPTED):
+            updates = {"ended_at": now}
+        if to == N.STOPPED:
+            _charge_before_stop(node)
+        move(node, to=to, comment=f"EC2 says {inst.state}.", **updates)
+
+
+def _charge_before_stop(node: Node) -> None:
+    from .costs import node_charge
+
+    transaction.on_commit(lambda: node_charge(node_id=node.pk))
+
+
+def _runs_task(node: Node) -> bool:
+    return CloudTask.objects.filter(node=node, state__in=(T.LAUNCHING, T.RUNNING,
+                                                          T.PREEMPTED)).exists()
+
+
+def _observe(backend: AwsBackend, cluster: Cluster, task: CloudTask) -> Seen:
+    iid = task.node.instance_id if task.node else ""
+    if not iid:
+        return Seen()
+    return Seen(status=backend.get_json(f"{task.prefix}status/{iid}.json"),
+                progress=backend.get_json(f"{task.prefix}out/progress.json"),
+                notice=backend.get_json(f"{cluster.prefix}instances/{iid}/spot/instance-action"),
+                checkpoint=backend.get_json(f"{task.prefix}checkpoint-meta.json"))
+
+
+def _taken_back(instances: dict[str, Instance], spot: dict[str, str], iid: str) -> str | None:
+    """How we know the cloud took a spot worker back, or None if it did not."""
+    if spot.get(iid) in SPOT_RECLAIM_CODES:
+        return Interruption.Source.SPOT_REQUEST
+    inst = instances.get(iid)
+    if inst is not None and inst.market == "spot" and inst.state in ("shutting-down", "terminated",
+                                                                      "stopping", "stopped"):
+        return Interruption.Source.INSTANCE_STATE
+    return None
+
+
+def _sync_task(backend: AwsBackend, cluster: Cluster, task: CloudTask, report: Report,
+               taken: str | None) -> None:
+    seen = _observe(backend, cluster, task)  # network first, then short transactions
+    node = Node.objects.get(pk=task.node_id) if task.node_id else None
+    if task.state == T.PREEMPTED:
+        _maybe_replace(cluster, task, node, seen, report)
+        return
+    if node is None or not node.instance_id:
+        return
+    state = (seen.status or {}).get("state")
+    progress = seen.progress or task.progress
+    if state == "succeeded":
+        with transaction.atomic():
+            task_finish(task=task, to=T.SUCCEEDED, reason="Finished.", progress=progress,
+                        exit_code=0)
+        report.finished += 1
+    elif state == "failed":
+        with transaction.atomic():
+            task_finish(task=task, to=T.FAILED, progress=progress,
+                        exit_code=(seen.status or {}).get("exit_code"),
+                        reason=f"Exit status {(seen.status or {}).get('exit_code')}.")
+        report.finished += 1
+    elif seen.notice or state in ("preempted", "killed") or taken or node.state in Node.GONE:
+        source = (Interruption.Source.NOTICE if seen.notice
+                  else taken or Interruption.Source.INSTANCE_STATE)
+        task_interrupted(task=task, node=node, source=source,
+                         notice_at=clock.now() if seen.notice else None)
+        report.interruptions += 1
+    elif state == "running":
+        task_running(task=task, progress=progress)
+
+
+def _maybe_replace(cluster: Cluster, task: CloudTask, node: Node | None, seen: Seen,
+                   report: Report) -> None:
+    """Replace the worker once its job has checkpointed (final status) or it is gone, so the
+    replacement never reads a checkpoint the old worker is still writing."""
+    if node is None or node.state == N.REQUESTED:
+        return
+    worker_done = (seen.status or {}).get("state") in FINAL_WORKER_STATES
+    gone = node.state in Node.GONE or node.instance_id == "" or _instance_gone(cluster, node)
+    if not (worker_done or gone):
+        return
+    nodes_terminate(cluster=cluster, nodes=[node], reason="Spot interruption.",
+                    to=N.INTERRUPTED)
+    task_replace_worker(task=task, checkpoint=seen.checkpoint)
+    report.replaced += 1
+
+
+def _instance_gone(cluster: Cluster, node: Node) -> bool:
+    inst = backend_for(cluster).describe([node.instance_id]).get(node.instance_id)
+    return inst is None or inst.state in ("shutting-down", "terminated")
+
+
+def _idle_workers(cluster: Cluster, report: Report) -> None:
+    """Terminate workers that have run no task for the cluster's idle time."""
+    now = clock.now()
+    busy = CloudTask.objects.filter(cluster=cluster, state__in=ACTIVE_TASK_STATES).values("node")
+    idle = cluster.nodes.filter(role=Node.Role.WORKER, state=N.RUNNING).exclude(pk__in=busy)
+    Node.objects.filter(pk__in=idle.values("pk"), idle_since=None).update(idle_since=now)
+    limit = now - __import__("datetime").timedelta(seconds=cluster.worker_idle_seconds)
+    expired = list(idle.filter(idle_since__lte=limit))
+    if expired:
+        report.idle_terminated = nodes_terminate(
+            cluster=cluster, nodes=expired,
+            reason=f"Idle for {cluster.worker_idle_seconds} s with no task.")
+
+
+def _cluster_state(cluster: Cluster, report: Report) -> None:
+    """provisioning -> ready once the head runs; ready <-> idle by tasks; idle -> stopping ->
+    stopped when idle longer than the head's idle time (the head is stopped, not terminated,
+    so the shared data on its disk survives)."""
+    import datetime as dt
+
+    now = clock.now()
+    cluster.refresh_from_db()
+    head = cluster_head(cluster)
+    busy = cluster.tasks.filter(state__in=ACTIVE_TASK_STATES).exists()
+    workers = cluster.nodes.filter(role=Node.Role.WORKER).exclude(state__in=Node.GONE).exists()
+    with transaction.atomic():
+        if cluster.state == C.PROVISIONING and head and head.state == N.RUNNING:
+            _move(cluster, C.READY, "The head node is running.", idle_since=None)
+        if cluster.state == C.READY and not busy and not workers:
+            _move(cluster, C.IDLE, "No tasks and no workers.", idle_since=now)
+        elif cluster.state == C.IDLE and (busy or workers):
+            _move(cluster, C.READY, "Work arrived.", idle_since=None)
+        elif cluster.state == C.STOPPING and (head is None or head.state == N.STOPPED):
+            _move(cluster, C.STOPPED, "The head node is stopped.")
+    if (cluster.state == C.IDLE and cluster.idle_since
+            and now - cluster.idle_since >= dt.timedelta(seconds=cluster.head_idle_seconds)):
+        with transaction.atomic():
+            _move(cluster, C.STOPPING, f"Idle for {cluster.head_idle_seconds} s.")
+        if head and head.instance_id:
+            backend_for(cluster).stop([head.instance_id])
+        report.head_stopped = True
+
+
+def _move(cluster: Cluster, to: str, comment: str, **updates) -> None:
+    move(cluster, to=to, comment=comment, **updates)

@@ -1,0 +1,179 @@
+"""Tasks on a cluster: launch (after a budget check), start on a worker, finish, cancel, and
+recover from spot interruptions by resuming on a replacement worker from the S3 checkpoint."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from allocations.models import Allocation
+from allocations.selectors import visible_allocations
+from allocations.transitions import InvalidTransition
+
+from .. import clock
+from ..models import CloudTask, Cluster, Interruption, Node
+from ..selectors import ACTIVE_TASK_STATES, gpus_for
+from ..states import move
+from ..userdata import WorkerSpec, render
+from .clusters import cluster_ensure_head, new_token, node_create, node_launch
+from .costs import check_budget
+
+T = CloudTask.State
+
+
+@transaction.atomic
+def task_launch(*, allocation: Allocation, by, argv: list[str], data_prefix: str,
+                instance_type: str, hours: Decimal, job_id: int | None = None,
+                token: str | None = None) -> CloudTask:
+    """Queue a training run on the allocation's cluster and start it after commit.
+
+    Checks: `by` may see the allocation, it is active, it has a cluster, and the estimated cost
+    of `hours` on `instance_type` fits what is left (BudgetExceeded otherwise, HTTP 409).
+    Idempotent on `token`: the same token returns the task already launched."""
+    if token and (existing := CloudTask.objects.filter(token=token).first()):
+        return existing
+    if by is not None and not visible_allocations(by).filter(pk=allocation.pk).exists():
+        raise Allocation.DoesNotExist
+    if allocation.status != Allocation.Status.ACTIVE:
+        raise InvalidTransition(allocation, allocation.status, "launch")
+    cluster = Cluster.objects.filter(allocation=allocation).first()
+    if cluster is None:
+        raise ValidationError("This allocation has no cloud cluster.")
+    gpus = gpus_for(facility=allocation.facility, instance_type=instance_type)
+    cost = check_budget(allocation=allocation, instance_type=instance_type, gpus=gpus,
+                        hours=hours)
+    task = CloudTask.objects.create(
+        cluster=cluster, job_id=job_id, token=token or new_token("t"), argv=list(argv),
+        data_prefix=data_prefix, instance_type=instance_type, gpus=gpus, estimate_cost=cost)
+    _new_worker(task)
+    return task
+
+
+def _new_worker(task: CloudTask) -> Node:
+    node = node_create(cluster=task.cluster, role=Node.Role.WORKER,
+                       instance_type=task.instance_type, gpus=task.gpus)
+    CloudTask.objects.filter(pk=task.pk).update(node=node)
+    task.node = node
+    from ..tasks import start_task
+
+    transaction.on_commit(lambda: start_task.delay(task.pk))
+    return node
+
+
+def worker_spec(task: CloudTask) -> WorkerSpec:
+    cluster = task.cluster
+    return WorkerSpec(bucket=cluster.bucket, task_prefix=task.prefix, data_prefix=task.data_prefix,
+                      argv=list(task.argv), notice_prefix=f"{cluster.prefix}instances/")
+
+
+def task_start(*, task_id: int) -> CloudTask:
+    """Start (or restart after an interruption) the task's worker: head node first, then the
+    worker with capacity fallback. Idempotent: re-running adopts what already started."""
+    task = CloudTask.objects.select_related("cluster__facility", "node").get(pk=task_id)
+    if task.state not in (T.QUEUED, T.LAUNCHING) or task.node is None:
+        return task
+    with transaction.atomic():
+        if task.state == T.QUEUED:
+            move(task, to=T.LAUNCHING,
+                       comment="Launching a worker.")
+    cluster_ensure_head(cluster_id=task.cluster_id)
+    node = node_launch(node_id=task.node_id, user_data=render(worker_spec(task)))
+    if node.state == Node.State.FAILED:
+        with transaction.atomic():
+            task_finish(task=task, to=T.FAILED, reason=node.state_reason)
+    return task
+
+
+def task_finish(*, task: CloudTask, to: str, reason: str = "", exit_code: int | None = None,
+                progress: dict | None = None) -> CloudTask:
+    """Move the task to a final state; its worker becomes idle (terminated after the idle
+    timeout). Runs inside the caller's transaction."""
+    now = clock.now()
+    move(task, to=to, comment=reason,
+               state_reason=reason[:300], finished_at=now, exit_code=exit_code,
+               progress=progress if progress is not None else task.progress)
+    if task.node_id:
+        Node.objects.filter(pk=task.node_id, idle_since=None).update(idle_since=now)
+    _notify_job(task)
+    return task
+
+
+def tasks_cancel_all(*, cluster: Cluster, reason: str) -> int:
+    cancelled = 0
+    for task in cluster.tasks.filter(state__in=ACTIVE_TASK_STATES):
+        with transaction.atomic():
+            task_finish(task=task, to=T.CANCELLED, reason=reason)
+            cancelled += 1
+    return cancelled
+
+
+@transaction.atomic
+def task_running(*, task: CloudTask, progress: dict) -> CloudTask:
+    """The worker reported the task running: mark it so, and close the interruption it
+    resumed from."""
+    now = clock.now()
+    if task.state == T.LAUNCHING:
+        move(task, to=T.RUNNING, comment="Running.",
+                   progress=progress)
+        Interruption.objects.filter(task=task, replacement=task.node_id,
+                                    resumed_at=None).update(resumed_at=now)
+    else:
+        CloudTask.objects.filter(pk=task.pk).update(progress=progress)
+        task.progress = progress
+    _notify_job(task)
+    return task
+
+
+@transaction.atomic
+def task_interrupted(*, task: CloudTask, node: Node, source: str, notice_at=None) -> Interruption:
+    """Record that the cloud is taking the task's spot worker back, and mark the task preempted.
+    Idempotent per node (one interruption row per node)."""
+    progress = task.progress or {}
+    epoch = int(progress.get("epoch") or 0)
+    done_epochs = epoch - 1 if progress.get("step") else epoch
+    interruption, created = Interruption.objects.get_or_create(node=node, defaults=dict(
+        task=task, source=source, detected_at=clock.now(), notice_at=notice_at,
+        epoch_at_interruption=epoch, checkpoint_epoch=max(done_epochs, 0)))
+    if created and task.state in (T.LAUNCHING, T.RUNNING):
+        move(task, to=T.PREEMPTED,
+                   comment=f"Spot interruption ({source}) on {node.instance_id}.")
+        _notify_job(task)
+    return interruption
+
+
+@transaction.atomic
+def task_replace_worker(*, task: CloudTask, checkpoint: dict | None) -> Node:
+    """Start a replacement worker for a preempted task; it resumes from the checkpoint in S3.
+    The work lost is the time between the last checkpoint and the interruption."""
+    task = CloudTask.objects.select_for_update().select_related("cluster").get(pk=task.pk)
+    interruption = Interruption.objects.filter(task=task, replacement=None).first()
+    node = node_create(cluster=task.cluster, role=Node.Role.WORKER,
+                       instance_type=task.instance_type, gpus=task.gpus)
+    if interruption:
+        lost = 0.0
+        if checkpoint and checkpoint.get("saved_at"):
+            import datetime as dt
+            saved = dt.datetime.fromisoformat(checkpoint["saved_at"])
+            lost = max((interruption.detected_at - saved).total_seconds(), 0.0)
+            interruption.checkpoint_epoch = int(checkpoint.get("epoch", 0) or 0)
+        if checkpoint and checkpoint.get("graceful"):
+            lost = 0.0  # the job checkpointed on the notice itself
+        interruption.replacement = node
+        interruption.work_lost_seconds = lost
+        interruption.save(update_fields=["replacement", "work_lost_seconds", "checkpoint_epoch"])
+    move(task, to=T.LAUNCHING,
+               comment="Resuming on a replacement worker.", node=node, attempt=task.attempt + 1)
+    from ..tasks import start_task
+
+    transaction.on_commit(lambda: start_task.delay(task.pk))
+    return node
+
+
+def _notify_job(task: CloudTask) -> None:
+    """Tell the launcher's job runner about the task's new state, after commit."""
+    if task.job_id is None:
+        return
+    from ..runner import job_sync_after_commit
+
+    job_sync_after_commit(task)

@@ -1,0 +1,54 @@
+"""Celery tasks of the cloud app: ids in, one service call, retry decisions. All idempotent."""
+from __future__ import annotations
+
+from celery import shared_task
+
+from allocations.models import Facility
+from launcher.backends.base import BackendError
+
+from . import services
+from .models import Cluster
+
+LIVE_CLUSTERS = (Cluster.State.PROVISIONING, Cluster.State.READY, Cluster.State.IDLE,
+                 Cluster.State.STOPPING)
+
+
+@shared_task(name="cloud.start_task", bind=True, acks_late=True, max_retries=5)
+def start_task(self, task_id: int) -> str:
+    try:
+        return services.task_start(task_id=task_id).state
+    except BackendError as exc:
+        if exc.transient:
+            raise self.retry(exc=exc, countdown=10)
+        raise
+
+
+@shared_task(name="cloud.sync_cluster", acks_late=True)
+def sync_cluster(cluster_id: int) -> dict:
+    return services.cluster_sync(cluster_id=cluster_id).__dict__
+
+
+@shared_task(name="cloud.sync_all", acks_late=True, ignore_result=True)
+def sync_all() -> int:
+    """The 5-second beat: one sync per live cluster (in-line: a pass takes well under 5 s)."""
+    ids = list(Cluster.objects.filter(state__in=LIVE_CLUSTERS).values_list("pk", flat=True))
+    for cluster_id in ids:
+        try:
+            services.cluster_sync(cluster_id=cluster_id)
+        except BackendError:
+            continue  # the next beat tries again
+    return len(ids)
+
+
+@shared_task(name="cloud.reconcile", acks_late=True)
+def reconcile() -> int:
+    terminated = 0
+    for facility in Facility.objects.filter(backend=Facility.Backend.AWS, is_active=True,
+                                            clusters__isnull=False).distinct():
+        terminated += len(services.cloud_reconcile(facility=facility).orphans_terminated)
+    return terminated
+
+
+@shared_task(name="cloud.stop_workers", acks_late=True)
+def stop_workers(cluster_id: int, reason: str) -> int:
+    return services.cluster_stop_workers(cluster_id=cluster_id, reason=reason)

@@ -1,0 +1,7 @@
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("clusters/<int:pk>/", views.cluster_detail, name="cluster-detail"),
+]

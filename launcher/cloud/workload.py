@@ -1,0 +1,46 @@
+"""What a cloud worker runs for a CT/X-ray training job, and the shared data it reads."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from launcher.workloads.ctxray.synth import synthesize
+
+from .backend import backend_for
+from .models import Cluster
+
+# Flags a job may set, passed as separate arguments (never through a shell).
+TRAIN_FLAGS = ("model", "epochs", "size", "batch-size", "lr", "lr-step", "weight-decay",
+               "patience", "folds", "fold", "seed", "bootstrap", "progress-every", "threads")
+
+
+def ctxray_argv(params: dict) -> list[str]:
+    """The trainer's argument list for these job parameters; `--resume` always, so a worker
+    that replaces an interrupted one continues from the checkpoint it finds in S3."""
+    argv = ["python", "-m", "launcher.workloads.ctxray", "train", "--data", "{data}",
+            "--out", "{out}", "--resume"]
+    for flag in TRAIN_FLAGS:
+        key = flag.replace("-", "_")
+        if params.get(key) is not None:
+            argv += [f"--{flag}", str(params[key])]
+    if params.get("deterministic"):
+        argv.append("--deterministic")
+    return argv
+
+
+TINY = {"model": "resnet18", "size": 32, "batch_size": 8, "lr": 1e-3, "bootstrap": 50,
+        "progress_every": 1, "seed": 1, "threads": 1, "deterministic": True}
+
+
+def stage_synthetic_dataset(*, cluster: Cluster, name: str = "ct-tiny", n: int = 48,
+                            size: int = 48) -> str:
+    """Write a deterministic synthetic CT dataset to the cluster's shared prefix (the head
+    node's shared data). Idempotent. Returns the data prefix."""
+    prefix = f"{cluster.prefix}data/{name}/"
+    backend = backend_for(cluster)
+    if backend.list_keys(prefix):
+        return prefix
+    with tempfile.TemporaryDirectory() as tmp:
+        synthesize(tmp, "ct", n=n, size=size, seed=3)
+        backend.upload_dir(Path(tmp), prefix)
+    return prefix

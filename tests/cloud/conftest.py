@@ -1,0 +1,106 @@
+"""The cloud tests' world: their own moto server (reset before each test, so the shared one on
+port 5000 is left alone), an AWS-backed facility with single- and quad-GPU node types and the
+bundled price catalogue, a provisioned allocation, and the local agent as a real process."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+import requests
+from moto.server import ThreadedMotoServer
+
+from launcher.backends import aws
+from launcher.cloud import clock
+from launcher.cloud.models import Cluster
+from launcher.cloud.services import cluster_sync, price_catalogue_load
+from tests.factories import AllocationFactory, FacilityFactory, NodeTypeFactory
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint():
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _cloud(moto_endpoint, settings):
+    requests.post(f"{moto_endpoint}/moto-api/reset", timeout=10)
+    settings.AWS_ENDPOINT_URL = moto_endpoint
+    clock.reset()
+    hooks = list(aws.CLIENT_HOOKS)
+    yield
+    aws.CLIENT_HOOKS[:] = hooks
+    clock.reset()
+
+
+@pytest.fixture
+def cloud_facility(db):
+    facility = FacilityFactory(
+        slug="local-cloud", kind="cloud", backend="aws",
+        backend_settings={"region": "us-east-1", "head_instance_type": "t3.large",
+                          "bucket": "portal-test-cloud", "zones": ["us-east-1a", "us-east-1b"]})
+    NodeTypeFactory(facility=facility, name="g5.xlarge", instance_type="g5.xlarge",
+                    accelerator="NVIDIA A10G", accelerators_per_node=1,
+                    price_on_demand=Decimal("1.006"), price_spot=Decimal("0.362"))
+    NodeTypeFactory(facility=facility, name="g5.12xlarge", instance_type="g5.12xlarge",
+                    accelerator="NVIDIA A10G", accelerators_per_node=4,
+                    price_on_demand=Decimal("5.672"), price_spot=Decimal("2.105"))
+    price_catalogue_load()
+    return facility
+
+
+@pytest.fixture
+def allocation(project, cloud_facility):
+    """A granted allocation on the cloud facility, provisioned (bucket, prefix, cluster)."""
+    from launcher.provisioning import allocation_provision
+
+    alloc = AllocationFactory(project=project, facility=cloud_facility, status="provisioning",
+                              gpu_hours=Decimal("100"), budget=Decimal("50"))
+    return allocation_provision(allocation_id=alloc.pk)
+
+
+@pytest.fixture
+def cluster(allocation):
+    return Cluster.objects.get(allocation=allocation)
+
+
+@pytest.fixture
+def agent(moto_endpoint, tmp_path):
+    """The local agent playing every worker instance, as its own process."""
+    log = open(tmp_path / "agent.log", "w")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "launcher.cloud.agent", "--endpoint", moto_endpoint,
+         "--region", "us-east-1", "--root", str(tmp_path / "instances"), "--poll", "0.3"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    yield proc
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+def drive(cluster, until, timeout: float = 120.0, interval: float = 0.3):
+    """Play the 5-second beat (faster): sync the cluster until `until()` is truthy."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        cluster_sync(cluster_id=cluster.pk)
+        value = until()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s")

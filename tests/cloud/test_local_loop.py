@@ -1,0 +1,79 @@
+"""The whole loop on the local agent: a job trains to success on a spot worker and is charged;
+a spot interruption mid-training resumes from the S3 checkpoint and ends with every epoch."""
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+
+from allocations.models import UsageRecord
+from launcher.cloud import clock, faults
+from launcher.cloud.backend import backend_for
+from launcher.cloud.models import CloudTask, Interruption, Node
+from launcher.cloud.services import task_launch
+from launcher.cloud.workload import TINY, ctxray_argv, stage_synthetic_dataset
+from tests.cloud.conftest import drive
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _train(allocation, cluster, researcher, epochs: int) -> CloudTask:
+    data = stage_synthetic_dataset(cluster=cluster)
+    return task_launch(allocation=allocation, by=researcher, instance_type="g5.xlarge",
+                       argv=ctxray_argv({**TINY, "epochs": epochs}), data_prefix=data,
+                       hours=Decimal("1"))
+
+
+def _task(task: CloudTask) -> CloudTask:
+    return CloudTask.objects.select_related("node").get(pk=task.pk)
+
+
+def test_a_job_trains_to_success_and_its_instance_time_is_charged(allocation, cluster, researcher,
+                                                                  agent):
+    task = _train(allocation, cluster, researcher, epochs=2)
+    drive(cluster, lambda: _task(task).state == "running")
+    clock.advance(180)  # three billed minutes pass on the worker and the head
+    done = drive(cluster, lambda: _task(task) if _task(task).state in CloudTask.FINAL else None)
+    assert done.state == "succeeded", done.state_reason
+    assert done.progress["epoch"] == 2 and done.progress["state"] == "succeeded"
+    metrics = backend_for(cluster).get_json(f"{task.prefix}out/metrics.json")
+    assert metrics and metrics["synthetic_data"] is True
+    worker = done.node
+    charges = UsageRecord.objects.filter(allocation=allocation, detail__node=worker.pk)
+    seconds = sum(r.gpu_seconds for r in charges)
+    assert seconds >= 120  # one GPU, whole minutes only: at least two of the three the clock moved
+    cost = sum(r.cost for r in charges)
+    assert float(cost) == pytest.approx(float(Decimal("0.362") * seconds / 3600), abs=0.001)
+    assert {r.detail["instance_type"] for r in charges} == {"g5.xlarge"}
+    assert all(r.external_id.startswith(f"{worker.instance_id}:") for r in charges)
+    head_charges = UsageRecord.objects.filter(detail__role="head")
+    assert head_charges.exists() and all(r.gpu_seconds == 0 for r in head_charges)
+
+
+def test_an_interruption_mid_training_resumes_from_the_checkpoint_with_every_epoch(
+        allocation, cluster, researcher, agent):
+    task = _train(allocation, cluster, researcher, epochs=4)
+    backend = backend_for(cluster)
+    drive(cluster, lambda: (_task(task).progress.get("epoch") or 0) >= 2
+          and backend.get_json(f"{task.prefix}checkpoint-meta.json"))
+    first = _task(task).node
+    faults.interrupt(backend, notice_prefix=f"{cluster.prefix}instances/",
+                     task_prefix=task.prefix, instance_id=first.instance_id)
+    drive(cluster, lambda: Interruption.objects.filter(node=first, replacement__isnull=False).exists())
+    done = drive(cluster, lambda: _task(task) if _task(task).state in CloudTask.FINAL else None,
+                 timeout=180)
+    assert done.state == "succeeded", done.state_reason
+    assert done.attempt == 2 and done.node != first
+    interruption = Interruption.objects.get(node=first)
+    assert interruption.source == "notice" and interruption.resumed_at is not None
+    assert interruption.checkpoint_epoch >= 1
+    assert Node.objects.get(pk=first.pk).state == "interrupted"
+    metrics = backend.get_json(f"{task.prefix}out/metrics.json")
+    history = metrics.get("history") or metrics.get("epochs")
+    progress = backend.get_json(f"{task.prefix}out/progress.json")
+    assert progress["epoch"] == 4 and progress["epochs"] == 4
+    status = backend.get_json(f"{task.prefix}status/{done.node.instance_id}.json")
+    assert status["state"] == "succeeded" and status["resumed_files"] > 0
+    log = backend.get_bytes(f"{task.prefix}logs/{first.instance_id}.log").decode()
+    assert "--resume" in log and json.dumps(history is not None)

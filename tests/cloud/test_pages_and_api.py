@@ -1,0 +1,71 @@
+"""What people see: clusters on the API (others' are 404), the cluster page, the allocation's
+cost per day stacked by instance type, and the admin's price refresh."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.test import Client
+
+from launcher.cloud import clock
+from launcher.cloud.models import PriceCatalogueEntry
+from launcher.cloud.pages import allocation_sections
+from launcher.cloud.services import cluster_sync, price_catalogue_refresh_spot, task_launch
+from launcher.cloud.workload import TINY, ctxray_argv
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def charged(allocation, cluster, researcher):
+    """Two workers of different types ran for 90 minutes and were charged."""
+    for itype in ("g5.xlarge", "g5.12xlarge"):
+        task_launch(allocation=allocation, by=researcher, instance_type=itype,
+                    argv=ctxray_argv({**TINY, "epochs": 1}), data_prefix="x/", hours=Decimal("1"))
+    cluster_sync(cluster_id=cluster.pk)
+    clock.advance(90 * 60)
+    cluster_sync(cluster_id=cluster.pk)
+    return cluster
+
+
+def test_clusters_are_listed_for_members_and_hidden_from_others(api, charged, researcher, outsider):
+    body = api.as_user(researcher).get("/api/v1/clusters/").json()
+    assert [c["id"] for c in body["results"]] == [charged.pk]
+    detail = api.get(f"/api/v1/clusters/{charged.pk}/").json()
+    assert {n["role"] for n in detail["nodes"]} == {"head", "worker"}
+    assert {n["market"] for n in detail["nodes"] if n["role"] == "worker"} == {"spot"}
+    assert api.as_user(outsider).get(f"/api/v1/clusters/{charged.pk}/").status_code == 404
+    assert api.get("/api/v1/clusters/").json()["results"] == []
+
+
+def test_the_cost_per_day_is_stacked_by_instance_type(charged, allocation, researcher, outsider):
+    sections = allocation_sections(allocation, researcher)
+    figure = sections[0]["data"]["cost"]["figure"]
+    assert figure["layout"]["barmode"] == "stack"
+    names = {trace["name"] for trace in figure["data"]}
+    assert names == {"g5.xlarge", "g5.12xlarge", "t3.large"}
+    quad = next(t for t in figure["data"] if t["name"] == "g5.12xlarge")
+    # Charged per whole minute as it accrues: 89 or 90 minutes of the catalogue's spot price,
+    # depending on where the launch fell within its first minute.
+    assert sum(quad["y"]) == pytest.approx(2.105 * 1.5, abs=2.105 / 60 + 0.005)
+    assert allocation_sections(allocation, outsider) == []
+
+
+def test_the_cluster_page_shows_nodes_and_spend(charged, researcher, outsider):
+    client = Client()
+    client.force_login(researcher)
+    page = client.get(f"/clusters/{charged.pk}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "g5.12xlarge" in html and 'id="chart-cluster-cost"' in html
+    client.force_login(outsider)
+    assert client.get(f"/clusters/{charged.pk}/").status_code == 404
+
+
+def test_spot_refresh_keeps_real_prices_when_the_endpoint_answers_dummies(cloud_facility):
+    before = PriceCatalogueEntry.objects.get(instance_type="g5.xlarge", market="spot")
+    result = price_catalogue_refresh_spot(facility=cloud_facility)
+    assert result == {"updated": 0, "skipped_implausible": 2}  # moto's 0.00001
+    after = PriceCatalogueEntry.objects.get(instance_type="g5.xlarge", market="spot")
+    assert after.price_per_hour == before.price_per_hour == Decimal("0.362")
+    assert "aws.amazon.com" in after.source_url and after.as_of.isoformat() == "2024-06-01"

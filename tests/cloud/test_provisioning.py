@@ -1,0 +1,121 @@
+"""Provisioning against the moto server: a cluster per allocation with an on-demand head and a
+spot worker, every resource tagged, capacity errors falling back, budgets refusing, and a
+launch that dies half-way never leaving a second instance behind."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from launcher.cloud import faults
+from launcher.cloud.backend import backend_for
+from launcher.cloud.models import CloudTask, Node
+from launcher.cloud.services import BudgetExceeded, node_launch, task_launch
+from launcher.cloud.workload import TINY, ctxray_argv
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _launch(allocation, researcher, *, itype="g5.xlarge", hours="1", **kw):
+    return task_launch(allocation=allocation, by=researcher, argv=ctxray_argv({**TINY, "epochs": 2}),
+                       data_prefix="x/", instance_type=itype, hours=Decimal(hours), **kw)
+
+
+def _instances(cluster):
+    return {i.instance_id: i for i in backend_for(cluster).find(cluster=str(cluster.pk))}
+
+
+def test_provisioning_activates_the_allocation_with_its_own_prefix(allocation, cluster):
+    assert allocation.status == "active"
+    assert cluster.prefix == f"{allocation.default_account_name()}/"
+    keys = backend_for(cluster).list_keys(cluster.prefix)
+    assert keys == [f"{cluster.prefix}.portal-account"]
+
+
+def test_a_task_starts_an_on_demand_head_and_a_tagged_spot_worker(allocation, cluster, researcher):
+    task = _launch(allocation, researcher)
+    task.refresh_from_db()
+    assert task.state == CloudTask.State.LAUNCHING
+    nodes = {n.role: n for n in cluster.nodes.all()}
+    live = _instances(cluster)
+    assert set(live) == {nodes["head"].instance_id, nodes["worker"].instance_id}
+    head, worker = live[nodes["head"].instance_id], live[nodes["worker"].instance_id]
+    assert (head.market, head.instance_type) == ("on-demand", "t3.large")
+    assert (worker.market, worker.instance_type) == ("spot", "g5.xlarge")
+    for inst, node in ((head, nodes["head"]), (worker, nodes["worker"])):
+        assert inst.tags["portal:allocation"] == str(allocation.pk)
+        assert inst.tags["portal:cluster"] == str(cluster.pk)
+        assert inst.tags["portal:node"] == str(node.pk)
+    assert nodes["worker"].price_per_hour == Decimal("0.362")  # the catalogue, not moto's 0.00001
+    assert "PORTAL_WORKER_SPEC" in backend_for(cluster).user_data(worker.instance_id)
+
+
+def test_capacity_errors_fall_back_to_another_zone_then_another_type(allocation, cluster, researcher):
+    refuse = {("g5.xlarge", None, "spot"): "InsufficientInstanceCapacity"}
+    with faults.capacity_errors(refuse) as refused:
+        task = _launch(allocation, researcher)
+    worker = Node.objects.get(pk=task.node_id)
+    assert [r["zone"] for r in refused] == ["us-east-1a", "us-east-1b"]
+    assert (worker.instance_type, worker.market, worker.state) == ("g5.12xlarge", "spot", "pending")
+    assert [a["code"] for a in worker.attempts] == ["InsufficientInstanceCapacity"] * 2
+    assert worker.price_per_hour == Decimal("2.105")
+
+
+def test_on_demand_is_the_last_resort_only_when_the_user_allowed_it(allocation, cluster, researcher):
+    everything = {("g5.xlarge", None, "spot"): "SpotMaxPriceTooLow",
+                  ("g5.12xlarge", None, "spot"): "InsufficientInstanceCapacity"}
+    with faults.capacity_errors(everything):
+        refused_task = _launch(allocation, researcher)
+    refused_task.refresh_from_db()
+    assert refused_task.state == CloudTask.State.FAILED
+    assert "No capacity" in refused_task.state_reason
+    cluster.allow_on_demand = True
+    cluster.save()
+    with faults.capacity_errors(everything):
+        task = _launch(allocation, researcher)
+    worker = Node.objects.get(pk=task.node_id)
+    assert (worker.instance_type, worker.market) == ("g5.xlarge", "on-demand")
+    assert worker.price_per_hour == Decimal("1.006")
+
+
+def test_a_launch_over_the_remaining_budget_is_refused_before_any_instance(allocation, cluster,
+                                                                           researcher):
+    # 200 h x 0.362 = 72.4 > the 50 budget
+    with pytest.raises(BudgetExceeded):
+        _launch(allocation, researcher, hours="200")
+    assert not _instances(cluster) and not CloudTask.objects.exists()
+
+
+class WorkerKilled(BaseException):
+    """The Celery worker process dying right after RunInstances answered."""
+
+
+def test_a_worker_killed_mid_provision_leaves_no_duplicate_instance(allocation, cluster, researcher,
+                                                                    monkeypatch):
+    from launcher.cloud.services import clusters
+
+    def die(node, instance, *, refusals):
+        raise WorkerKilled
+
+    monkeypatch.setattr(clusters, "_record_launch", die)
+    with pytest.raises(WorkerKilled):
+        _launch(allocation, researcher)  # the head's launch dies after RunInstances
+    monkeypatch.undo()
+    assert len(_instances(cluster)) == 1
+    head = cluster.nodes.get(role="head")
+    assert head.state == "requested" and head.instance_id == ""
+    task = CloudTask.objects.get()
+    from launcher.cloud.tasks import start_task
+
+    start_task.delay(task.pk)  # the retry after the restart
+    live = _instances(cluster)
+    assert len(live) == 2 and cluster.nodes.get(role="head").instance_id in live
+    node_launch(node_id=task.node_id)  # and once more: still no duplicate
+    assert len(_instances(cluster)) == 2
+
+
+def test_others_cannot_launch_on_the_allocation(allocation, outsider):
+    from allocations.models import Allocation
+
+    with pytest.raises(Allocation.DoesNotExist):
+        _launch(allocation, outsider)
