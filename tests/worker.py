@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from django.conf import settings
@@ -21,26 +23,32 @@ def database_url() -> str:
 
 
 @contextlib.contextmanager
-def running_worker(extra_env: dict[str, str] | None = None, queues: str = "celery"):
-    """Start `celery worker`, wait until it answers a ping, stop it afterwards."""
+def running_worker(extra_env: dict[str, str] | None = None):
+    """Start `celery worker`, wait until it answers a ping, stop it afterwards.
+
+    The worker listens on a queue of its own, and this process sends every task there, so
+    test runs sharing one Redis (several checkouts, CI beside a developer) never take each
+    other's tasks."""
     from portal.celery import app
 
-    # The same Redis broker as this process (settings), so control messages (ping) meet.
+    name = f"test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "DATABASE_URL": database_url(),
            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL, "CELERY_TASK_ALWAYS_EAGER": "false",
            **(extra_env or {})}
-    old_eager = app.conf.task_always_eager
-    app.conf.task_always_eager = False
-    app.control.purge()  # messages left by an earlier, interrupted run
-    log = open(ROOT / "var" / "test-worker.log", "w")
+    old = (app.conf.task_always_eager, app.conf.task_default_queue)
+    app.conf.task_always_eager, app.conf.task_default_queue = False, name
+    (ROOT / "var").mkdir(exist_ok=True)
+    log = open(ROOT / "var" / f"{name}.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool", "solo",
-         "--loglevel", "INFO", "-Q", queues, "--without-gossip", "--without-mingle"],
+         "--loglevel", "INFO", "-Q", name, "-n", f"{name}@%h", "--without-gossip",
+         "--without-mingle"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not app.control.ping(timeout=0.5):
+        deadline = time.monotonic() + 90
+        node = f"{name}@{socket.gethostname()}"
+        while not app.control.ping(destination=[node], timeout=0.5):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"worker did not start; see {log.name}")
         yield proc
@@ -51,7 +59,7 @@ def running_worker(extra_env: dict[str, str] | None = None, queues: str = "celer
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
-        app.conf.task_always_eager = old_eager
+        app.conf.task_always_eager, app.conf.task_default_queue = old
 
 
 def wait_for(predicate, timeout: float = 30.0, interval: float = 0.2):
