@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Sequence
+from pathlib import Path
 
 from allocations.models import Facility
 
@@ -62,6 +63,25 @@ class SlurmRunner:
                           output_path=output.replace("%a", "{index}"),
                           already_submitted=result.already_submitted)
 
+    def resume(self, *, facility: Facility, job: Job, token: str) -> Submission:
+        """Submit `job` again under `token` in its first submission's folder, where the trainer
+        finds its checkpoint (`--resume` is in every bundle's arguments); a sweep cell runs as
+        the same array task. Idempotent per token, like `submit`."""
+        conf = slurm_settings(facility)
+        spec = JobSpec(
+            token=token, account=job.allocation.account_name, bundle_dir=Path("."),
+            workdir=job.workdir, script="job.sh",
+            args=(str(conf["python"]), str(conf["python_path"])), gpus=job.gpus,
+            time_limit_minutes=job.wall_time_minutes,
+            checkpoint_signal_seconds=_signal_seconds(job.wall_time_minutes),
+            array_tasks=(job.array_index,) if job.array_index is not None else (),
+            comment=f"portal job {job.pk} resumed")
+        result = slurm_backend(facility).submit(spec)
+        output = result.output_pattern.replace("%j", result.job_id).replace("%A", result.job_id)
+        return Submission(scheduler_id=result.job_id, workdir=result.workdir,
+                          output_path=output.replace("%a", str(job.array_index or 0)),
+                          already_submitted=result.already_submitted)
+
     def observe(self, *, facility: Facility, jobs: Sequence[Job]) -> dict[int, Observation]:
         """squeue/sacct states of these jobs (array cells from their array's tasks)."""
         ids = sorted({j.scheduler_id for j in jobs if j.scheduler_id})
@@ -74,8 +94,11 @@ class SlurmRunner:
             if job.array_index is not None:
                 status = status.tasks.get(_scheduler_ref(job)) or (
                     status if status.state is JobState.PENDING else None)
-            if status is not None and status.state is not JobState.UNKNOWN:
-                seen[job.pk] = _observation(status)
+            if status is None or status.state is JobState.UNKNOWN:
+                continue
+            if status.state is JobState.FAILED and status.exit_code is None:
+                continue  # squeue saw it end before sacct has its exit code: next poll
+            seen[job.pk] = _observation(status)
         return seen
 
     def fetch(self, *, facility: Facility, job: Job) -> Fetched:
@@ -97,7 +120,11 @@ def _observation(status: JobStatus) -> Observation:
     state = _STATE[status.state]
     reason = status.reason if status.state is JobState.PENDING else ""
     if state == Job.State.FAILED and status.exit_code == TRAINER_EXIT_CHECKPOINTED:
-        state, reason = Job.State.TIMEOUT, "stopped at its time limit after a checkpoint"
+        # The trainer caught --signal (or a preemption's SIGTERM), checkpointed and exited 75:
+        # the monitor resumes it (launcher/services/resume.py).
+        state, reason = Job.State.PREEMPTED, "checkpointed on a signal before its time limit"
+    elif state == Job.State.PREEMPTED:
+        reason = "preempted or its node failed"
     elif state == Job.State.FAILED and status.exit_code is not None:
         reason = f"exit code {status.exit_code}"
     return Observation(state=state, reason=reason, exit_code=status.exit_code,

@@ -11,8 +11,12 @@ from django.views.decorators.http import require_POST
 
 from allocations.transitions import InvalidTransition
 
+from allocations.selectors import visible_allocations
+
 from . import charts, selectors, services
 from .backends.base import BackendError
+from .forms import LaunchForm
+from .services import LaunchConflict
 
 
 @login_required
@@ -51,3 +55,29 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "figure": charts.leaderboard_figure(board, sweep.sort_by),
         "cells": sweep.jobs.order_by("array_index").only(
             "pk", "array_index", "state", "params", "state_reason", "progress")[:200]})
+
+
+@login_required
+def allocation_launch(request: HttpRequest, pk: int) -> HttpResponse:
+    """The launch form of an allocation (also shown on its page): the same `job_launch` service
+    as POST /api/v1/jobs/. Field errors re-render the form; a refusal (the API's 409: not active,
+    not enough GPU-hours left) goes back to the allocation page as a message."""
+    allocation = get_object_or_404(visible_allocations(request.user), pk=pk)
+    if not selectors.launchable_allocations(request.user).filter(pk=pk).exists():
+        messages.error(request, "Only members of the project can launch jobs on its allocations.")
+        return redirect(f"/allocations/{pk}/")
+    form = LaunchForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            job = services.job_launch(by=request.user, allocation=allocation, gpus=data["gpus"],
+                                      wall_time_minutes=data["wall_time_minutes"],
+                                      params=data["params"])
+        except LaunchConflict as error:
+            messages.error(request, error.message)
+            return redirect(f"/allocations/{pk}/")
+        messages.success(request, f"Job #{job.pk} launched; it is being submitted.")
+        return redirect("job-detail", job.pk)
+    return render(request, "launcher/launch.html", {"allocation": allocation, "form": form},
+                  status=400 if form.is_bound else 200)
+

@@ -75,6 +75,9 @@ class JobSpec:
     `bundle_dir` is a local folder staged to the compute side; `script` is a path inside it.
     `args` are passed to the script as separate, quoted arguments (user values go here).
     `array_size` > 0 makes a job array of tasks 0..array_size-1, at most `array_concurrency` at once.
+    `workdir` set: the bundle is already staged there (a job resumed from its checkpoint in the
+    same folder); nothing is uploaded and `bundle_dir` is not read. `array_tasks` submits only
+    these tasks of the bundle's array (a resumed sweep cell keeps its SLURM_ARRAY_TASK_ID).
     """
 
     token: str
@@ -89,6 +92,8 @@ class JobSpec:
     array_concurrency: int = 0
     partition: str | None = None
     comment: str = ""
+    workdir: str = ""
+    array_tasks: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from launcher.backends.base import (
 from launcher.backends.ssh import CommandResult, SSHConnection
 
 JOB_ID_RE = re.compile(r"^[0-9]+(_[0-9]+)?$")
+# A folder the portal staged earlier (what `submit` returned as `workdir`).
+_WORKDIR_RE = re.compile(r"^[A-Za-z0-9_./-]{1,300}$")
 
 # Failures that mean "the Slurm daemons are unreachable right now", worth retrying later.
 _TRANSIENT_MARKERS = (
@@ -145,12 +147,19 @@ class SlurmBackend(Backend):
     # -- jobs ---------------------------------------------------------------------------------
 
     def _sbatch_args(self, spec: JobSpec, workdir: str) -> tuple[list[str], str]:
-        output = f"{workdir}/slurm-%A_%a.out" if spec.array_size else f"{workdir}/slurm-%j.out"
+        array = spec.array_size or spec.array_tasks
+        output = f"{workdir}/slurm-%A_%a.out" if array else f"{workdir}/slurm-%j.out"
         args = [
             f"--job-name={spec.token}", f"--account={spec.account}",
             f"--time={spec.time_limit_minutes}", f"--chdir={workdir}", f"--output={output}",
-            "--open-mode=append", f"--signal=B:USR1@{spec.checkpoint_signal_seconds}",
+            "--open-mode=append",
         ]
+        # The checkpoint warning comes at most half-way: a lead as long as the limit (the 120 s
+        # default on a 2-minute job) had Slurm send USR1 at its first time-limit check, killing
+        # a batch script that does not catch it (seen as FAILED, exit 0:10).
+        lead = min(spec.checkpoint_signal_seconds, spec.time_limit_minutes * 60 // 2)
+        if lead > 0:
+            args.append(f"--signal=B:USR1@{lead}")
         if spec.gpus:
             args.append(f"--gres=gpu:{spec.gpus}")
         partition = spec.partition or self.partition
@@ -159,6 +168,8 @@ class SlurmBackend(Backend):
         if spec.array_size:
             limit = f"%{spec.array_concurrency}" if spec.array_concurrency else ""
             args.append(f"--array=0-{spec.array_size - 1}{limit}")
+        elif spec.array_tasks:
+            args.append(f"--array={','.join(str(t) for t in spec.array_tasks)}")
         if spec.comment:
             args.append(f"--comment={spec.comment}")
         return [*args, f"{workdir}/{spec.script}", *spec.args], output
@@ -168,8 +179,13 @@ class SlurmBackend(Backend):
             raise BackendError(f"invalid job token {spec.token!r}", transient=False)
         check_name(spec.account, "account")
         script = PurePosixPath(spec.script)
-        if script.is_absolute() or ".." in script.parts or not (spec.bundle_dir / spec.script).is_file():
+        staged = not spec.workdir and (spec.bundle_dir / spec.script).is_file()
+        if script.is_absolute() or ".." in script.parts or not (staged or spec.workdir):
             raise BackendError(f"job script {spec.script!r} is not a file in the bundle", transient=False)
+        if spec.workdir and (not _WORKDIR_RE.match(spec.workdir) or ".." in spec.workdir.split("/")):
+            raise BackendError(f"invalid work folder {spec.workdir!r}", transient=False)
+        if any(not isinstance(t, int) or isinstance(t, bool) or t < 0 for t in spec.array_tasks):
+            raise BackendError(f"invalid array tasks {spec.array_tasks!r}", transient=False)
         for value, what in ((spec.gpus, "gpus"), (spec.time_limit_minutes, "time limit"),
                             (spec.array_size, "array size"), (spec.array_concurrency, "array concurrency"),
                             (spec.checkpoint_signal_seconds, "checkpoint signal")):
@@ -184,7 +200,8 @@ class SlurmBackend(Backend):
         (`already_submitted=True`).
         """
         self._validate(spec)
-        workdir = self.ssh.upload_dir(spec.bundle_dir, f"{self.jobs_dir}/{spec.token}")
+        # A resumed job runs again in its first submission's folder (its checkpoints are there).
+        workdir = spec.workdir or self.ssh.upload_dir(spec.bundle_dir, f"{self.jobs_dir}/{spec.token}")
         sbatch_args, output = self._sbatch_args(spec, workdir)
         result = self._run(["bash", "-c", _SUBMIT_SCRIPT, "portal-submit", spec.token,
                             f"{workdir}/.submit.lock", *sbatch_args])

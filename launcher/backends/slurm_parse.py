@@ -37,7 +37,8 @@ _STATE_MAP = {
     "DEADLINE": JobState.TIMEOUT,
     "PREEMPTED": JobState.PREEMPTED,
     "FAILED": JobState.FAILED,
-    "NODE_FAIL": JobState.FAILED,
+    # The node went away under the job: not the job's fault, so it resumes from its checkpoint.
+    "NODE_FAIL": JobState.PREEMPTED,
     "BOOT_FAIL": JobState.FAILED,
     "OUT_OF_MEMORY": JobState.FAILED,
     "SPECIAL_EXIT": JobState.FAILED,

@@ -63,6 +63,10 @@ class Job(models.Model):
     metrics = models.JSONField(null=True, blank=True)
     gpu_seconds = models.BigIntegerField(default=0)
     log_tail = models.TextField(blank=True)
+    # Preemption (running -> preempted -> pending): how often the job was resubmitted from its
+    # checkpoint, and the GPU-seconds of its earlier attempts (gpu_seconds includes them).
+    resumes = models.PositiveSmallIntegerField(default=0)
+    prior_gpu_seconds = models.BigIntegerField(default=0)
 
     created_at = models.DateTimeField(default=timezone.now)
     submitted_at = models.DateTimeField(null=True, blank=True)

@@ -6,12 +6,13 @@ from .errors import LaunchConflict
 from .launch import job_launch, sweep_launch
 from .monitor import facilities_with_live_jobs, job_observe, job_record_files, jobs_poll
 from .moves import job_move, job_move_if
+from .resume import job_resume
 from .submission import job_submit, stalled_submissions, sweep_submit
 
 __all__ = [
     "LaunchConflict", "allocation_provision_slurm", "allocation_sync_slurm",
     "facilities_with_live_jobs", "job_cancel", "job_launch", "job_move", "job_move_if",
-    "job_observe", "job_record_files", "job_submit", "jobs_poll", "stalled_submissions",
+    "job_observe", "job_record_files", "job_resume", "job_submit", "jobs_poll", "stalled_submissions",
     "sweep_cancel", "sweep_launch", "sweep_submit", "usage_ingest_slurm",
     "usage_records_from_rows",
 ]

@@ -57,6 +57,13 @@ def usage_ingest_slurm(*, allocation: Allocation) -> int:
     since = timezone.localtime(_since(allocation)).replace(tzinfo=None)
     rows = slurm_backend(allocation.facility).usage_since(account=allocation.account_name,
                                                           since=since)
+    return usage_ingest_rows(allocation=allocation, rows=rows)
+
+
+def usage_ingest_rows(*, allocation: Allocation, rows: list[UsageRow]) -> int:
+    """The database half of the ingestion (no network): finished rows become UsageRecords
+    (bulk, conflicts ignored), jobs get their GPU-seconds, thresholds are checked. Returns the
+    number of records offered."""
     records = usage_records_from_rows(allocation=allocation, rows=rows)
     usage_record_many(records)
     _charge_jobs(allocation, rows)
@@ -74,10 +81,12 @@ def _charge_jobs(allocation: Allocation, rows: Iterable[UsageRow]) -> None:
         return
     jobs = Job.objects.filter(allocation=allocation,
                               scheduler_id__in={base for base, _ in by_ref}).only(
-        "pk", "scheduler_id", "array_index", "gpu_seconds")
+        "pk", "scheduler_id", "array_index", "gpu_seconds", "prior_gpu_seconds")
     changed = []
     for job in jobs:
         seconds = by_ref.get((job.scheduler_id, job.array_index))
+        if seconds is not None:
+            seconds += job.prior_gpu_seconds  # earlier attempts of a resumed job
         if seconds is not None and seconds != job.gpu_seconds:
             job.gpu_seconds = seconds
             changed.append(job)

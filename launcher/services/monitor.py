@@ -16,6 +16,7 @@ from ..backends.base import BackendError
 from ..models import Job
 from ..runners import Fetched, Observation, runner_for
 from .moves import job_move_if
+from .resume import job_resume, preempt_updates
 
 log = logging.getLogger(__name__)
 S = Job.State
@@ -24,9 +25,18 @@ HISTORY_POINTS = 400
 VANISHED_AFTER = dt.timedelta(minutes=10)
 
 
+def _late(qs):
+    """Recently succeeded jobs whose metrics were not read yet (see _collect_late_files)."""
+    return qs.filter(state=S.SUCCEEDED, metrics__isnull=True,
+                     finished_at__gte=timezone.now() - LATE_FILES_FOR)
+
+
 def facilities_with_live_jobs() -> list[int]:
-    return list(Facility.objects.filter(allocations__jobs__state__in=Job.LIVE)
-                .order_by().values_list("pk", flat=True).distinct())
+    """Facilities with jobs to poll: live ones, or finished ones whose files are still due."""
+    jobs = Job.objects.filter(state__in=Job.LIVE).exclude(scheduler_id="")
+    ids = jobs.order_by().values("allocation__facility_id").union(
+        _late(Job.objects.exclude(scheduler_id="")).order_by().values("allocation__facility_id"))
+    return sorted({row["allocation__facility_id"] for row in ids})
 
 
 def jobs_poll(*, facility_id: int) -> dict[str, int]:
@@ -36,26 +46,81 @@ def jobs_poll(*, facility_id: int) -> dict[str, int]:
     runner = runner_for(facility)
     jobs = list(Job.objects.select_related("allocation", "sweep").filter(
         allocation__facility=facility, state__in=Job.LIVE).exclude(scheduler_id=""))
-    if runner is None or not jobs:
+    if runner is None:
+        return {"jobs": 0, "moved": 0}
+    if not jobs:
+        _collect_late_files(facility, runner, exclude=set())
         return {"jobs": 0, "moved": 0}
     try:
         seen = runner.observe(facility=facility, jobs=jobs)
     except BackendError as error:
         log.warning("polling %s failed (%s); will retry", facility.slug, error)
         return {"jobs": len(jobs), "moved": 0, "errors": 1}
+    # A runner with `resume` (Slurm) is resubmitted by the portal after a preemption; one
+    # without (the cloud's) resumes its own tasks and is only observed.
+    resumable = hasattr(runner, "resume")
     moved = 0
     for job in jobs:
+        if job.state == S.PREEMPTED and resumable:
+            moved += _resume(job)  # its scheduler id is still the ended attempt's
+            continue
         observation = seen.get(job.pk)
         if observation is None:
             moved += _maybe_vanished(job)
             continue
-        moved += job_observe(job=job, observation=observation)
-        if job.state in (S.RUNNING, *Job.FINAL) and _wants_files(job):
-            try:
-                job_record_files(job=job, fetched=runner.fetch(facility=facility, job=job))
-            except BackendError as error:
-                log.warning("reading files of job %s failed (%s)", job.pk, error)
+        if resumable and observation.state == S.TIMEOUT and job.state in (S.RUNNING, S.PENDING):
+            observation = _checkpointed_at_limit(job, observation, runner, facility)
+        moved += job_observe(job=job, observation=observation, resumable=resumable)
+        if job.state in (S.RUNNING, S.PREEMPTED, *Job.FINAL) and _wants_files(job):
+            _collect(job, runner, facility)
+        if job.state == S.PREEMPTED and resumable:
+            moved += _resume(job)
+    moved += _collect_late_files(facility, runner, exclude={j.pk for j in jobs})
     return {"jobs": len(jobs), "moved": moved}
+
+
+def _collect(job: Job, runner, facility: Facility) -> bool:
+    try:
+        job_record_files(job=job, fetched=runner.fetch(facility=facility, job=job))
+    except BackendError as error:
+        log.warning("reading files of job %s failed (%s); next poll", job.pk, error)
+        return False
+    return True
+
+
+# A finished job's files (metrics.json, the log tail) are read on the poll that sees it finish;
+# if that read failed (a dropped connection), later polls try again for this long.
+LATE_FILES_FOR = dt.timedelta(minutes=10)
+
+
+def _collect_late_files(facility: Facility, runner, *, exclude: set[int]) -> int:
+    """Re-read files of recently finished jobs that still lack them (bounded: at most 20)."""
+    late = list(_late(Job.objects.select_related("allocation", "sweep")).filter(
+        allocation__facility=facility).exclude(pk__in=exclude).exclude(scheduler_id="")[:20])
+    for job in late:
+        _collect(job, runner, facility)
+    return 0
+
+
+def _checkpointed_at_limit(job: Job, observation: Observation, runner, facility: Facility) -> Observation:
+    """Slurm's TIMEOUT after the trainer caught SIGTERM and checkpointed (progress.json says
+    `preempted`) is resumable: the same observation as `preempted`."""
+    try:
+        progress = runner.fetch(facility=facility, job=job).progress or {}
+    except BackendError:
+        return observation
+    if progress.get("state") != "preempted":
+        return observation
+    return Observation(state=S.PREEMPTED, reason="checkpointed at its time limit",
+                       exit_code=observation.exit_code, elapsed_seconds=observation.elapsed_seconds)
+
+
+def _resume(job: Job) -> int:
+    try:
+        return int(job_resume(job=job))
+    except BackendError as error:
+        log.warning("resuming job %s failed (%s); next poll", job.pk, error)
+        return 0
 
 
 def _wants_files(job: Job) -> bool:
@@ -70,9 +135,11 @@ def _maybe_vanished(job: Job) -> int:
     return 0
 
 
-def job_observe(*, job: Job, observation: Observation) -> int:
+def job_observe(*, job: Job, observation: Observation, resumable: bool = False) -> int:
     """Apply one observation: a state move (audited) or a changed pending reason. Returns 1 if
-    the state moved."""
+    the state moved. With `resumable` (the runner has `resume`), a move to `preempted` also
+    takes the next attempt's token (services/resume.py) and a running job that Slurm requeued
+    under the same id passes through `preempted`."""
     now = timezone.now()
     if observation.state == job.state:
         if observation.reason != job.state_reason:
@@ -89,13 +156,20 @@ def job_observe(*, job: Job, observation: Observation) -> int:
         updates["finished_at"] = now
     path = [observation.state]
     # A job may finish between two polls: pass through running so the audit shows it ran.
-    if job.state in (S.PENDING, S.PREEMPTED) and observation.state in Job.FINAL and \
-            observation.elapsed_seconds > 0 and observation.state != S.CANCELLED:
+    if job.state in (S.PENDING, S.PREEMPTED) and observation.elapsed_seconds > 0 and \
+            observation.state in (*Job.FINAL, S.PREEMPTED) and observation.state != S.CANCELLED:
         path = [S.RUNNING, observation.state]
+    comment = observation.reason
+    if resumable and observation.state == S.PREEMPTED:
+        updates.update(preempt_updates(job, observation))
+        comment = f"Preempted ({observation.reason}); resuming from its last checkpoint."
+    elif resumable and job.state == S.RUNNING and observation.state == S.PENDING:
+        path = [S.PREEMPTED, S.PENDING]  # requeued by Slurm under the same id
+        comment = "Requeued by the scheduler; resumes from its last checkpoint."
     moved = 0
     for to in path:
         extra = updates if to == path[-1] else {"started_at": job.started_at or now}
-        moved |= job_move_if(job=job, to=to, comment=observation.reason, **extra)
+        moved |= job_move_if(job=job, to=to, comment=comment, **extra)
     return int(bool(moved))
 
 

@@ -63,6 +63,15 @@ def slurm_allocation(project, researcher, slurm_facility):
     assert allocation.status == "active", allocation.status_reason
     yield allocation
     drop_account(slurm_facility, allocation.account_name)
+    drop_workdirs(slurm_facility, allocation)
+
+
+def drop_workdirs(facility, allocation) -> None:
+    """Remove the job folders the test staged (a training job leaves ~200 MB of checkpoints)."""
+    folders = sorted({w for w in Job.objects.filter(allocation=allocation).values_list("workdir", flat=True)
+                      if "/portal-jobs/portal-" in w and ".." not in w})
+    if folders:
+        facilities.slurm_backend(facility).ssh.run(["rm", "-rf", "--", *folders])
 
 
 TINY = {"model": "resnet18", "epochs": 2, "size": 32, "synthetic_n": 24, "threads": 1,

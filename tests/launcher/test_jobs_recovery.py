@@ -21,7 +21,7 @@ def test_polling_survives_sshd_stopping_and_recovers(slurm_allocation, researche
     slurm_allocation.refresh_from_db()
     params = {k: v for k, v in TINY.items() if k != "wall_time_minutes"}
     job = services.job_launch(by=researcher, allocation=slurm_allocation, gpus=1,
-                              wall_time_minutes=5, params={**params, "epochs": 15})
+                              wall_time_minutes=5, params={**params, "epochs": 8})
     job = services.job_submit(job_id=job.pk)
     assert job.state == "pending", job.state_reason
     poll_until(job, ["running"])

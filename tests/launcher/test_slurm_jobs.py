@@ -166,3 +166,17 @@ def test_invalid_job_values_are_refused_before_anything_runs(slurm, account, mak
 def test_a_job_the_scheduler_does_not_know_is_unknown_not_an_error(slurm):
     assert {s.state for s in slurm.status(["999999", "999998_1"]).values()} == {JobState.UNKNOWN}
     slurm.cancel("999999")  # nothing to cancel is not an error
+
+
+def test_the_checkpoint_signal_never_comes_before_half_the_time_limit(slurm, account, make_bundle):
+    # With the 120 s default lead a 2-minute job was sent USR1 at Slurm's first time-limit check
+    # (every ~30 s), so a short job could die of it (FAILED 0:10) before doing its work.
+    bundle = make_bundle("true")
+    short, _ = slurm._sbatch_args(JobSpec(token="tok-short-123", account=account, bundle_dir=bundle,
+                                          time_limit_minutes=2), "/w")
+    long, _ = slurm._sbatch_args(JobSpec(token="tok-long-1234", account=account, bundle_dir=bundle,
+                                         time_limit_minutes=60), "/w")
+    none, _ = slurm._sbatch_args(JobSpec(token="tok-none-1234", account=account, bundle_dir=bundle,
+                                         checkpoint_signal_seconds=0), "/w")
+    assert "--signal=B:USR1@60" in short and "--signal=B:USR1@120" in long
+    assert not any(a.startswith("--signal") for a in none)
