@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import boto3
@@ -50,7 +51,13 @@ class Worker(threading.Thread):
         self.data, self.out = self.root / "data", self.root / "out"
         self.gone = threading.Event()
         self.proc: subprocess.Popen | None = None
-        self._mtimes: dict[str, float] = {}
+        self.signalled = False  # the job got SIGTERM because of a spot notice
+        self.signalled_ns = 0  # when (wall clock): a checkpoint written after it is graceful
+        self.killed = False  # the instance vanished under the job
+        # What was last uploaded per output file: (inode, mtime_ns, size). The trainer replaces
+        # files atomically (a new inode each time), so a rewrite within one coarse mtime tick is
+        # still seen; an mtime alone can miss the final progress.json.
+        self._seen: dict[str, tuple[int, int, int]] = {}
         self.resumed = 0  # files of an earlier attempt found in S3 (a resume)
 
     # S3 helpers --------------------------------------------------------------------------------
@@ -86,19 +93,32 @@ class Worker(threading.Thread):
         except self.s3.exceptions.ClientError:
             return False
 
-    def _sync_out(self, graceful: bool) -> None:
-        """Upload changed output files; a new checkpoint also updates checkpoint-meta.json."""
-        new_checkpoint = False
-        for path in sorted(self.out.rglob("*")):
+    def _sync_out(self, stopped_on_notice: bool = False) -> None:
+        """Upload changed output files; a new checkpoint also updates checkpoint-meta.json.
+        `graceful` there means the checkpoint holds all the job's work: written after the
+        notice, or (`stopped_on_notice`) the job exited 75, having checkpointed before it
+        stopped, so nothing since its last checkpoint is lost."""
+        new_checkpoint, graceful = stopped_on_notice, stopped_on_notice
+        # progress.json last: once it is in S3, every file it speaks of is there too.
+        for path in sorted(self.out.rglob("*"), key=lambda p: (p.name == "progress.json", p)):
+            if self.gone.is_set():
+                return  # the machine is gone: nothing more leaves it
             if not path.is_file() or path.name.startswith(".tmp-"):
                 continue
             rel = path.relative_to(self.out).as_posix()
-            mtime = path.stat().st_mtime
-            if self._mtimes.get(rel) == mtime:
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                continue  # replaced between the listing and now; the next pass sends it
+            sig = (st.st_ino, st.st_mtime_ns, st.st_size)
+            if self._seen.get(rel) == sig:
                 continue
+            # The upload reads the file after this stat, so S3 gets content at least this new.
             self.s3.upload_file(str(path), self.spec.bucket, f"{self.spec.task_prefix}out/{rel}")
-            self._mtimes[rel] = mtime
-            new_checkpoint |= rel == "checkpoint.pt"
+            self._seen[rel] = sig
+            if rel == "checkpoint.pt":
+                new_checkpoint = True
+                graceful |= self.signalled and st.st_mtime_ns >= self.signalled_ns
         if new_checkpoint:
             progress = self._read_progress()
             self._put_json(f"{self.spec.task_prefix}checkpoint-meta.json", {
@@ -136,31 +156,52 @@ class Worker(threading.Thread):
         self.resumed = self._download(f"{self.spec.task_prefix}out/", self.out)
         for path in self.out.rglob("*"):
             if path.is_file():
-                self._mtimes[path.relative_to(self.out).as_posix()] = path.stat().st_mtime
+                st = path.stat()
+                self._seen[path.relative_to(self.out).as_posix()] = (
+                    st.st_ino, st.st_mtime_ns, st.st_size)
         env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), **self.spec.env}
-        logf = open(self.root / "job.log", "wb")
-        self.proc = subprocess.Popen(self._argv(), cwd=self.root, env=env, stdout=logf,
-                                     stderr=subprocess.STDOUT)
+        with open(self.root / "job.log", "wb") as logf:
+            self.proc = subprocess.Popen(self._argv(), cwd=self.root, env=env, stdout=logf,
+                                         stderr=subprocess.STDOUT)
         self._status("running", pid=self.proc.pid)
-        signalled = False
-        while self.proc.poll() is None:
-            if self.gone.wait(self.poll):
-                self.proc.kill()
-                self.proc.wait()
-                logf.close()
-                self._status("killed", exit_code=None)  # the portal may see it or not
-                return
-            if not signalled and self._notice():
-                self.proc.send_signal(signal.SIGTERM)
-                signalled = True
-            self._sync_out(graceful=False)
-        logf.close()
-        code = self.proc.returncode
-        self._sync_out(graceful=signalled)
+        # The notice watch runs on its own thread: uploading a large checkpoint takes seconds,
+        # and a real instance's metadata poll does not wait for its uploads either.
+        watcher = threading.Thread(target=self._watch, name=f"watch-{self.instance_id}",
+                                   daemon=True)
+        watcher.start()
+        while self.proc.poll() is None and not self.killed:
+            self._sync_out()
+            self.gone.wait(self.poll)
+        code = self.proc.wait()
+        watcher.join()
+        if self.killed:
+            self._status("killed", exit_code=None)  # the portal may see it or not
+            return
+        self._sync_out(stopped_on_notice=self.signalled and code == EXIT_PREEMPTED)
         self.s3.upload_file(str(self.root / "job.log"), self.spec.bucket,
                             f"{self.spec.task_prefix}logs/{self.instance_id}.log")
         state = {0: "succeeded", EXIT_PREEMPTED: "preempted"}.get(code, "failed")
         self._status(state, exit_code=code)
+
+    def _watch(self) -> None:
+        """Until the job exits: kill it at once if the instance vanished, SIGTERM it on the
+        first spot notice (the trainer checkpoints and exits 75)."""
+        assert self.proc is not None
+        while self.proc.poll() is None:
+            if self.gone.wait(self.poll):
+                self.killed = True
+                self.proc.kill()
+                return
+            try:
+                noticed = not self.signalled and self._notice()
+            except Exception:  # the endpoint hiccuped: look again next time
+                log.exception("notice poll of %s failed", self.instance_id)
+                continue
+            if noticed and self.proc.poll() is None:
+                log.info("spot notice for %s: stopping its job", self.instance_id)
+                self.signalled_ns = time.time_ns()
+                self.signalled = True
+                self.proc.send_signal(signal.SIGTERM)
 
 
 class Agent:

@@ -1,4 +1,6 @@
-"""React to allocation facts: an allocation that may no longer be used stops its workers."""
+"""React to allocation facts: an allocation that may no longer be used stops its workers.
+(The money check of a launch is `CloudRunner.check_launch`, called by the launcher's
+`job_launch` / `sweep_launch` under the allocation lock.)"""
 from __future__ import annotations
 
 from django.dispatch import receiver

@@ -1,69 +1,140 @@
 """The launcher's JobRunner for `aws` facilities: a job becomes a CloudTask on the allocation's
 cluster (registered in JOB_RUNNERS["aws"] by CloudConfig.ready()).
 
-Contract deviation, on purpose: the cloud's job state lives in this app's rows (which worker,
-which attempt, which interruption), so `submit` writes a CloudTask and `observe` reads them; the
-AWS calls themselves still happen in Celery tasks after commit, never inside a transaction.
+How this runner meets the runner contract (launcher/runners.py, docs/launcher.md):
+
+- The cloud has no scheduler that remembers jobs, so the cloud app keeps that memory itself:
+  its `CloudTask`, `Node` and `Interruption` rows are this backend's scheduler state. The
+  runner owns those rows (and only those: it never writes a `Job`), writes them in its own
+  short transactions, and `observe` / `fetch` read them, the way the Slurm runner reads squeue.
+- No AWS call ever runs inside a transaction: `submit` stages data in S3 before any write,
+  `task_launch` commits the task row and only then (`on_commit`) starts the instances through
+  the `cloud.start_task` Celery task; `cancel` terminates first and writes after.
+- `submit` is idempotent per token (the task token is `<job token>-<index>`): a retry finds the
+  task already written and re-enqueues its start, which is itself idempotent.
+- Refusals (budget spent meanwhile, unknown price, allocation no longer active) are permanent
+  `BackendError`s, so the launcher fails the job with the reason instead of retrying.
+
+Budget: `check_launch` is the cloud's money check for a launch. It runs inside the launcher's
+`job_launch` / `sweep_launch` transaction (the allocation row locked), which call any
+runner's `check_launch`, so `POST /api/v1/jobs/` answers 409 with `estimate_cost` and
+`remaining_budget` and nothing is written or launched.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
 
+from . import clock
 from .models import CloudTask
 
 _STATE = {CloudTask.State.QUEUED: "pending", CloudTask.State.LAUNCHING: "pending",
           CloudTask.State.RUNNING: "running", CloudTask.State.PREEMPTED: "preempted",
           CloudTask.State.SUCCEEDED: "succeeded", CloudTask.State.FAILED: "failed",
           CloudTask.State.CANCELLED: "cancelled"}
+LOG_TAIL_BYTES = 20000
 
 
-def _instance_type(job) -> str:
-    node_type = job.allocation.node_type
+def instance_type_for(allocation, gpus: int) -> str:
+    """The worker type for a job: the allocation's node type, else the facility's smallest
+    type with enough GPUs. Raises PriceUnknown (HTTP 400) when the facility has none."""
+    from .services.costs import PriceUnknown
+
+    node_type = allocation.node_type
     if node_type is not None and node_type.instance_type:
         return node_type.instance_type
-    types = [nt for nt in job.allocation.facility.node_types.all()
-             if nt.instance_type and nt.accelerators_per_node >= job.gpus]
+    types = [nt for nt in allocation.facility.node_types.all()
+             if nt.instance_type and nt.accelerators_per_node >= gpus]
+    if not types:
+        raise PriceUnknown(f"The facility has no instance type with {gpus} GPUs.")
     return min(types, key=lambda nt: nt.accelerators_per_node).instance_type
+
+
+def _ran(task: CloudTask) -> int:
+    """Seconds the task's current worker has run it (0: it never ran, e.g. no capacity)."""
+    if task.node is None or task.node.running_at is None or task.state == CloudTask.State.QUEUED:
+        return 0
+    end = task.finished_at or task.node.ended_at or clock.now()
+    return max(int((end - task.node.running_at).total_seconds()), 0)
+
+
+def _hours(wall_time_minutes: int) -> Decimal:
+    return Decimal(wall_time_minutes) / 60
 
 
 class CloudRunner:
     """Jobs on a cloud cluster: one spot worker per job, resumed after interruptions."""
 
+    def check_launch(self, *, allocation, gpus: int, wall_time_minutes: int,
+                     runs: int = 1) -> Decimal:
+        """The estimated cost of `runs` jobs of `wall_time_minutes` each; raises
+        BudgetExceeded (409, with estimate_cost and remaining_budget) when it does not fit
+        what the allocation has left, PriceUnknown (400) when no price is known. Reads only."""
+        from .selectors import gpus_for
+        from .services.costs import check_budget
+
+        instance_type = instance_type_for(allocation, gpus)
+        return check_budget(allocation=allocation, instance_type=instance_type,
+                            gpus=gpus_for(facility=allocation.facility,
+                                          instance_type=instance_type),
+                            hours=_hours(wall_time_minutes) * runs)
+
     def submit(self, *, facility, jobs: Sequence, token: str):
+        from django.core.exceptions import ValidationError
+
+        from allocations.models import Allocation
+        from allocations.transitions import InvalidTransition
+        from launcher.backends.base import BackendError
         from launcher.runners import Submission
 
         from .models import Cluster
         from .services import task_launch
-        from .workload import ctxray_argv, stage_synthetic_dataset
+        from .services.costs import BudgetExceeded, PriceUnknown
+        from .workload import ctxray_argv, job_data_prefix
 
-        cluster = Cluster.objects.get(allocation=jobs[0].allocation)
-        data = jobs[0].params.get("data_prefix") or stage_synthetic_dataset(cluster=cluster)
-        tasks = [task_launch(allocation=job.allocation, by=None, argv=ctxray_argv(job.params),
-                             data_prefix=data, instance_type=_instance_type(job),
-                             hours=Decimal(job.wall_time_minutes) / 60, job_id=job.pk,
-                             token=f"{token}-{job.array_index or 0}"[:64])
-                 for job in jobs]
+        first = jobs[0]
+        cluster = Cluster.objects.filter(allocation_id=first.allocation_id).first()
+        if cluster is None:
+            raise BackendError("This allocation has no cloud cluster.", transient=False)
+        tokens = [f"{token}-{job.array_index or 0}"[:64] for job in jobs]
+        already = CloudTask.objects.filter(token__in=tokens).count() == len(tokens)
+        tasks = []
+        for job, task_token in zip(jobs, tokens):
+            data = job_data_prefix(cluster=cluster, params=job.params)  # S3, before any write
+            try:
+                tasks.append(task_launch(
+                    allocation=job.allocation, by=None, argv=ctxray_argv(job.params),
+                    data_prefix=data, instance_type=instance_type_for(job.allocation, job.gpus),
+                    hours=_hours(job.wall_time_minutes), job_id=job.pk, token=task_token))
+            except (BudgetExceeded, PriceUnknown, ValidationError, InvalidTransition,
+                    Allocation.DoesNotExist) as exc:
+                raise BackendError(f"The cloud refused the job: {exc}", transient=False) from exc
         return Submission(scheduler_id=tasks[0].token, workdir=tasks[0].prefix,
-                          output_path=tasks[0].prefix + "out/")
+                          output_path=tasks[0].prefix + "out/", already_submitted=already)
 
     def observe(self, *, facility, jobs: Sequence) -> dict:
         from launcher.runners import Observation
 
-        tasks = CloudTask.objects.filter(job_id__in=[j.pk for j in jobs])
+        tasks = CloudTask.objects.filter(job_id__in=[j.pk for j in jobs]).select_related("node")
         return {t.job_id: Observation(state=_STATE[t.state], reason=t.state_reason,
-                                      exit_code=t.exit_code) for t in tasks}
+                                      exit_code=t.exit_code, elapsed_seconds=_ran(t))
+                for t in tasks}
 
     def fetch(self, *, facility, job):
         from launcher.runners import Fetched
 
         from .backend import backend_for
 
-        task = CloudTask.objects.select_related("cluster__facility").filter(job_id=job.pk).first()
+        task = (CloudTask.objects.select_related("cluster__facility", "node")
+                .filter(job_id=job.pk).first())
         if task is None:
             return Fetched()
         backend = backend_for(task.cluster)
-        return Fetched(progress=task.progress or None,
+        log_tail = None
+        if task.node and task.node.instance_id:  # uploaded when the worker's job ends
+            raw = backend.get_bytes(f"{task.prefix}logs/{task.node.instance_id}.log")
+            log_tail = raw[-LOG_TAIL_BYTES:].decode(errors="replace") if raw else None
+        return Fetched(progress=task.progress or None, log_tail=log_tail,
                        metrics=backend.get_json(f"{task.prefix}out/metrics.json"))
 
     def cancel(self, *, facility, jobs: Sequence) -> None:
@@ -73,11 +144,13 @@ class CloudRunner:
         from .services.tasks import task_finish
 
         for task in CloudTask.objects.filter(job_id__in=[j.pk for j in jobs]).exclude(
-                state__in=CloudTask.FINAL).select_related("cluster", "node"):
-            if task.node and task.node.instance_id:
+                state__in=CloudTask.FINAL).select_related("cluster__facility", "node"):
+            if task.node and task.node.instance_id:  # network first, then the row
                 nodes_terminate(cluster=task.cluster, nodes=[task.node], reason="Cancelled.")
             with transaction.atomic():
-                task_finish(task=task, to=CloudTask.State.CANCELLED, reason="Cancelled.")
+                task = CloudTask.objects.select_for_update().get(pk=task.pk)
+                if task.state not in CloudTask.FINAL:
+                    task_finish(task=task, to=CloudTask.State.CANCELLED, reason="Cancelled.")
 
 
 def register() -> None:

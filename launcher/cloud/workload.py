@@ -33,14 +33,29 @@ TINY = {"model": "resnet18", "size": 32, "batch_size": 8, "lr": 1e-3, "bootstrap
 
 
 def stage_synthetic_dataset(*, cluster: Cluster, name: str = "ct-tiny", n: int = 48,
-                            size: int = 48) -> str:
-    """Write a deterministic synthetic CT dataset to the cluster's shared prefix (the head
+                            size: int = 48, modality: str = "ct") -> str:
+    """Write a deterministic synthetic dataset to the cluster's shared prefix (the head
     node's shared data). Idempotent. Returns the data prefix."""
     prefix = f"{cluster.prefix}data/{name}/"
     backend = backend_for(cluster)
     if backend.list_keys(prefix):
         return prefix
     with tempfile.TemporaryDirectory() as tmp:
-        synthesize(tmp, "ct", n=n, size=size, seed=3)
+        synthesize(tmp, modality, n=n, size=size, seed=3)
         backend.upload_dir(Path(tmp), prefix)
     return prefix
+
+
+SYNTHETIC = {"synthetic-ct": "ct", "synthetic-xray": "xray"}
+
+
+def job_data_prefix(*, cluster: Cluster, params: dict) -> str:
+    """Where a job's data lives in S3: a synthetic dataset (`dataset` synthetic-ct or
+    synthetic-xray, with `synthetic_n` images) staged once per cluster, or a dataset already
+    under the cluster's `data/` prefix (`dataset` = its name there)."""
+    dataset = params.get("dataset") or "synthetic-ct"
+    if dataset in SYNTHETIC:
+        n = int(params.get("synthetic_n") or 48)
+        return stage_synthetic_dataset(cluster=cluster, name=f"{dataset}-{n}", n=n,
+                                       modality=SYNTHETIC[dataset])
+    return f"{cluster.prefix}data/{dataset.strip('/').split('/')[-1]}/"

@@ -13,6 +13,7 @@ from allocations.transitions import record_event
 from .. import sweepgrid
 from ..estimates import Estimate, estimate_run
 from ..models import Job, Sweep
+from ..runners import runner_for
 from ..selectors import remaining_gpu_hours
 from .errors import LaunchConflict
 
@@ -43,6 +44,20 @@ def _check_budget(allocation: Allocation, estimate: Estimate) -> None:
             estimate_source=estimate.source)
 
 
+def _runner_cost(allocation: Allocation, estimate: Estimate, *, gpus: int,
+                 wall_time_minutes: int, runs: int = 1) -> Estimate:
+    """Let the facility's runner check what only it knows (a cloud's money budget) and price
+    the launch. A runner with `check_launch` raises LaunchConflict (409) to refuse. Runs under
+    the allocation row lock, reading only: no backend call happens here."""
+    runner = runner_for(allocation.facility)
+    check = getattr(runner, "check_launch", None)
+    if check is None:
+        return estimate
+    cost = check(allocation=allocation, gpus=gpus, wall_time_minutes=wall_time_minutes,
+                 runs=runs)
+    return Estimate(gpu_hours=estimate.gpu_hours, cost=cost, source=estimate.source)
+
+
 def _enqueue(task_name: str, object_id: int) -> None:
     from .. import tasks
 
@@ -60,6 +75,7 @@ def job_launch(*, by: Any, allocation: Allocation, gpus: int, wall_time_minutes:
     estimate = estimate_run(allocation=allocation, params=params, gpus=gpus,
                             wall_time_minutes=wall_time_minutes)
     _check_budget(allocation, estimate)
+    estimate = _runner_cost(allocation, estimate, gpus=gpus, wall_time_minutes=wall_time_minutes)
     job = Job.objects.create(
         allocation=allocation, created_by=by, workload=workload, params=params, gpus=gpus,
         wall_time_minutes=wall_time_minutes, estimate_gpu_hours=estimate.gpu_hours,
@@ -85,6 +101,8 @@ def sweep_launch(*, by: Any, allocation: Allocation, grid: dict[str, Any], gpus:
     total = Estimate(gpu_hours=per_cell.gpu_hours * len(cells), cost=per_cell.cost * len(cells),
                      source=per_cell.source)
     _check_budget(allocation, total)
+    total = _runner_cost(allocation, total, gpus=gpus, wall_time_minutes=wall_time_minutes,
+                         runs=len(cells))
     token = new_token("sweep")
     sweep = Sweep.objects.create(
         allocation=allocation, created_by=by, name=name, grid=dict(grid), params=params,

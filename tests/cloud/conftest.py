@@ -94,13 +94,18 @@ def agent(moto_endpoint, tmp_path):
     log.close()
 
 
-def drive(cluster, until, timeout: float = 120.0, interval: float = 0.3):
-    """Play the 5-second beat (faster): sync the cluster until `until()` is truthy."""
+def wait_for(until, step, timeout: float = 120.0, interval: float = 0.3):
+    """Run `step()` (a beat) until `until()` is truthy; generous bounds, no timing asserted."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        cluster_sync(cluster_id=cluster.pk)
+        step()
         value = until()
         if value:
             return value
         time.sleep(interval)
     raise AssertionError(f"condition not met within {timeout} s")
+
+
+def drive(cluster, until, timeout: float = 120.0, interval: float = 0.3):
+    """Play the 5-second beat (faster): sync the cluster until `until()` is truthy."""
+    return wait_for(until, lambda: cluster_sync(cluster_id=cluster.pk), timeout, interval)

@@ -11,7 +11,9 @@ import logging
 from dataclasses import dataclass, field
 
 from django.db import transaction
+from django.utils import timezone
 
+from allocations.transitions import InvalidTransition
 from launcher.backends.aws import AwsBackend, Instance
 
 from .. import clock
@@ -28,6 +30,8 @@ T, N, C = CloudTask.State, Node.State, Cluster.State
 EC2_TO_NODE = {"pending": N.PENDING, "running": N.RUNNING, "stopping": N.STOPPING,
                "stopped": N.STOPPED, "shutting-down": N.TERMINATED, "terminated": N.TERMINATED}
 FINAL_WORKER_STATES = ("succeeded", "failed", "preempted", "killed")
+# How long (real seconds) a `succeeded` status may wait for its final progress.json in S3.
+FINAL_GRACE = 30.0
 SPOT_RECLAIM_CODES = ("marked-for-termination", "marked-for-stop", "instance-terminated-by-price",
                       "instance-terminated-no-capacity", "instance-terminated-capacity-oversubscribed")
 
@@ -116,6 +120,9 @@ def _runs_task(node: Node) -> bool:
 
 
 def _observe(backend: AwsBackend, cluster: Cluster, task: CloudTask) -> Seen:
+    """Read what the worker reported. The status is read first and the outputs after it: the
+    agent uploads the outputs before it writes a final status, so a final status read here is
+    never paired with progress older than the run's end."""
     iid = task.node.instance_id if task.node else ""
     if not iid:
         return Seen()
@@ -138,25 +145,42 @@ def _taken_back(instances: dict[str, Instance], spot: dict[str, str], iid: str) 
 
 def _sync_task(backend: AwsBackend, cluster: Cluster, task: CloudTask, report: Report,
                taken: str | None) -> None:
-    seen = _observe(backend, cluster, task)  # network first, then short transactions
-    node = Node.objects.get(pk=task.node_id) if task.node_id else None
+    """Apply one task's observation. The network reads come first; then the row is read again,
+    because the reads take time and another pass (the beat beside a manual sync) may have
+    moved the task meanwhile: a stale row would make a compare-and-swap fail or, worse, an
+    observation of the old worker be applied to its replacement."""
+    seen = _observe(backend, cluster, task)
+    observed_node = task.node_id
+    try:
+        _apply_task(cluster, task.pk, observed_node, seen, report, taken)
+    except InvalidTransition as exc:  # TransitionConflict included: the next pass sees it
+        log.info("task %s moved under the sync (%s); next pass", task.pk, exc)
+
+
+def _apply_task(cluster: Cluster, task_id: int, observed_node: int | None, seen: Seen,
+                report: Report, taken: str | None) -> None:
+    task = CloudTask.objects.select_related("node").get(pk=task_id)
+    if task.state in CloudTask.FINAL or task.node_id != observed_node:
+        return  # finished or moved on to another worker since we looked
+    node = task.node
+    status = seen.status or {}
+    state = status.get("state")
+    if state == "succeeded":
+        # Whatever the task's state (a job may finish before a spot notice stops it: the
+        # worker succeeded, nothing needs resuming), a worker that succeeded ends the task.
+        _finish_succeeded(task, seen, report)
+        return
     if task.state == T.PREEMPTED:
         _maybe_replace(cluster, task, node, seen, report)
         return
     if node is None or not node.instance_id:
         return
-    state = (seen.status or {}).get("state")
     progress = seen.progress or task.progress
-    if state == "succeeded":
-        with transaction.atomic():
-            task_finish(task=task, to=T.SUCCEEDED, reason="Finished.", progress=progress,
-                        exit_code=0)
-        report.finished += 1
-    elif state == "failed":
+    if state == "failed":
         with transaction.atomic():
             task_finish(task=task, to=T.FAILED, progress=progress,
-                        exit_code=(seen.status or {}).get("exit_code"),
-                        reason=f"Exit status {(seen.status or {}).get('exit_code')}.")
+                        exit_code=status.get("exit_code"),
+                        reason=f"Exit status {status.get('exit_code')}.")
         report.finished += 1
     elif seen.notice or state in ("preempted", "killed") or taken or node.state in Node.GONE:
         source = (Interruption.Source.NOTICE if seen.notice
@@ -166,6 +190,34 @@ def _sync_task(backend: AwsBackend, cluster: Cluster, task: CloudTask, report: R
         report.interruptions += 1
     elif state == "running":
         task_running(task=task, progress=progress)
+
+
+def _finish_succeeded(task: CloudTask, seen: Seen, report: Report) -> None:
+    """End the task as succeeded with its final progress. The trainer's last progress.json says
+    `succeeded`; should S3 not show it yet (a read that raced the upload), keep the task
+    running one more pass rather than freeze the stale progress into a finished task, unless
+    the status is older than FINAL_GRACE (a workload that writes no progress)."""
+    progress = seen.progress or {}
+    final = progress.get("state") == "succeeded"
+    if not final and not _older_than(seen.status, FINAL_GRACE):
+        if progress and task.state == T.RUNNING:
+            task_running(task=task, progress=progress)
+        report.notes.append(f"task {task.pk}: succeeded, waiting for its final progress")
+        return
+    with transaction.atomic():
+        task_finish(task=task, to=T.SUCCEEDED, reason="Finished.", exit_code=0,
+                    progress=progress or task.progress)
+    report.finished += 1
+
+
+def _older_than(status: dict | None, seconds: float) -> bool:
+    import datetime as dt
+
+    try:
+        at = dt.datetime.fromisoformat((status or {})["at"])
+    except (KeyError, TypeError, ValueError):
+        return True
+    return (timezone.now() - at).total_seconds() > seconds
 
 
 def _maybe_replace(cluster: Cluster, task: CloudTask, node: Node | None, seen: Seen,

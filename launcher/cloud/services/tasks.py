@@ -32,6 +32,10 @@ def task_launch(*, allocation: Allocation, by, argv: list[str], data_prefix: str
     of `hours` on `instance_type` fits what is left (BudgetExceeded otherwise, HTTP 409).
     Idempotent on `token`: the same token returns the task already launched."""
     if token and (existing := CloudTask.objects.filter(token=token).first()):
+        if existing.state == T.QUEUED:  # its start may have been lost with a crash: again
+            from ..tasks import start_task
+
+            transaction.on_commit(lambda: start_task.delay(existing.pk))
         return existing
     if by is not None and not visible_allocations(by).filter(pk=allocation.pk).exists():
         raise Allocation.DoesNotExist
@@ -118,9 +122,8 @@ def task_running(*, task: CloudTask, progress: dict) -> CloudTask:
                    progress=progress)
         Interruption.objects.filter(task=task, replacement=task.node_id,
                                     resumed_at=None).update(resumed_at=now)
-    else:
-        CloudTask.objects.filter(pk=task.pk).update(progress=progress)
-        task.progress = progress
+    elif CloudTask.objects.filter(pk=task.pk, state=task.state).update(progress=progress):
+        task.progress = progress  # (never over a task another pass has just finished)
     _notify_job(task)
     return task
 
@@ -143,10 +146,12 @@ def task_interrupted(*, task: CloudTask, node: Node, source: str, notice_at=None
 
 
 @transaction.atomic
-def task_replace_worker(*, task: CloudTask, checkpoint: dict | None) -> Node:
+def task_replace_worker(*, task: CloudTask, checkpoint: dict | None) -> Node | None:
     """Start a replacement worker for a preempted task; it resumes from the checkpoint in S3.
     The work lost is the time between the last checkpoint and the interruption."""
     task = CloudTask.objects.select_for_update().select_related("cluster").get(pk=task.pk)
+    if task.state != T.PREEMPTED:
+        return task.node  # another pass replaced it already (or the task ended)
     interruption = Interruption.objects.filter(task=task, replacement=None).first()
     node = node_create(cluster=task.cluster, role=Node.Role.WORKER,
                        instance_type=task.instance_type, gpus=task.gpus)

@@ -85,7 +85,7 @@ class Command(BaseCommand):
 
         loaders = []
         for module in ("benchmarks.demo", "portal.onboarding.demo", "portal.knowledge.demo",
-                       "launcher.demo"):
+                       "launcher.demo", "launcher.cloud.demo"):
             try:
                 loaders.append(import_module(module).seed)
             except ModuleNotFoundError as error:

@@ -1,0 +1,112 @@
+"""The cloud through the public jobs API: `POST /api/v1/jobs/` on an active allocation of an
+`aws` facility provisions a spot worker, the local agent trains, the job succeeds with its
+progress, metrics and log, and the instance time is charged to the allocation; a launch the
+budget cannot pay for is a 409 with the numbers and launches nothing."""
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+
+from allocations.models import UsageRecord
+from launcher.cloud import clock
+from launcher.cloud.backend import backend_for
+from launcher.cloud.models import CloudTask, Node
+from launcher.cloud.tasks import sync_all
+from launcher.models import Job
+from launcher.tasks import poll_jobs
+from tests.cloud.conftest import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PARAMS = {"model": "resnet18", "epochs": 2, "size": 32, "batch_size": 8, "lr": 0.001,
+          "bootstrap": 50, "progress_every": 1, "seed": 1, "threads": 1, "deterministic": True,
+          "dataset": "synthetic-ct", "synthetic_n": 48}
+
+
+def _beat() -> None:
+    """What celery beat does every few seconds: the cloud sync, then the launcher's poll."""
+    sync_all()
+    poll_jobs()
+
+
+def _job(pk: int) -> Job:
+    return Job.objects.get(pk=pk)
+
+
+def test_a_job_posted_to_the_api_trains_on_a_spot_worker_and_is_charged(
+        api, researcher, allocation, cluster, agent):
+    client = api.as_user(researcher)
+    response = client.post("/api/v1/jobs/", {"allocation": allocation.pk, "gpus": 1,
+                                             "wall_time_minutes": 30, "params": PARAMS},
+                           format="json")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    # The cloud's estimate: the catalogue's g5.xlarge spot price for the half-hour asked for.
+    assert Decimal(body["estimate_cost"]) == Decimal("0.1810")
+    job = _job(body["id"])
+    task = CloudTask.objects.get(job_id=job.pk)
+    assert job.state == "pending" and job.scheduler_id == task.token
+    worker = Node.objects.get(pk=task.node_id)
+    assert (worker.role, worker.market, worker.instance_type) == ("worker", "spot", "g5.xlarge")
+    assert worker.instance_id in {i.instance_id for i in backend_for(cluster).find(
+        cluster=str(cluster.pk), role="worker")}
+
+    wait_for(lambda: _job(job.pk).state == "running", _beat)
+    clock.advance(180)  # three billed minutes pass on the worker and the head
+    wait_for(lambda: _job(job.pk).state in Job.FINAL, _beat, timeout=240)
+
+    shown = client.get(f"/api/v1/jobs/{job.pk}/").json()
+    assert shown["state"] == "succeeded", shown["state_reason"]
+    assert shown["progress"]["epoch"] == 2 and shown["progress"]["state"] == "succeeded"
+    assert shown["progress"]["history"], "the loss history the job page plots"
+    assert shown["metrics"]["synthetic_data"] is True and len(shown["metrics"]["history"]) == 2
+    log = client.get(f"/api/v1/jobs/{job.pk}/log/").json()["log"]
+    assert log and "epoch" in log.lower()
+    assert [e["to_state"] for e in _events(job)][-2:] == ["running", "succeeded"]
+
+    charges = UsageRecord.objects.filter(allocation=allocation, source="cloud")
+    worker_charges = charges.filter(detail__node=worker.pk)
+    assert worker_charges.exists() and charges.filter(detail__role="head").exists()
+    assert sum(r.gpu_seconds for r in worker_charges) >= 120  # whole minutes of one GPU
+    spend = sum(r.cost for r in charges)
+    shown = client.get(f"/api/v1/allocations/{allocation.pk}/").json()
+    assert spend > 0 and shown["spend"] == pytest.approx(float(spend), abs=0.006)
+    assert shown["budget_remaining"] == pytest.approx(50 - float(spend), abs=0.006)
+
+
+def _events(job: Job) -> list[dict]:
+    from allocations.models import Event
+
+    return list(Event.objects.filter(object_id=job.pk, content_type__model="job")
+                .order_by("pk").values("to_state"))
+
+
+def test_a_launch_over_the_budget_left_is_refused_with_the_numbers_and_launches_nothing(
+        api, researcher, allocation, cluster):
+    now = clock.now()
+    UsageRecord.objects.create(  # 49.90 of the 50.00 budget already spent
+        allocation=allocation, source="cloud", external_id="i-earlier:20260101T000000",
+        period_start=now - dt.timedelta(hours=2), period_end=now, gpu_seconds=0,
+        cpu_seconds=0, cost=Decimal("49.90"))
+
+    response = api.as_user(researcher).post(
+        "/api/v1/jobs/", {"allocation": allocation.pk, "gpus": 1, "wall_time_minutes": 60,
+                          "params": PARAMS}, format="json")
+
+    assert response.status_code == 409, response.json()
+    body = response.json()
+    assert body["estimate_cost"] == pytest.approx(0.362)  # one hour of g5.xlarge spot
+    assert body["remaining_budget"] == pytest.approx(0.10)
+    assert "budget" in body["detail"]
+    assert not Job.objects.exists() and not CloudTask.objects.exists()
+    assert not Node.objects.filter(cluster=cluster).exists()
+    assert backend_for(cluster).find(cluster=str(cluster.pk)) == []
+
+    # What is left still pays for a shorter run.
+    response = api.as_user(researcher).post(
+        "/api/v1/jobs/", {"allocation": allocation.pk, "gpus": 1, "wall_time_minutes": 15,
+                          "params": PARAMS}, format="json")
+    assert response.status_code == 201, response.json()
+    assert Decimal(response.json()["estimate_cost"]) == Decimal("0.0905")
