@@ -75,6 +75,19 @@ FACILITIES = [
 TF32_PEAKS = {"NVIDIA A100 SXM4": 156.0, "NVIDIA H100 PCIe": 378.0, "NVIDIA H100 SXM5": 494.0,
               "NVIDIA A10G": 62.5}
 
+# AWS single- and quad-GPU types (us-east-1 list on-demand and typical spot prices as recorded
+# in benchmarks/catalogue.py, 2024-05); the launcher's price catalogue refines them per region.
+_G5 = [
+        dict(name="g5.xlarge", accelerator="NVIDIA A10G", accelerator_memory_gb=24,
+             accelerators_per_node=1, peak=(125, 125, 31.2, 0.98), instance_type="g5.xlarge",
+             price_on_demand=Decimal("1.006"), price_spot=Decimal("0.45"), cpu_cores=4,
+             memory_gb=16),
+        dict(name="g5.12xlarge", accelerator="NVIDIA A10G", accelerator_memory_gb=24,
+             accelerators_per_node=4, peak=(125, 125, 31.2, 0.98), instance_type="g5.12xlarge",
+             price_on_demand=Decimal("5.672"), price_spot=Decimal("2.30"), cpu_cores=48,
+             memory_gb=192),
+]
+
 # Peak TFLOP/s (fp16, bf16, fp32, fp64) from the seed's "HPC Peak Performance on Paper" table.
 NODE_TYPES = {
     "jade2": [dict(name="J-V100-32", accelerator="NVIDIA V100 SXM2", accelerator_memory_gb=32,
@@ -104,17 +117,8 @@ NODE_TYPES = {
                    accelerators_per_node=1, peak=(312, 312, 19.5, 9.7),
                    instance_type="Standard_NC24ads_A100_v4", price_on_demand=Decimal("3.673"),
                    price_spot=Decimal("1.469"), cpu_cores=24, memory_gb=220)],
-    # AWS prices: us-east-1 on-demand list prices and typical spot prices as recorded in
-    # benchmarks/catalogue.py (2024-05); the launcher's price catalogue refines them per region.
     "aws-spot": [
-        dict(name="g5.xlarge", accelerator="NVIDIA A10G", accelerator_memory_gb=24,
-             accelerators_per_node=1, peak=(125, 125, 31.2, 0.98), instance_type="g5.xlarge",
-             price_on_demand=Decimal("1.006"), price_spot=Decimal("0.45"), cpu_cores=4,
-             memory_gb=16),
-        dict(name="g5.12xlarge", accelerator="NVIDIA A10G", accelerator_memory_gb=24,
-             accelerators_per_node=4, peak=(125, 125, 31.2, 0.98), instance_type="g5.12xlarge",
-             price_on_demand=Decimal("5.672"), price_spot=Decimal("2.30"), cpu_cores=48,
-             memory_gb=192),
+        *_G5,
         dict(name="p4d.24xlarge", accelerator="NVIDIA A100 SXM4", accelerator_memory_gb=40,
              accelerators_per_node=8, peak=(312, 312, 19.5, 9.7), instance_type="p4d.24xlarge",
              price_on_demand=Decimal("32.7726"), price_spot=Decimal("12.00"), cpu_cores=96,
@@ -130,15 +134,8 @@ NODE_TYPES = {
     "local-slurm": [dict(name="local-gpu", accelerator="Fake GPU (Slurm gres)",
                          accelerator_memory_gb=16, accelerators_per_node=2, cpu_cores=2,
                          memory_gb=24)],
-    "local-cloud": [
-        dict(name="g5.xlarge", accelerator="NVIDIA A10G", accelerator_memory_gb=24,
-             accelerators_per_node=1, peak=(125, 125, 31.2, 0.98), instance_type="g5.xlarge",
-             price_on_demand=Decimal("1.006"), price_spot=Decimal("0.45"), cpu_cores=4,
-             memory_gb=16),
-        dict(name="g5.12xlarge", accelerator="NVIDIA A10G", accelerator_memory_gb=24,
-             accelerators_per_node=4, peak=(125, 125, 31.2, 0.98), instance_type="g5.12xlarge",
-             price_on_demand=Decimal("5.672"), price_spot=Decimal("2.30"), cpu_cores=48,
-             memory_gb=192)],
+    # The local cloud offers the same single- and quad-GPU types, played by local processes.
+    "local-cloud": _G5,
 }
 
 
