@@ -4,6 +4,7 @@ bundled price catalogue, a provisioned allocation, and the local agent as a real
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -12,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import requests
-from moto.server import ThreadedMotoServer
 
 from launcher.backends import aws
 from launcher.cloud import clock
@@ -23,15 +23,39 @@ from tests.factories import AllocationFactory, FacilityFactory, NodeTypeFactory
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 @pytest.fixture(scope="session")
 def moto_endpoint():
+    """A moto server of our own, in its own process: the agent uploads checkpoints of a
+    hundred-odd MB, and a server thread inside the test process would compete with the test's
+    own polling for the interpreter lock (a run once starved the uploads for two minutes)."""
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+    port = _free_port()
+    server = subprocess.Popen(
+        [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            requests.get(f"{endpoint}/moto-api/", timeout=2)
+            break
+        except requests.ConnectionError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the moto server did not start") from None
+            time.sleep(0.2)
+    yield endpoint
+    server.terminate()
+    try:
+        server.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.kill()
 
 
 @pytest.fixture(autouse=True)
