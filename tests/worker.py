@@ -22,6 +22,16 @@ def database_url() -> str:
             f"{db['PORT'] or 5432}/{db['NAME']}")
 
 
+def stop_process(proc: subprocess.Popen, timeout: float = 15) -> None:
+    """Ask a child process to stop (SIGTERM), and kill it if it has not within `timeout`."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @contextlib.contextmanager
 def running_worker(extra_env: dict[str, str] | None = None):
     """Start `celery worker`, wait until it answers a ping, stop it afterwards.
@@ -53,11 +63,7 @@ def running_worker(extra_env: dict[str, str] | None = None):
                 raise RuntimeError(f"worker did not start; see {log.name}")
         yield proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc, timeout=20)
         log.close()
         app.conf.task_always_eager, app.conf.task_default_queue = old
 

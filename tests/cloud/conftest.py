@@ -19,6 +19,7 @@ from launcher.cloud import clock
 from launcher.cloud.models import Cluster
 from launcher.cloud.services import cluster_sync, price_catalogue_load
 from tests.factories import AllocationFactory, FacilityFactory, NodeTypeFactory
+from tests.worker import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,11 +52,7 @@ def moto_endpoint():
                 raise RuntimeError("the moto server did not start") from None
             time.sleep(0.2)
     yield endpoint
-    server.terminate()
-    try:
-        server.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        server.kill()
+    stop_process(server)
 
 
 @pytest.fixture(autouse=True)
@@ -110,11 +107,7 @@ def agent(moto_endpoint, tmp_path):
          "--region", "us-east-1", "--root", str(tmp_path / "instances"), "--poll", "0.3"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     yield proc
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    stop_process(proc)
     log.close()
 
 
