@@ -7,9 +7,24 @@ class LauncherConfig(AppConfig):
 
     def ready(self) -> None:
         from . import receivers  # noqa: F401  (connects to the allocations signals)
-        from . import slurm_runner  # noqa: F401  (registers the Slurm runner and provisioner)
+        from allocations.connection import register_connection_check
         from allocations.sections import register_allocation_section
+
+        from .backends.registry import ManualBackend, is_connected, register
+        from .local.runner import LocalRunner
+        from .slurm.runner import SlurmRunner
+
+        register(ManualBackend())
+        register(SlurmRunner())
+        register(LocalRunner())
+        register_connection_check(is_connected)
 
         from .pages import allocation_sections
 
         register_allocation_section(allocation_sections)
+
+        from allocations.ledger import register_reservations
+
+        from .ledger import job_reservations
+
+        register_reservations(job_reservations)

@@ -3,14 +3,16 @@ from __future__ import annotations
 
 from django.dispatch import receiver
 
+from allocations.models import Allocation
 from allocations.signals import (
     allocation_grant_changed, allocation_provisioning, allocation_status_changed,
+    project_members_changed,
 )
 
 from . import tasks
 
 # Moves after which the backend account must be blocked or opened again.
-_SYNC_TO = {"suspended", "exhausted", "expired", "closed", "active"}
+_SYNC_TO = {*Allocation.BLOCKED, Allocation.Status.ACTIVE}
 
 
 @receiver(allocation_provisioning, dispatch_uid="launcher.provision")
@@ -28,3 +30,8 @@ def _status_changed(sender, allocation_id: int, from_state: str, to_state: str, 
 @receiver(allocation_grant_changed, dispatch_uid="launcher.grant_changed")
 def _grant_changed(sender, allocation_id: int, **kwargs) -> None:
     tasks.sync_allocation_account.delay(allocation_id)
+
+
+@receiver(project_members_changed, dispatch_uid="launcher.members_changed")
+def _members_changed(sender, project_id: int, **kwargs) -> None:
+    tasks.sync_project_members.delay(project_id)

@@ -1,6 +1,8 @@
-"""Compute backends: one small interface (base.py), one real implementation per kind.
+"""The backend seam: the registry of backends (registry.py: one entry per Facility.backend,
+with declared capabilities) and the plain dataclasses and errors backends speak (base.py).
+The implementations live beside it: launcher/slurm/, launcher/local/, launcher/cloud/.
 
-Nothing in this package imports Django, so the backends can be tested and used alone.
+Nothing in this package imports Django at run time, so its pieces can be tested alone.
 """
 
 from launcher.backends.base import (

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -25,18 +26,10 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from launcher.backends.base import (
-    AccountState,
-    Backend,
-    BackendError,
-    JobSpec,
-    JobState,
-    JobStatus,
-    NodeInfo,
-    SubmitResult,
-    UsageRow,
-    check_name,
-)
+from launcher.backends.aws_access import AccessMixin
+from launcher.backends.base import BackendError, check_name
+
+log = logging.getLogger(__name__)
 
 TAG_PREFIX = "portal:"
 MANAGED = "portal:managed"
@@ -71,9 +64,11 @@ class LaunchRequest:
     instance_type: str
     market: str  # "spot" | "on-demand"
     tags: dict[str, str]
+    image_id: str
     user_data: str = ""
     zone: str | None = None
-    image_id: str | None = None
+    instance_profile: str = ""  # IAM instance profile name: the instance's only credentials
+    security_group_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,6 +84,7 @@ class Instance:
     launch_time: dt.datetime | None = None
     state_reason: str = ""
     already_existed: bool = False
+    image_id: str = ""
 
 
 def _tags(raw: Iterable[dict]) -> dict[str, str]:
@@ -102,6 +98,7 @@ def _instance(raw: dict, *, already: bool = False) -> Instance:
         market="spot" if raw.get("InstanceLifecycle") == "spot" else "on-demand",
         tags=_tags(raw.get("Tags", ())), launch_time=raw.get("LaunchTime"),
         state_reason=(raw.get("StateReason") or {}).get("Code", ""), already_existed=already,
+        image_id=raw.get("ImageId", ""),
     )
 
 
@@ -111,24 +108,30 @@ def _error(exc: Exception, what: str) -> BackendError:
         message = exc.response.get("Error", {}).get("Message", "")
         if code in CAPACITY_CODES:
             return CapacityError(f"{what}: {code}: {message}", code=code)
+        if code == "InvalidParameterValue" and "instance profile" in message.lower():
+            # IAM is eventually consistent: a new instance profile is unknown to EC2 for a
+            # few seconds. The launch succeeds when retried.
+            return BackendError(f"{what}: {code}: {message}", transient=True)
         return BackendError(f"{what}: {code}: {message}", transient=code in TRANSIENT_CODES)
     return BackendError(f"{what}: {exc}", transient=True)  # connection errors, timeouts
 
 
-class AwsBackend(Backend):
-    """EC2 + S3 for one facility (region, bucket, default worker type and image)."""
+class AwsBackend(AccessMixin):
+    """EC2, S3, SSM and IAM for one facility (region, bucket). The cloud app (launcher.cloud)
+    is its only caller: clusters, nodes and tasks there decide what to start; this class only
+    speaks to AWS. (It is not a `launcher.backends.base.Backend`: AWS has no scheduler and no
+    accounts, so that interface's submit/status/account methods had nothing to call them.)"""
 
-    def __init__(self, *, region: str, bucket: str, endpoint_url: str | None = None,
-                 worker_instance_type: str = "g5.xlarge", image_id: str | None = None) -> None:
+    def __init__(self, *, region: str, bucket: str, endpoint_url: str | None = None) -> None:
         self.region = region
         self.bucket = check_name(bucket, "bucket")
         self.endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
-        self.worker_instance_type = worker_instance_type
-        self._image_id = image_id
         config = Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=5,
                         read_timeout=30)
         self.ec2 = self._client("ec2", config)
         self.s3 = self._client("s3", config)
+        self.ssm = self._client("ssm", config)
+        self.iam = self._client("iam", config)
 
     def _client(self, service: str, config: Config) -> Any:
         client = boto3.session.Session().client(
@@ -175,9 +178,30 @@ class AwsBackend(Backend):
         except BotoCoreError as exc:
             raise _error(exc, f"get {key}") from exc
 
+    def exists(self, key: str) -> bool:
+        try:
+            self.s3.head_object(Bucket=self.bucket, Key=key)
+            return True
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                return False
+            raise _error(exc, f"head {key}") from exc
+        except BotoCoreError as exc:
+            raise _error(exc, f"head {key}") from exc
+
     def get_json(self, key: str) -> dict | None:
+        """The object parsed as JSON, or None when it is absent or cannot be read whole yet: a
+        read that races a worker's upload of the same key (seen against moto) is simply taken
+        again on the next sync, as an absent one would be."""
         data = self.get_bytes(key)
-        return json.loads(data) if data else None
+        if not data:
+            return None
+        try:
+            return json.loads(data)
+        except ValueError:
+            log.warning("s3://%s/%s is not whole JSON yet; read again on the next sync",
+                        self.bucket, key)
+            return None
 
     def list_keys(self, prefix: str) -> list[str]:
         keys: list[str] = []
@@ -199,18 +223,23 @@ class AwsBackend(Backend):
         return count
 
     # -- instances ---------------------------------------------------------------------------
-    def image_id(self) -> str:
-        if self._image_id:
-            return self._image_id
+    def image_from_parameter(self, name: str) -> str:
+        """The AMI id an SSM parameter names now (AWS publishes the current Deep Learning AMI
+        and Amazon Linux images as public parameters under /aws/service/). Raises a permanent
+        BackendError for a parameter that does not exist."""
         try:
-            images = self.ec2.describe_images(Owners=["amazon"], Filters=[
-                {"Name": "architecture", "Values": ["x86_64"]}])["Images"]
-        except (ClientError, BotoCoreError) as exc:
-            raise _error(exc, "describe_images") from exc
-        if not images:
-            raise BackendError("no x86_64 image found in the region", transient=False)
-        self._image_id = sorted(images, key=lambda i: i["ImageId"])[0]["ImageId"]
-        return self._image_id
+            value = self.ssm.get_parameter(Name=name)["Parameter"]["Value"]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ParameterNotFound":
+                raise BackendError(f"SSM parameter {name} does not exist in {self.region}",
+                                   transient=False) from exc
+            raise _error(exc, f"get_parameter {name}") from exc
+        except BotoCoreError as exc:
+            raise _error(exc, f"get_parameter {name}") from exc
+        if not value.startswith("ami-"):
+            raise BackendError(f"SSM parameter {name} holds {value!r}, not an AMI id",
+                               transient=False)
+        return value
 
     def find(self, **tags: str) -> list[Instance]:
         """Live (not terminated) instances carrying all these `portal:` tags."""
@@ -249,13 +278,21 @@ class AwsBackend(Backend):
         tags = {MANAGED: "1", f"{TAG_PREFIX}token": request.token,
                 **{f"{TAG_PREFIX}{k}": v for k, v in request.tags.items()}}
         kwargs: dict[str, Any] = dict(
-            ImageId=request.image_id or self.image_id(), MinCount=1, MaxCount=1,
+            ImageId=request.image_id, MinCount=1, MaxCount=1,
             InstanceType=request.instance_type, ClientToken=request.token,
             UserData=request.user_data,
+            # IMDSv2 only: a token (PUT) before every read, one hop, so nothing the instance
+            # runs in a container or forwards can reach its role's credentials.
+            MetadataOptions={"HttpTokens": "required", "HttpEndpoint": "enabled",
+                             "HttpPutResponseHopLimit": 1},
             TagSpecifications=[{"ResourceType": rt, "Tags": [{"Key": k, "Value": v}
                                                              for k, v in tags.items()]}
                                for rt in ("instance", "volume")],
         )
+        if request.instance_profile:
+            kwargs["IamInstanceProfile"] = {"Name": request.instance_profile}
+        if request.security_group_ids:
+            kwargs["SecurityGroupIds"] = list(request.security_group_ids)
         if request.zone:
             kwargs["Placement"] = {"AvailabilityZone": request.zone}
         if request.market == "spot":
@@ -293,6 +330,9 @@ class AwsBackend(Backend):
         if instance_ids:
             self._call("start_instances", InstanceIds=list(instance_ids))
 
+    def _wrap(self, exc: Exception, what: str) -> BackendError:
+        return _error(exc, what)
+
     def _call(self, method: str, **kwargs: Any) -> dict:
         try:
             return getattr(self.ec2, method)(**kwargs)
@@ -321,89 +361,15 @@ class AwsBackend(Backend):
             best[row["InstanceType"]] = min(price, best.get(row["InstanceType"], price))
         return best
 
-    # -- the Backend interface -----------------------------------------------------------------
-    def ensure_account(self, *, name: str, users: list[str], gpu_minutes: int) -> AccountState:
-        """The bucket and the account's prefix exist. Idempotent. Caps are the portal's own
-        (budget and GPU-hours checked before each launch), not AWS's."""
+    # -- the allocation's prefix ---------------------------------------------------------------
+    def ensure_prefix(self, *, name: str) -> bool:
+        """The bucket and the allocation's prefix (`<name>/`) exist. Idempotent; True when the
+        prefix was new. Caps are the portal's own (budget and GPU-hours checked before each
+        launch), not AWS's."""
         check_name(name, "account")
         self.ensure_bucket()
         marker = f"{name}/.portal-account"
-        changed = self.get_bytes(marker) is None
-        if changed:
-            self.put_json(marker, {"account": name, "users": sorted(users)})
-        return AccountState(name=name, users=frozenset(users), gpu_minutes=gpu_minutes,
-                            blocked=False, changed=changed)
-
-    def block_account(self, *, name: str) -> None:
-        """Terminate the account's workers (the head node stays, stopped data is kept)."""
-        self.terminate([i.instance_id for i in self.find(account=name, role="worker")])
-
-    def unblock_account(self, *, name: str) -> None:
-        """Nothing to undo on AWS: launches are gated by the portal."""
-
-    def set_cap(self, *, name: str, gpu_minutes: int) -> None:
-        """Caps are enforced by the portal before each launch; nothing to set on AWS."""
-
-    def submit(self, spec: JobSpec) -> SubmitResult:
-        """Stage `bundle_dir` under `<account>/jobs/<token>/` and start one spot worker that runs
-        `script` with `args` (user data carries them as JSON, never as shell text)."""
-        from launcher.cloud.userdata import WorkerSpec, render
-
-        check_name(spec.account, "account")
-        prefix = f"{spec.account}/jobs/{spec.token}/"
-        self.upload_dir(spec.bundle_dir, prefix + "bundle/")
-        worker = WorkerSpec(bucket=self.bucket, task_prefix=prefix, data_prefix=prefix + "bundle/",
-                            argv=["bash", "{data}/" + spec.script, *spec.args])
-        inst = self.launch(LaunchRequest(token=spec.token, instance_type=self.worker_instance_type,
-                                         market="spot", tags={"account": spec.account,
-                                                              "role": "worker"},
-                                         user_data=render(worker)))
-        return SubmitResult(job_id=inst.instance_id, token=spec.token, workdir=prefix,
-                            output_pattern=prefix + "out/", already_submitted=inst.already_existed)
-
-    def find_job_by_token(self, token: str) -> str | None:
-        found = self.find(token=token)
-        return found[0].instance_id if found else None
-
-    def status(self, job_ids: list[str]) -> dict[str, JobStatus]:
-        """A job is its worker instance: running while it runs, unknown once it is gone."""
-        states = {"pending": JobState.PENDING, "running": JobState.RUNNING,
-                  "shutting-down": JobState.PREEMPTED, "terminated": JobState.UNKNOWN}
-        found = self.describe(job_ids)
-        return {jid: JobStatus(job_id=jid, state=states.get(found[jid].state, JobState.UNKNOWN)
-                               if jid in found else JobState.UNKNOWN) for jid in job_ids}
-
-    def cancel(self, job_id: str) -> None:
-        self.terminate([job_id])
-
-    def usage_since(self, *, account: str, since: dt.datetime) -> list[UsageRow]:
-        """One row per live instance of the account: seconds run since `since`."""
-        now = dt.datetime.now(dt.UTC)
-        rows = []
-        for inst in self.find(account=account):
-            start = max(inst.launch_time or now, since)
-            rows.append(UsageRow(job_id=inst.instance_id, step="", account=account,
-                                 state=inst.state, elapsed_seconds=int((now - start).total_seconds()),
-                                 gpus=int(inst.tags.get(f"{TAG_PREFIX}gpus", "0")), start=start,
-                                 end=None))
-        return rows
-
-    def read_file(self, path: str, *, max_bytes: int = 65536) -> bytes:
-        data = self.get_bytes(path) or b""
-        return data[-max_bytes:]
-
-    def start_nodes(self, *, count: int) -> list[NodeInfo]:
-        """Start `count` untagged-for-a-job spot workers of the default type."""
-        import uuid
-
-        started = []
-        for _ in range(count):
-            inst = self.launch(LaunchRequest(token=uuid.uuid4().hex, market="spot",
-                                             instance_type=self.worker_instance_type,
-                                             tags={"role": "worker"}))
-            started.append(NodeInfo(node_id=inst.instance_id, state=inst.state))
-        return started
-
-    def stop_nodes(self, *, node_ids: list[str]) -> list[NodeInfo]:
-        self.terminate(node_ids)
-        return [NodeInfo(node_id=n, state="shutting-down") for n in node_ids]
+        if self.get_bytes(marker) is not None:
+            return False
+        self.put_json(marker, {"account": name})
+        return True

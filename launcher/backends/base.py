@@ -38,6 +38,32 @@ class BackendError(Exception):
         return f"{self.message} ({kind})"
 
 
+class PathRefused(BackendError):
+    """A data path that is missing or resolves outside the folder it must stay in (permanent:
+    the launch is refused with the reason)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, transient=False)
+
+
+NO_STORAGE = "has no project storage configured (storage_root in its backend settings)"
+
+
+def project_folder(backend_settings: dict | None, project_code: str, *, default_root: str = "") -> str:
+    """`<storage_root>/<project code>`: a project's folder in a facility's project storage
+    (`storage_root` in its backend settings, else `default_root`). Raises PathRefused when
+    there is neither."""
+    root = str((backend_settings or {}).get("storage_root") or default_root)
+    if not root:
+        raise PathRefused(NO_STORAGE)
+    return f"{root.rstrip('/')}/{project_code}"
+
+
+def confined(real_root: str, real: str) -> bool:
+    """Whether the resolved path `real` is the resolved folder `real_root` or lies below it."""
+    return real == real_root or real.startswith(real_root.rstrip("/") + "/")
+
+
 def check_name(value: str, what: str) -> str:
     """Return `value` if it is a safe scheduler name, else raise a permanent BackendError."""
     if not isinstance(value, str) or not NAME_RE.match(value):

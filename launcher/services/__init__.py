@@ -1,6 +1,8 @@
 """Every write of the launcher goes through one of these functions (HackSoft style)."""
 from .accounting import usage_ingest_slurm, usage_records_from_rows
-from .accounts import allocation_provision_slurm, allocation_sync_slurm
+from ..slurm.accounts import allocation_provision_slurm, allocation_sync_slurm
+from .accounts import allocation_sync, project_sync_members
+from .alerts import failing_jobs_digest_send
 from .cancel import job_cancel, sweep_cancel
 from .errors import LaunchConflict
 from .launch import job_launch, sweep_launch
@@ -10,9 +12,10 @@ from .resume import job_resume
 from .submission import job_submit, stalled_submissions, sweep_submit
 
 __all__ = [
-    "LaunchConflict", "allocation_provision_slurm", "allocation_sync_slurm",
-    "facilities_with_live_jobs", "job_cancel", "job_launch", "job_move", "job_move_if",
-    "job_observe", "job_record_files", "job_resume", "job_submit", "jobs_poll", "stalled_submissions",
+    "LaunchConflict", "allocation_provision_slurm", "allocation_sync", "allocation_sync_slurm",
+    "facilities_with_live_jobs", "failing_jobs_digest_send", "job_cancel", "job_launch",
+    "job_move", "job_move_if", "job_observe", "job_record_files", "job_resume", "job_submit",
+    "jobs_poll", "project_sync_members", "stalled_submissions",
     "sweep_cancel", "sweep_launch", "sweep_submit", "usage_ingest_slurm",
     "usage_records_from_rows",
 ]

@@ -7,7 +7,7 @@ so ingesting the same records again changes nothing. Then the thresholds are che
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 
 from django.db.models import Max
@@ -17,14 +17,18 @@ from allocations.models import Allocation, UsageRecord
 from allocations.services import usage_check_thresholds, usage_record_many
 
 from ..backends.base import UsageRow
-from ..facilities import slurm_backend
+from ..slurm.connection import slurm_backend
 from ..models import Job
 
 OVERLAP = dt.timedelta(hours=1)
 
 
-def usage_records_from_rows(*, allocation: Allocation, rows: Iterable[UsageRow]) -> list[UsageRecord]:
-    """UsageRecords for the finished rows (pure: no queries)."""
+def usage_records_from_rows(*, allocation: Allocation, rows: Iterable[UsageRow],
+                            jobs: Mapping[tuple[str, int | None], int] | None = None,
+                            ) -> list[UsageRecord]:
+    """UsageRecords for the finished rows (pure: no queries). `jobs` maps (scheduler id,
+    array index) to the Job it belongs to, so each charge is attributed to its job."""
+    jobs = jobs or {}
     rate = allocation.facility.gpu_hour_rate
     records = []
     for row in rows:
@@ -38,6 +42,7 @@ def usage_records_from_rows(*, allocation: Allocation, rows: Iterable[UsageRow])
             allocation_id=allocation.pk, source=UsageRecord.Source.SLURM,
             external_id=f"{allocation.facility.slug}:{row.external_id}", period_start=start,
             period_end=end, gpu_seconds=row.gpu_seconds, cost=cost,
+            job_id=jobs.get(_ref(row.job_id)),
             detail={"job_id": row.job_id, "step": row.step, "state": row.state,
                     "gpus": row.gpus, "elapsed_seconds": row.elapsed_seconds}))
     return records
@@ -64,30 +69,45 @@ def usage_ingest_rows(*, allocation: Allocation, rows: list[UsageRow]) -> int:
     """The database half of the ingestion (no network): finished rows become UsageRecords
     (bulk, conflicts ignored), jobs get their GPU-seconds, thresholds are checked. Returns the
     number of records offered."""
-    records = usage_records_from_rows(allocation=allocation, rows=rows)
+    jobs = _jobs_by_ref(allocation, rows)
+    records = usage_records_from_rows(allocation=allocation, rows=rows,
+                                      jobs={ref: job.pk for ref, job in jobs.items()})
     usage_record_many(records)
-    _charge_jobs(allocation, rows)
+    _charge_jobs(jobs, rows)
     usage_check_thresholds(allocation_id=allocation.pk)
     return len(records)
 
 
-def _charge_jobs(allocation: Allocation, rows: Iterable[UsageRow]) -> None:
-    """Copy each job's GPU-seconds onto its Job row (two queries whatever the number of rows)."""
-    by_ref: dict[tuple[str, int | None], int] = {}
-    for row in rows:
-        base, _, index = row.job_id.partition("_")
-        by_ref[(base, int(index) if index.isdigit() else None)] = row.gpu_seconds
-    if not by_ref:
-        return
+def _ref(slurm_job_id: str) -> tuple[str, int | None]:
+    """(job id, array index) of a sacct JobID such as `12` or `12_3`."""
+    base, _, index = slurm_job_id.partition("_")
+    return base, int(index) if index.isdigit() else None
+
+
+def _jobs_by_ref(allocation: Allocation, rows: Iterable[UsageRow]) -> dict[tuple[str, int | None], Job]:
+    """The allocation's jobs that these rows belong to, by (scheduler id, array index): one
+    query whatever the number of rows."""
+    refs = {_ref(row.job_id) for row in rows}
+    if not refs:
+        return {}
     jobs = Job.objects.filter(allocation=allocation,
-                              scheduler_id__in={base for base, _ in by_ref}).only(
+                              scheduler_id__in={base for base, _ in refs}).only(
         "pk", "scheduler_id", "array_index", "gpu_seconds", "prior_gpu_seconds")
+    return {(job.scheduler_id, job.array_index): job for job in jobs
+            if (job.scheduler_id, job.array_index) in refs}
+
+
+def _charge_jobs(jobs: Mapping[tuple[str, int | None], Job], rows: Iterable[UsageRow]) -> None:
+    """Copy each finished job's charged GPU-seconds onto its Job row (one query whatever the
+    number of rows). A running job's elapsed time so far is not charged yet, so it is not
+    copied either: until its record is in the ledger its reservation must stand whole."""
     changed = []
-    for job in jobs:
-        seconds = by_ref.get((job.scheduler_id, job.array_index))
-        if seconds is not None:
-            seconds += job.prior_gpu_seconds  # earlier attempts of a resumed job
-        if seconds is not None and seconds != job.gpu_seconds:
+    for row in rows:
+        job = jobs.get(_ref(row.job_id))
+        if job is None or row.end is None:
+            continue
+        seconds = row.gpu_seconds + job.prior_gpu_seconds  # earlier attempts of a resumed job
+        if seconds != job.gpu_seconds:
             job.gpu_seconds = seconds
             changed.append(job)
     Job.objects.bulk_update(changed, ["gpu_seconds"], batch_size=500)

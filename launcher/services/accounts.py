@@ -1,72 +1,28 @@
-"""Slurm accounts for allocations: created on activation with the members and a GPU-minute cap,
-blocked when the allocation stops being usable, unblocked when it is active again, and the cap
-raised on a top-up. Every function is idempotent; SSH happens outside any transaction."""
+"""Keep a backend's account in line with its allocation (blocked, unblocked, re-capped)."""
 from __future__ import annotations
 
-import logging
+from allocations.models import Allocation
 
-from allocations.models import Allocation, ProjectMembership
-from allocations.services import allocation_activate, allocation_fail
-
-from ..backends.base import BackendError, check_name
-from ..facilities import slurm_backend
-
-log = logging.getLogger(__name__)
-
-# Allocation states in which nothing may run on the account.
-BLOCKED_STATES = (Allocation.Status.SUSPENDED, Allocation.Status.EXHAUSTED,
-                  Allocation.Status.EXPIRED, Allocation.Status.CLOSED)
+from ..backends.registry import Capability, backend_for
 
 
-def gpu_minutes(allocation: Allocation) -> int:
-    """The cap: granted GPU-hours x 60, as whole minutes."""
-    return int(allocation.gpu_hours * 60)
-
-
-def account_name(allocation: Allocation) -> str:
-    return allocation.account_name or allocation.default_account_name()
-
-
-def member_usernames(allocation: Allocation) -> list[str]:
-    """Cluster usernames of the project's members (those who gave one)."""
-    return sorted(set(ProjectMembership.objects.filter(project_id=allocation.project_id)
-                      .exclude(cluster_username="").values_list("cluster_username", flat=True)))
-
-
-def allocation_provision_slurm(*, allocation: Allocation) -> Allocation:
-    """Create (or complete) the allocation's Slurm account, then mark it active.
-
-    A permanent BackendError (bad host key, invalid name, refused) fails the allocation with
-    the reason; a transient one propagates so the task retries with backoff. Re-running after
-    success changes nothing on the cluster (ensure_account only fixes what differs).
-    """
-    name = account_name(allocation)
-    try:
-        check_name(name, "account")
-        for user in member_usernames(allocation):
-            check_name(user, "cluster username")
-        slurm_backend(allocation.facility).ensure_account(
-            name=name, users=member_usernames(allocation), gpu_minutes=gpu_minutes(allocation))
-    except BackendError as error:
-        if error.transient:
-            raise
-        return allocation_fail(allocation=allocation,
-                               reason=f"Slurm account {name} could not be set up: {error.message}")
-    return allocation_activate(allocation=allocation, account_name=name)
-
-
-def allocation_sync_slurm(*, allocation: Allocation) -> str:
-    """Bring the account in line with the allocation's state and grant: blocked (and its jobs
-    cancelled) while suspended, exhausted, expired or closed; unblocked and capped while active.
-    Returns what was done. Transient errors propagate (the task retries)."""
-    if not allocation.account_name or allocation.facility.backend != "slurm":
+def allocation_sync(*, allocation: Allocation) -> str:
+    """Ask the facility's backend to match the account to the allocation's state and grant,
+    where it keeps an account (`account_sync`). Idempotent; transient errors propagate (the
+    task retries). Returns what was done."""
+    backend = backend_for(allocation.facility)
+    if Capability.ACCOUNT_SYNC not in backend.capabilities:
         return "nothing to do"
-    backend = slurm_backend(allocation.facility)
-    if allocation.status in BLOCKED_STATES:
-        backend.block_account(name=allocation.account_name)
-        return "blocked"
-    if allocation.status == Allocation.Status.ACTIVE:
-        backend.set_cap(name=allocation.account_name, gpu_minutes=gpu_minutes(allocation))
-        backend.unblock_account(name=allocation.account_name)
-        return "active"
-    return "nothing to do"
+    return backend.sync_account(allocation=allocation)
+
+
+def project_sync_members(*, project_id: int) -> dict[int, str]:
+    """After a member was added or removed: bring the account of each of the project's live
+    allocations in line, members included (on Slurm: associations added, removed members'
+    deleted and their jobs there cancelled). Allocations still provisioning get their members
+    when their account is created. Network I/O here, outside any transaction; idempotent.
+    Returns {allocation id: what was done}."""
+    allocations = (Allocation.objects.select_related("facility", "project")
+                   .filter(project_id=project_id, status__in=Allocation.LIVE)
+                   .exclude(status=Allocation.Status.PROVISIONING).exclude(account_name=""))
+    return {allocation.pk: allocation_sync(allocation=allocation) for allocation in allocations}

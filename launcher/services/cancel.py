@@ -7,8 +7,9 @@ from django.utils import timezone
 
 from allocations.transitions import InvalidTransition
 
+from ..access import check_can_act
 from ..models import Job, Sweep
-from ..runners import runner_for
+from ..backends.registry import Capability, backend_for
 from .moves import job_move
 
 S = Job.State
@@ -16,8 +17,11 @@ S = Job.State
 
 def job_cancel(*, job: Job, by: Any) -> Job:
     """Cancel a job: scancel on the backend (outside any transaction), then `cancelled`.
-    A job already final raises InvalidTransition (409). A job still being submitted is marked
-    cancelled and the submission cancels its scheduler job when the id comes back."""
+    Members of its project and staff may (NotVisible, 404, for those who may not see it;
+    PermissionDenied, 403, for reviewers). A job already final raises InvalidTransition (409).
+    A job still being submitted is marked cancelled and the submission cancels its scheduler
+    job when the id comes back."""
+    check_can_act(by, job.allocation, what="cancel its jobs")
     if job.state in Job.FINAL:
         raise InvalidTransition(job, job.state, S.CANCELLED)
     _cancel_remote([job])
@@ -26,7 +30,9 @@ def job_cancel(*, job: Job, by: Any) -> Job:
 
 
 def sweep_cancel(*, sweep: Sweep, by: Any) -> int:
-    """Cancel every unfinished cell of a sweep (one scancel of the array). Returns how many."""
+    """Cancel every unfinished cell of a sweep (one scancel of the array). Returns how many.
+    The same rule as job_cancel: members and staff; 404 for the unseeing, 403 for reviewers."""
+    check_can_act(by, sweep.allocation, what="cancel its sweeps")
     live = list(sweep.jobs.select_related("allocation").exclude(state__in=Job.FINAL))
     if not live:
         raise InvalidTransition(sweep, "finished", S.CANCELLED)
@@ -47,6 +53,6 @@ def _cancel_remote(jobs: list[Job]) -> None:
     if not submitted:
         return
     facility = submitted[0].allocation.facility
-    runner = runner_for(facility)
-    if runner is not None:
-        runner.cancel(facility=facility, jobs=submitted)
+    backend = backend_for(facility)
+    if Capability.CANCEL in backend.capabilities:
+        backend.cancel(facility=facility, jobs=submitted)

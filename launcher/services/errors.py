@@ -14,4 +14,19 @@ class LaunchConflict(Exception):
 
 
 class LaunchRefused(Exception):
-    """The launch cannot be done as described, whatever the allocation's state (HTTP 400)."""
+    """The launch cannot be done as described, whatever the allocation's state (HTTP 400).
+    `field`, when set, is the dotted input field the message belongs to ("params.dataset")."""
+
+    field: str = ""
+
+    def errors(self) -> dict:
+        """The per-field 400 body: {"params": {"dataset": [message]}} for "params.dataset"."""
+        if not self.field:
+            return {"detail": str(self)}
+        body: dict = {}
+        *outer, last = self.field.split(".")
+        node = body
+        for part in outer:
+            node = node.setdefault(part, {})
+        node[last] = [str(self)]
+        return body

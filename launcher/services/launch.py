@@ -2,19 +2,23 @@
 active or the estimate exceeds what is left. Submission happens later, in a task, after commit."""
 from __future__ import annotations
 
+import dataclasses
 import secrets
+from decimal import ROUND_UP, Decimal
 from typing import Any
 
 from django.db import transaction
 
 from allocations.models import Allocation
+from allocations.selectors import allocation_ledger
 from allocations.transitions import record_event
 
+from .. import params as launch_params
 from .. import sweepgrid
-from ..estimates import Estimate, estimate_run
+from ..access import check_can_act
+from ..estimates import Estimate, estimate_run, estimate_sweep
 from ..models import Job, Sweep
-from ..runners import runner_for
-from ..selectors import remaining_gpu_hours
+from ..backends.registry import Capability, backend_for
 from .errors import LaunchConflict
 
 
@@ -31,31 +35,54 @@ def _lock_active(allocation: Allocation) -> Allocation:
     if locked.status != Allocation.Status.ACTIVE:
         raise LaunchConflict(f"The allocation is {locked.get_status_display().lower()}; jobs can "
                              "only be launched on an active allocation.", status=locked.status)
+    if Capability.SUBMIT not in backend_for(locked.facility).capabilities:
+        raise LaunchConflict(f"{locked.facility.name} is not connected to the portal: jobs "
+                             "cannot be launched on it from here.", status=locked.status)
     return locked
 
 
 def _check_budget(allocation: Allocation, estimate: Estimate) -> None:
-    remaining = remaining_gpu_hours(allocation)
+    """Refuse (409) a launch whose estimate does not fit what is left: granted less charged
+    less the reservations of unfinished work (launcher/ledger.py), in GPU-hours and, where the
+    allocation has a money budget, in money. Called with the allocation row locked, so two
+    launches are checked one after the other and never spend the same hours."""
+    ledger = allocation_ledger(allocation.pk)
+    remaining = ledger.gpu_hours_remaining
     if estimate.gpu_hours > remaining:
         raise LaunchConflict(
-            f"This launch needs an estimated {estimate.gpu_hours} GPU-hours but only {remaining} "
-            "are left on the allocation.",
+            f"This launch needs an estimated {estimate.gpu_hours} GPU-hours but only "
+            f"{_exact(remaining)} are left on the allocation ({_exact(ledger.gpu_hours_reserved)} "
+            f"reserved by unfinished work). Estimate ({estimate.source}): {estimate.basis}",
             estimate_gpu_hours=estimate.gpu_hours, remaining_gpu_hours=remaining,
-            estimate_source=estimate.source)
+            reserved_gpu_hours=ledger.gpu_hours_reserved, estimate_source=estimate.source,
+            estimate_basis=estimate.basis)
+    left = ledger.budget_remaining
+    if left is not None and estimate.cost > left:
+        raise LaunchConflict(
+            f"This launch would cost an estimated {estimate.cost} but only {left} of the "
+            f"budget is left ({ledger.cost_reserved} reserved by unfinished work). "
+            f"Estimate ({estimate.source}): {estimate.basis}",
+            estimate_cost=estimate.cost, remaining_budget=left,
+            reserved_cost=ledger.cost_reserved, estimate_source=estimate.source,
+            estimate_basis=estimate.basis)
+
+
+def _exact(hours: Decimal) -> str:
+    """Hours for a message: exact to the second's precision, no trailing zeros."""
+    return f"{hours.quantize(Decimal('0.000001')).normalize():f}"
 
 
 def _runner_cost(allocation: Allocation, estimate: Estimate, *, gpus: int,
                  wall_time_minutes: int, runs: int = 1) -> Estimate:
-    """Let the facility's runner check what only it knows (a cloud's money budget) and price
-    the launch. A runner with `check_launch` raises LaunchConflict (409) to refuse. Runs under
-    the allocation row lock, reading only: no backend call happens here."""
-    runner = runner_for(allocation.facility)
-    check = getattr(runner, "check_launch", None)
-    if check is None:
+    """Let the facility's backend check what only it knows (a cloud's money budget) and price
+    the launch. A backend declaring `check_launch` raises LaunchConflict (409) to refuse. Runs
+    under the allocation row lock, reading only: no backend call happens here."""
+    backend = backend_for(allocation.facility)
+    if Capability.CHECK_LAUNCH not in backend.capabilities:
         return estimate
-    cost = check(allocation=allocation, gpus=gpus, wall_time_minutes=wall_time_minutes,
-                 runs=runs)
-    return Estimate(gpu_hours=estimate.gpu_hours, cost=cost, source=estimate.source)
+    cost = backend.check_launch(allocation=allocation, gpus=gpus,
+                                wall_time_minutes=wall_time_minutes, runs=runs)
+    return dataclasses.replace(estimate, cost=cost)
 
 
 def _enqueue(task_name: str, object_id: int) -> None:
@@ -65,44 +92,75 @@ def _enqueue(task_name: str, object_id: int) -> None:
     transaction.on_commit(lambda: task.delay(object_id))
 
 
-@transaction.atomic
 def job_launch(*, by: Any, allocation: Allocation, gpus: int, wall_time_minutes: int,
                params: dict[str, Any], workload: str = Job.Workload.CTXRAY_TRAIN) -> Job:
-    """Create a queued job and enqueue its submission. The caller has checked that `by` is a
-    member of the allocation's project. Raises LaunchConflict (409) when the allocation is not
-    active or the estimate exceeds the GPU-hours left."""
+    """Create a queued job and enqueue its submission. Members of the allocation's project and
+    staff may (NotVisible, 404, for those who may not see it; PermissionDenied, 403, for
+    reviewers). The job's dataset is a synthetic set or one of the project's datasets,
+    resolved and confined first (DatasetRefused, 400; this may ask the cluster, so it happens
+    before the transaction). Raises ParamsError (400, per field) for parameters that cannot
+    run together, LaunchConflict (409) when the allocation is not active or
+    the estimate exceeds the GPU-hours left."""
+    from ..datasets import job_data
+
+    check_can_act(by, allocation, what="launch jobs on its allocations")
+    launch_params.check_job(params, gpus=gpus)
+    params = job_data(allocation=allocation, params=params)
+    return _job_create(by=by, allocation=allocation, gpus=gpus,
+                       wall_time_minutes=wall_time_minutes, params=params, workload=workload)
+
+
+@transaction.atomic
+def _job_create(*, by: Any, allocation: Allocation, gpus: int, wall_time_minutes: int,
+                params: dict[str, Any], workload: str) -> Job:
     allocation = _lock_active(allocation)
     estimate = estimate_run(allocation=allocation, params=params, gpus=gpus,
                             wall_time_minutes=wall_time_minutes)
-    _check_budget(allocation, estimate)
     estimate = _runner_cost(allocation, estimate, gpus=gpus, wall_time_minutes=wall_time_minutes)
+    _check_budget(allocation, estimate)
     job = Job.objects.create(
         allocation=allocation, created_by=by, workload=workload, params=params, gpus=gpus,
         wall_time_minutes=wall_time_minutes, estimate_gpu_hours=estimate.gpu_hours,
-        estimate_cost=estimate.cost, estimate_source=estimate.source, token=new_token("job"))
+        estimate_cost=estimate.cost, estimate_source=estimate.source, token=new_token("job"),
+        **estimate.job_fields())
     record_event(job, actor=by, from_state="", to_state=job.state,
                  comment=f"Launched: estimate {estimate.gpu_hours} GPU-hours ({estimate.source}).")
     _enqueue("submit_job", job.pk)
     return job
 
 
-@transaction.atomic
 def sweep_launch(*, by: Any, allocation: Allocation, grid: dict[str, Any], gpus: int,
                  wall_time_minutes: int, params: dict[str, Any], concurrency: int = 4,
                  name: str = "", sort_by: str = "accuracy") -> Sweep:
     """Create a sweep with one queued job per grid cell and enqueue its (single, array)
     submission. The total estimate of all cells is checked against what is left.
-    Raises sweepgrid.GridError (400) for a bad grid and LaunchConflict (409)."""
+    The same permission and dataset rules as job_launch. Raises sweepgrid.GridError or ParamsError
+    (400) for a bad grid or parameters its cells cannot run with, DatasetRefused (400) and
+    LaunchConflict (409)."""
+    from ..datasets import job_data
+
+    check_can_act(by, allocation, what="launch sweeps on its allocations")
+    launch_params.check_sweep(params, sweepgrid.validate(grid), gpus=gpus)
+    params = job_data(allocation=allocation, params=params)
+    return _sweep_create(by=by, allocation=allocation, grid=grid, gpus=gpus,
+                         wall_time_minutes=wall_time_minutes, params=params,
+                         concurrency=concurrency, name=name, sort_by=sort_by)
+
+
+@transaction.atomic
+def _sweep_create(*, by: Any, allocation: Allocation, grid: dict[str, Any], gpus: int,
+                  wall_time_minutes: int, params: dict[str, Any], concurrency: int, name: str,
+                  sort_by: str) -> Sweep:
     spec = sweepgrid.validate(grid)
     cells = sweepgrid.expand(spec)
     allocation = _lock_active(allocation)
-    per_cell = estimate_run(allocation=allocation, params={**params, **spec.fixed}, gpus=gpus,
-                            wall_time_minutes=wall_time_minutes)
-    total = Estimate(gpu_hours=per_cell.gpu_hours * len(cells), cost=per_cell.cost * len(cells),
-                     source=per_cell.source)
-    _check_budget(allocation, total)
+    estimate = estimate_sweep(allocation=allocation, params=params, fixed=spec.fixed,
+                              cells=len(cells), gpus=gpus, wall_time_minutes=wall_time_minutes)
+    per_cell, total = estimate.per_cell, estimate.total
     total = _runner_cost(allocation, total, gpus=gpus, wall_time_minutes=wall_time_minutes,
                          runs=len(cells))
+    _check_budget(allocation, total)
+    cell_cost = (total.cost / len(cells)).quantize(Decimal("0.0001"), rounding=ROUND_UP)
     token = new_token("sweep")
     sweep = Sweep.objects.create(
         allocation=allocation, created_by=by, name=name, grid=dict(grid), params=params,
@@ -111,8 +169,8 @@ def sweep_launch(*, by: Any, allocation: Allocation, grid: dict[str, Any], gpus:
     Job.objects.bulk_create([
         Job(allocation=allocation, sweep=sweep, created_by=by, params={**params, **_cell(c)},
             gpus=gpus, wall_time_minutes=wall_time_minutes, estimate_gpu_hours=per_cell.gpu_hours,
-            estimate_cost=per_cell.cost, estimate_source=per_cell.source, token=token,
-            array_index=c["index"])
+            estimate_cost=cell_cost, estimate_source=per_cell.source, token=token,
+            array_index=c["index"], **per_cell.job_fields())
         for c in cells])
     record_event(sweep, actor=by, from_state="", to_state="queued",
                  comment=f"{len(cells)} cells, estimate {total.gpu_hours} GPU-hours.")

@@ -14,7 +14,9 @@ from allocations.models import Facility
 
 from ..backends.base import BackendError
 from ..models import Job
-from ..runners import Fetched, Observation, runner_for
+from ..backends.registry import Capability, backend_for
+from ..runners import Fetched, Observation
+from .measurement import job_measurement_record
 from .moves import job_move_if
 from .resume import job_resume, preempt_updates
 
@@ -43,10 +45,10 @@ def jobs_poll(*, facility_id: int) -> dict[str, int]:
     """Observe every live job of one facility and apply what changed. Returns counts.
     Raises nothing for transient backend trouble (logged; the next poll retries)."""
     facility = Facility.objects.get(pk=facility_id)
-    runner = runner_for(facility)
+    runner = backend_for(facility)
     jobs = list(Job.objects.select_related("allocation", "sweep").filter(
         allocation__facility=facility, state__in=Job.LIVE).exclude(scheduler_id=""))
-    if runner is None:
+    if Capability.OBSERVE not in runner.capabilities:
         return {"jobs": 0, "moved": 0}
     if not jobs:
         _collect_late_files(facility, runner, exclude=set())
@@ -56,9 +58,9 @@ def jobs_poll(*, facility_id: int) -> dict[str, int]:
     except BackendError as error:
         log.warning("polling %s failed (%s); will retry", facility.slug, error)
         return {"jobs": len(jobs), "moved": 0, "errors": 1}
-    # A runner with `resume` (Slurm) is resubmitted by the portal after a preemption; one
+    # A backend with `resume` (Slurm) is resubmitted by the portal after a preemption; one
     # without (the cloud's) resumes its own tasks and is only observed.
-    resumable = hasattr(runner, "resume")
+    resumable = Capability.RESUME in runner.capabilities
     moved = 0
     for job in jobs:
         if job.state == S.PREEMPTED and resumable:
@@ -80,6 +82,8 @@ def jobs_poll(*, facility_id: int) -> dict[str, int]:
 
 
 def _collect(job: Job, runner, facility: Facility) -> bool:
+    if Capability.FETCH not in runner.capabilities:
+        return False
     try:
         job_record_files(job=job, fetched=runner.fetch(facility=facility, job=job))
     except BackendError as error:
@@ -137,7 +141,7 @@ def _maybe_vanished(job: Job) -> int:
 
 def job_observe(*, job: Job, observation: Observation, resumable: bool = False) -> int:
     """Apply one observation: a state move (audited) or a changed pending reason. Returns 1 if
-    the state moved. With `resumable` (the runner has `resume`), a move to `preempted` also
+    the state moved. With `resumable` (the backend declares `resume`), a move to `preempted` also
     takes the next attempt's token (services/resume.py) and a running job that Slurm requeued
     under the same id passes through `preempted`."""
     now = timezone.now()
@@ -182,6 +186,7 @@ def job_record_files(*, job: Job, fetched: Fetched) -> None:
         if point and (not history or history[-1][0] != point[0]):
             history = (history + [point])[-HISTORY_POINTS:]
         updates["progress"] = {**fetched.progress, "history": history}
+        updates.update(_utilisation(fetched.progress))
     if fetched.log_tail is not None:
         updates["log_tail"] = fetched.log_tail[-20000:]
     if fetched.metrics is not None:
@@ -190,6 +195,22 @@ def job_record_files(*, job: Job, fetched: Fetched) -> None:
         Job.objects.filter(pk=job.pk).update(**updates)
         for key, value in updates.items():
             setattr(job, key, value)
+    if job.state == S.SUCCEEDED and job.metrics is not None:
+        job_measurement_record(job=job)  # every run is a measurement (idempotent)
+
+
+def _utilisation(progress: dict[str, Any]) -> dict[str, Any]:
+    """The trainer's running mean utilisation (GPU through NVML, else CPU), for the reports."""
+    found = progress.get("utilisation")
+    if not isinstance(found, dict) or found.get("source") not in ("gpu", "cpu"):
+        return {}
+    try:
+        mean = float(found["mean_percent"])
+    except (KeyError, TypeError, ValueError):
+        return {}
+    if not 0 <= mean <= 100:
+        return {}
+    return {"utilisation_mean": mean, "utilisation_source": found["source"]}
 
 
 def _loss_point(progress: dict[str, Any]) -> list[float] | None:

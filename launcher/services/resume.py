@@ -19,12 +19,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from allocations.models import Allocation
-from allocations.selectors import allocation_usage_totals
+from allocations.selectors import allocation_ledger
 
+from ..access import check_can_act
 from ..backends.base import BackendError
 from ..models import Job
-from ..runners import Observation, runner_for
-from ..selectors import reserved_gpu_hours
+from ..backends.registry import Capability, backend_for
+from ..runners import Observation
 from .moves import job_move_if
 
 S = Job.State
@@ -63,24 +64,29 @@ def resume_refusal(job: Job) -> str:
         allocation = Allocation.objects.select_for_update(of=("self",)).get(pk=job.allocation_id)
         if allocation.status != Allocation.Status.ACTIVE:
             return f"the allocation is {allocation.get_status_display().lower()}"
-        used = allocation_usage_totals(allocation.pk)["gpu_hours"]
+        ledger = allocation_ledger(allocation.pk)
         # The reservation already holds this job's next attempt (preempt_updates re-based it).
-        left = Decimal(allocation.gpu_hours) - Decimal(used) - reserved_gpu_hours(allocation.pk)
+        left = (ledger.gpu_seconds_granted - ledger.gpu_seconds_used
+                - ledger.gpu_seconds_reserved) / 3600
         if left < 0:
             return (f"the next attempt needs up to {attempt_hours(job)} GPU-hours but only "
                     f"{max(left + attempt_hours(job), Decimal(0)):.3f} are left")
     return ""
 
 
-def job_resume(*, job: Job) -> bool:
+def job_resume(*, job: Job, by: Any = None) -> bool:
     """Resubmit a preempted job from its checkpoint (network outside any transaction; safe to
     repeat: the scheduler looks the job's current token up first). Returns True if it moved.
+    `by` None is the portal's own monitor; a person must be a member of the job's project or
+    staff (NotVisible, 404; PermissionDenied, 403, for reviewers), the rule of job_cancel.
     Transient backend errors propagate (the next poll retries with the same token)."""
+    if by is not None:
+        check_can_act(by, job.allocation, what="resume its jobs")
     if job.state != S.PREEMPTED:
         return False
     facility = job.allocation.facility
-    runner = runner_for(facility)
-    if runner is None or not hasattr(runner, "resume"):
+    runner = backend_for(facility)
+    if Capability.RESUME not in runner.capabilities:
         return False
     refusal = resume_refusal(job)
     if refusal:

@@ -15,7 +15,8 @@ from allocations.models import Facility
 from .. import faults
 from ..backends.base import BackendError
 from ..models import Job, Sweep
-from ..runners import Submission, runner_for
+from ..backends.registry import Capability, backend_for
+from ..runners import Submission
 from .moves import job_move_if
 
 log = logging.getLogger(__name__)
@@ -52,9 +53,9 @@ def _submit(jobs: Sequence[Job], *, facility: Facility, token: str) -> None:
     todo = _claim(jobs)
     if not todo:
         return
-    runner = runner_for(facility)
-    if runner is None:
-        _fail(todo, f"No job runner for the {facility.backend} backend.")
+    runner = backend_for(facility)
+    if Capability.SUBMIT not in runner.capabilities:
+        _fail(todo, f"{facility.name} is not connected to the portal: staff run work there by hand.")
         return
     # Network I/O, outside any transaction: the rows already say `submitting` with the token.
     try:
@@ -83,8 +84,9 @@ def _record(jobs: Sequence[Job], submission: Submission, *, facility: Facility) 
             job.scheduler_id = submission.scheduler_id
             if job.state == S.CANCELLED:
                 cancelled.append(job)
-    if cancelled:
-        runner_for(facility).cancel(facility=facility, jobs=cancelled)
+    backend = backend_for(facility)
+    if cancelled and Capability.CANCEL in backend.capabilities:
+        backend.cancel(facility=facility, jobs=cancelled)
 
 
 def _fail(jobs: Sequence[Job], reason: str) -> None:

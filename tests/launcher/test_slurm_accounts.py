@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from launcher.backends.base import BackendError, JobSpec
-from launcher.backends.slurm import SlurmBackend
+from launcher.slurm.backend import SlurmBackend
 
 pytestmark = pytest.mark.slurm
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from launcher.backends.base import BackendError, JobSpec, JobState
-from launcher.backends.slurm import SlurmBackend
-from launcher.backends.ssh import SSHConnection
+from launcher.slurm.backend import SlurmBackend
+from launcher.slurm.ssh import SSHConnection
 
 pytestmark = pytest.mark.slurm
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from launcher.backends.base import JobState
-from launcher.backends.slurm_parse import (
+from launcher.slurm.parse import (
     aggregate, map_state, merge_status, parse_sacct_status, parse_sacct_usage, parse_squeue_status,
 )
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from launcher.backends.base import BackendError, JobSpec, JobState
-from launcher.backends.slurm import SlurmBackend
-from launcher.backends.ssh import RemoteFileNotFound, SSHConnection
+from launcher.slurm.backend import SlurmBackend
+from launcher.slurm.ssh import RemoteFileNotFound, SSHConnection
 
 from .conftest import free_port, make_target
 

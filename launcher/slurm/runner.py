@@ -1,6 +1,7 @@
-"""The Slurm runner and provisioner: the launcher's JobRunner contract on SlurmBackend.
+"""The `slurm` registry entry: accounts, jobs and usage on a Slurm facility over SSH.
 
-Network I/O only; no database access (the services record what it returns)."""
+Job operations do network I/O only, no database access (the services record what they
+return); provision, sync_account and usage delegate to the services that record their result."""
 from __future__ import annotations
 
 import json
@@ -10,12 +11,15 @@ from pathlib import Path
 
 from allocations.models import Facility
 
-from . import bundles
-from .backends.base import JobSpec, JobState, JobStatus
-from .backends.ssh import RemoteFileNotFound
-from .facilities import slurm_backend, slurm_settings
-from .models import Job
-from .runners import JOB_RUNNERS, Fetched, Observation, Submission
+from .. import bundles
+from ..backends.base import (
+    BackendError, JobSpec, JobState, JobStatus, PathRefused, confined, project_folder,
+)
+from ..backends.registry import BaseBackend, Capability
+from ..models import Job
+from ..runners import Fetched, Observation, Submission
+from .connection import slurm_backend, slurm_settings
+from .ssh import RemoteFileNotFound
 
 TRAINER_EXIT_CHECKPOINTED = 75
 _STATE = {JobState.PENDING: Job.State.PENDING, JobState.RUNNING: Job.State.RUNNING,
@@ -36,8 +40,59 @@ def _signal_seconds(wall_time_minutes: int) -> int:
     return max(10, min(120, wall_time_minutes * 60 // 4))
 
 
-class SlurmRunner:
-    """Jobs on a Slurm facility over SSH."""
+class SlurmRunner(BaseBackend):
+    """Slurm over SSH: accounts with GPU-minute caps, jobs and arrays, sacct usage. The portal
+    resubmits preempted jobs itself (`resume`)."""
+
+    name = "slurm"
+    capabilities = frozenset({
+        Capability.PROVISION, Capability.ACCOUNT_SYNC, Capability.SUBMIT, Capability.RESUME,
+        Capability.OBSERVE, Capability.FETCH, Capability.CANCEL, Capability.USAGE,
+        Capability.DATA_PATHS})
+
+    def resolve_data_path(self, *, facility: Facility, project_code: str, location: str) -> str:
+        """Resolved where the files are: `realpath -e` over SSH (an argument list) follows
+        every symlink; the result must lie inside the project's folder (`storage_root` is on
+        the cluster, relative to the account's home or absolute). PathRefused for no storage,
+        a missing folder or an escape; a transient BackendError when the cluster is down."""
+        root = project_folder(facility.backend_settings, project_code)
+        result = slurm_backend(facility).ssh.run(
+            ["realpath", "-e", "--", root, f"{root}/{location}"])
+        lines = [line for line in result.stdout.splitlines() if line.strip()]
+        if not lines:
+            raise PathRefused("the project has no folder in this facility's storage yet")
+        if result.rc != 0 or len(lines) != 2:
+            raise PathRefused("no such folder in the project's storage on the cluster")
+        real_root, real = lines
+        if not confined(real_root, real):
+            raise PathRefused("it resolves to a place outside the project's folder (a symlink?)")
+        return real
+
+    def is_configured(self, facility: Facility) -> bool:
+        """Host, user, key, pinned host key and cluster name are all set."""
+        try:
+            slurm_settings(facility)
+        except BackendError:
+            return False
+        return True
+
+    def provision(self, *, allocation):
+        """Create the account with its members and cap, then activate (services/accounts)."""
+        from .accounts import allocation_provision_slurm
+
+        return allocation_provision_slurm(allocation=allocation)
+
+    def sync_account(self, *, allocation) -> str:
+        """Block, unblock or re-cap the account to match the allocation."""
+        from .accounts import allocation_sync_slurm
+
+        return allocation_sync_slurm(allocation=allocation)
+
+    def usage(self, *, allocation) -> int:
+        """Charge sacct records of the account since the last ingestion (idempotent)."""
+        from ..services.accounting import usage_ingest_slurm
+
+        return usage_ingest_slurm(allocation=allocation)
 
     def submit(self, *, facility: Facility, jobs: Sequence[Job], token: str) -> Submission:
         """Stage one bundle for these jobs and sbatch it once (an array for a sweep's cells).
@@ -45,7 +100,7 @@ class SlurmRunner:
         conf = slurm_settings(facility)
         first = jobs[0]
         cells = [bundles.single_cell(j.params) for j in jobs]
-        folder = bundles.write_bundle(cells=cells, params=first.params)
+        folder = bundles.write_bundle(cells=cells, params=first.params, gpus=first.gpus)
         try:
             spec = JobSpec(
                 token=token, account=first.allocation.account_name, bundle_dir=folder,
@@ -55,7 +110,11 @@ class SlurmRunner:
                 array_size=len(jobs) if first.sweep_id else 0,
                 array_concurrency=first.sweep.concurrency if first.sweep_id else 0,
                 comment=f"portal job {first.pk}" if not first.sweep_id else f"portal sweep {first.sweep_id}")
-            result = slurm_backend(facility).submit(spec)
+            backend = slurm_backend(facility)
+            result = backend.submit(spec)
+            # The job's folder (checkpoints, logs, metrics) is private to the service account,
+            # as is the folder of all jobs (docs/security.md). Idempotent, like the submission.
+            backend.ssh.run(["chmod", "go-rwx", "--", conf["jobs_dir"], result.workdir])
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         output = result.output_pattern.replace("%j", result.job_id).replace("%A", result.job_id)
@@ -147,16 +206,3 @@ def _read_text(backend, path: str) -> str | None:
         return backend.tail(path, lines=60)
     except RemoteFileNotFound:
         return None
-
-
-JOB_RUNNERS["slurm"] = SlurmRunner()
-
-
-def _register_provisioner() -> None:
-    from .provisioning import PROVISIONERS
-    from .services.accounts import allocation_provision_slurm
-
-    PROVISIONERS["slurm"] = lambda allocation: allocation_provision_slurm(allocation=allocation)
-
-
-_register_provisioner()

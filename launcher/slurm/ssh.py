@@ -240,7 +240,7 @@ class SSHConnection:
             try:
                 chan.settimeout(timeout or self.target.command_timeout)
                 flags["sent"] = True
-                chan.exec_command(command)
+                chan.exec_command(command)  # nosec B601 # shlex.join of an argument list
                 chan.shutdown_write()
                 out = chan.makefile("rb").read()
                 err = chan.makefile_stderr("rb").read()

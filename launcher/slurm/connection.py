@@ -4,7 +4,8 @@ Slurm settings (all but host/user/key_path/host_key have defaults):
   host, port (22), user, key_path, host_key (a known_hosts line, bare key or file path;
   `host_key_path` is accepted as an alias), cluster, partition, jobs_dir ("portal-jobs"),
   python ("python3": the interpreter on the compute side), python_path (extra PYTHONPATH on
-  the compute side, e.g. a shared virtualenv's site-packages), connect_timeout, retries.
+  the compute side, e.g. a shared virtualenv's site-packages), connect_timeout, retries,
+  storage_root (the project storage root for datasets; launcher/datasets.py).
 
 Connections are cached per process and facility (one SSH connection reused by every task of a
 worker) and rebuilt when the settings change.
@@ -17,8 +18,8 @@ from typing import Any
 
 from allocations.models import Facility
 from launcher.backends.base import BackendError
-from launcher.backends.slurm import SlurmBackend
-from launcher.backends.ssh import SSHConnection, SSHTarget
+from .backend import SlurmBackend
+from .ssh import SSHConnection, SSHTarget
 
 _cache: dict[int, tuple[str, SlurmBackend]] = {}
 _lock = threading.Lock()

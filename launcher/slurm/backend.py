@@ -11,12 +11,12 @@ import datetime as dt
 import re
 from pathlib import PurePosixPath
 
-from launcher.backends import slurm_parse
+from . import parse as slurm_parse
 from launcher.backends.base import (
     TOKEN_RE, AccountState, Backend, BackendError, JobSpec, JobStatus, NodeInfo, SubmitResult,
     UsageRow, check_name,
 )
-from launcher.backends.ssh import CommandResult, SSHConnection
+from .ssh import CommandResult, SSHConnection
 
 JOB_ID_RE = re.compile(r"^[0-9]+(_[0-9]+)?$")
 # A folder the portal staged earlier (what `submit` returned as `workdir`).
@@ -118,6 +118,32 @@ class SlurmBackend(Backend):
         users_now = (state.users if state else frozenset()) | frozenset(missing)
         return AccountState(name=name, users=users_now, gpu_minutes=gpu_minutes,
                             blocked=state.blocked if state else False, changed=changed)
+
+    def sync_users(self, *, name: str, users: list[str]) -> AccountState:
+        """Make the account's user associations exactly `users` (plus the service user): add
+        the missing, delete the others (their pending and running jobs on the account are
+        cancelled first, so a removed member cannot keep computing). Idempotent; the account
+        must exist (see `ensure_account`)."""
+        check_name(name, "account")
+        service = self.ssh.target.user
+        wanted = {check_name(u, "user name") for u in users} | {service}
+        state = self.account_state(name)
+        if state is None:
+            raise BackendError(f"account {name} does not exist", transient=False)
+        missing = sorted(wanted - state.users)
+        extra = sorted(state.users - wanted)
+        if missing:
+            self._sacctmgr("add", "user", f"name={','.join(missing)}", f"account={name}",
+                           f"cluster={self.cluster}")
+        for user in extra:
+            self._run(["scancel", f"--account={name}", f"--user={user}"],
+                      ok_markers=("Invalid user",))
+        if extra:
+            self._run(["sacctmgr", "-i", "delete", "user", f"name={','.join(extra)}",
+                       f"account={name}", f"cluster={self.cluster}"],
+                      ok_markers=("Nothing deleted",))
+        return AccountState(name=name, users=frozenset(wanted), gpu_minutes=state.gpu_minutes,
+                            blocked=state.blocked, changed=bool(missing or extra))
 
     @staticmethod
     def _check_minutes(gpu_minutes: int) -> None:

@@ -1,0 +1,184 @@
+"""The local backend's job folders: the whole of its scheduler state lives in files, so a
+worker restart (or a second worker) finds every job where the first left it.
+
+    <root>/<facility>/<token>/token        the job's token (submission is idempotent by it)
+    <root>/<facility>/<token>/spec.json    each cell's argv and slots, the data spec, when
+    <root>/<facility>/<token>/data/        the synthetic dataset, made once, shared by cells
+    <root>/<facility>/<token>/<index>/     one cell's own working directory:
+        launch.json  the dispatcher started it (written before the spawn)
+        pid.json     the supervisor's pid and /proc start time
+        exit.json    how it ended: exit code, elapsed seconds (what is charged)
+        cancel       cancel asked; log.txt; out/ (progress.json, metrics.json, checkpoint.pt)
+
+Dispatch runs under a per-facility lock: cells start in submission order while their slots fit.
+No Django here (the runner passes paths and numbers).
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .supervisor import CANCEL, EXIT, LOG, PID, SPEC, proc_start_ticks, write_json
+
+LAUNCH = "launch.json"
+# A cell launched this long ago with no pid.json never started (its spawner died first).
+START_GRACE_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class CellState:
+    """What a cell's files say: `waiting` (for a slot), `starting`, `running`, `ended` or
+    `vanished` (its process is gone and left no exit.json)."""
+
+    phase: str
+    exit: dict | None = None
+    started_at: float | None = None
+    pid: int | None = None
+
+
+@contextlib.contextmanager
+def facility_lock(facility_dir: Path) -> Iterator[None]:
+    facility_dir.mkdir(parents=True, exist_ok=True)
+    with open(facility_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def write_job(job_dir: Path, *, token: str, cells: dict[str, dict], data: str,
+              synth: list[str] | None, pythonpath: str) -> bool:
+    """Write the job folder unless it exists already; True when this call wrote it. Call
+    under the facility lock (so a retried submit sees the first one's folder)."""
+    if (job_dir / SPEC).exists():
+        return False
+    job_dir.mkdir(parents=True, exist_ok=True)
+    (job_dir / "token").write_text(token)
+    for index in cells:
+        (job_dir / index).mkdir(exist_ok=True)
+    write_json(job_dir / SPEC, {"token": token, "cells": cells, "data": data, "synth": synth,
+                                "pythonpath": pythonpath, "created": time.time()})
+    return True
+
+
+def read_cell(cell_dir: Path, *, now: float | None = None) -> CellState | None:
+    """The cell's state from its files (None when the folder does not exist)."""
+    if not cell_dir.is_dir():
+        return None
+    ended = _read(cell_dir / EXIT)
+    if ended is not None:
+        return CellState("ended", exit=ended, started_at=ended.get("started_at"))
+    pid = _read(cell_dir / PID)
+    if pid is not None:
+        if pid.get("start_ticks") is not None and proc_start_ticks(pid["pid"]) == pid["start_ticks"]:
+            return CellState("running", started_at=pid.get("started_at"), pid=pid["pid"])
+        ended = _read(cell_dir / EXIT)  # it may have finished between the two reads
+        if ended is not None:
+            return CellState("ended", exit=ended, started_at=ended.get("started_at"))
+        return CellState("vanished", started_at=pid.get("started_at"), pid=pid["pid"])
+    launched = _read(cell_dir / LAUNCH)
+    if launched is not None:
+        age = (now or time.time()) - launched.get("at", 0)
+        return CellState("starting" if age < START_GRACE_SECONDS else "vanished")
+    return CellState("waiting")
+
+
+def _cells(facility_dir: Path) -> list[tuple[float, int, Path, int]]:
+    """Every cell of every job folder: (created, index, cell dir, slots)."""
+    found = []
+    for spec_path in facility_dir.glob(f"*/{SPEC}"):
+        spec = _read(spec_path)
+        if spec is None:
+            continue
+        for index, cell in spec["cells"].items():
+            found.append((spec["created"], int(index), spec_path.parent / index,
+                          int(cell.get("slots", 1))))
+    return sorted(found)
+
+
+def slots_in_use(facility_dir: Path) -> int:
+    return sum(slots for _, _, cell_dir, slots in _cells(facility_dir)
+               if (state := read_cell(cell_dir)) and state.phase in ("starting", "running"))
+
+
+def dispatch(facility_dir: Path, *, slots: int) -> list[Path]:
+    """Start waiting cells, oldest first, while their slots fit in `slots` (a cell never
+    jumps the queue past an older one that does not fit yet). Returns the cells started."""
+    started = []
+    with facility_lock(facility_dir):
+        cells = _cells(facility_dir)
+        states = {cell_dir: read_cell(cell_dir) for _, _, cell_dir, _ in cells}
+        used = sum(s for _, _, d, s in cells if states[d] and states[d].phase in ("starting", "running"))
+        for _, _, cell_dir, need in cells:
+            state = states[cell_dir]
+            if state is None or state.phase != "waiting" or (cell_dir / CANCEL).exists():
+                continue
+            if used + need > slots:
+                break
+            write_json(cell_dir / LAUNCH, {"at": time.time()})
+            spawn(cell_dir)
+            used += need
+            started.append(cell_dir)
+    return started
+
+
+def spawn(cell_dir: Path) -> None:
+    """Start the cell's supervisor detached: its own session, double-forked (the direct child
+    exits at once and is reaped here), so neither a worker restart nor a worker's exit stops it."""
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
+    proc = subprocess.Popen([sys.executable, "-m", "launcher.local.supervisor", str(cell_dir)],
+                            cwd=cell_dir, env=env, start_new_session=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    proc.wait()
+
+
+def cancel(cell_dir: Path, *, reason: str = "cancelled") -> None:
+    """Mark the cell cancelled with `reason` (a waiting cell never starts) and send SIGTERM to
+    a running one's supervisor, which passes it to the trainer: it checkpoints and exits 75.
+    Idempotent; an ended cell is left as it is."""
+    if not cell_dir.is_dir() or (cell_dir / EXIT).exists():
+        return
+    if not (cell_dir / CANCEL).exists():
+        (cell_dir / CANCEL).write_text(reason)
+    state = read_cell(cell_dir)
+    if state is not None and state.phase == "running" and state.pid:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(state.pid, signal.SIGTERM)
+
+
+def tail(path: Path, *, lines: int = 60, max_bytes: int = 65536) -> str | None:
+    """The last `lines` lines of a text file, or None when it does not exist."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - max_bytes))
+            data = handle.read()
+    except OSError:
+        return None
+    return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
+
+
+def read_json(path: Path) -> dict | None:
+    """A JSON file's content, or None (absent, or being replaced right now)."""
+    return _read(path)
+
+
+__all__ = ["CANCEL", "EXIT", "LOG", "PID", "CellState", "cancel", "dispatch", "read_cell",
+           "read_json", "slots_in_use", "tail", "write_job"]

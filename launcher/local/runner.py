@@ -1,0 +1,214 @@
+"""The `local` registry entry: every job and sweep cell is a real, detached child process on
+the portal host running `python -m launcher.workloads.ctxray train ...` in its own folder
+under settings.VAR_DIR/local-jobs (see cells.py for the layout and supervisor.py for the
+process). What `make run` uses.
+
+- submit: writes the job folder (idempotent by token: a retry finds the first folder and its
+  processes) and starts what fits in the facility's slots; the rest waits `pending` with the
+  reason, and starts on a later submit or poll as slots free up.
+- observe: each cell's files (pid + /proc start time, exit.json); a process gone without an
+  exit status is `failed` with the reason. Also starts waiting cells (the monitor's beat poll
+  drives the queue).
+- cancel: SIGTERM, on which the trainer checkpoints and exits.
+- usage: the measured wall time x the job's GPUs (or CPU slots), once per cell.
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from django.conf import settings
+
+from allocations.models import Facility
+
+from .. import bundles, sweepgrid
+from ..backends.base import BackendError, PathRefused, confined, project_folder
+from ..backends.registry import BaseBackend, Capability
+from ..models import Job
+from ..runners import Fetched, Observation, Submission
+from . import cells
+
+S = Job.State
+CHECKPOINT_EXIT = 75
+SECONDS_PER_MINUTE = 60  # of wall time; tests shrink it
+DEFAULT_SLOTS = 2
+
+
+def jobs_root() -> Path:
+    return Path(getattr(settings, "LOCAL_JOBS_DIR", "") or settings.VAR_DIR / "local-jobs")
+
+
+def facility_dir(facility: Facility) -> Path:
+    return jobs_root() / facility.slug
+
+
+def job_dir(facility: Facility, token: str) -> Path:
+    return facility_dir(facility) / token
+
+
+def cell_dir(facility: Facility, job: Job) -> Path:
+    return Path(job.workdir or job_dir(facility, job.token)) / str(job.array_index or 0)
+
+
+def facility_slots(facility: Facility) -> int:
+    """How many GPUs (or CPU slots) run at once: `slots` in the facility's backend settings,
+    else its largest node type's accelerators, else settings.LOCAL_JOB_SLOTS."""
+    configured = (facility.backend_settings or {}).get("slots")
+    if configured:
+        return max(int(configured), 1)
+    per_node = [nt.accelerators_per_node for nt in facility.node_types.all()]
+    return max(per_node or [int(getattr(settings, "LOCAL_JOB_SLOTS", DEFAULT_SLOTS))])
+
+
+def cell_argv(job: Job, data: str) -> list[str]:
+    """The command of one cell: the trainer itself, or torchrun with one process per GPU."""
+    cell = bundles.single_cell(job.params)
+    cell.pop("index", None)
+    args = [*sweepgrid.cell_argv(cell, data, "out"), "--resume", "--device", "auto"]
+    module = ["-m", "launcher.workloads.ctxray"]
+    if job.gpus > 1:
+        return [_python(), "-m", "torch.distributed.run", "--standalone",
+                f"--nproc_per_node={job.gpus}", *module, *args]
+    return [_python(), *module, *args]
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable
+
+
+class LocalRunner(BaseBackend):
+    """Jobs as local processes, at most the facility's slots at once."""
+
+    name = "local"
+    capabilities = frozenset({
+        Capability.PROVISION, Capability.ACCOUNT_SYNC, Capability.SUBMIT, Capability.OBSERVE,
+        Capability.FETCH, Capability.CANCEL, Capability.USAGE, Capability.DATA_PATHS})
+
+    def resolve_data_path(self, *, facility: Facility, project_code: str, location: str) -> str:
+        """Resolved on this machine, where the jobs run (os.path.realpath follows every
+        symlink); `storage_root` defaults to var/project-data. PathRefused when the folder is
+        missing or lands outside the project's folder."""
+        root = project_folder(facility.backend_settings, project_code,
+                              default_root=str(settings.VAR_DIR / "project-data"))
+        if not os.path.isabs(root):
+            root = os.path.join(str(settings.BASE_DIR), root)
+        path = os.path.join(root, location)
+        if not os.path.isdir(root):
+            raise PathRefused("the project has no folder in this facility's storage yet")
+        real_root, real = os.path.realpath(root), os.path.realpath(path)
+        if not os.path.exists(real):
+            raise PathRefused("no such folder in the project's storage")
+        if not confined(real_root, real):
+            raise PathRefused("it resolves to a place outside the project's folder (a symlink?)")
+        return real
+
+    def provision(self, *, allocation):
+        """Nothing to create on the host: the allocation is active at once."""
+        from allocations.services import allocation_activate
+
+        return allocation_activate(allocation=allocation,
+                                   account_name=allocation.default_account_name())
+
+    def sync_account(self, *, allocation) -> str:
+        """No account on the host; while the allocation may not be used (Allocation.BLOCKED)
+        its running and waiting cells are stopped, as Slurm's blocked account cancels jobs."""
+        from allocations.models import Allocation
+
+        if allocation.status not in Allocation.BLOCKED:
+            return "nothing to do"
+        live = Job.objects.filter(allocation=allocation, state__in=Job.LIVE).exclude(scheduler_id="")
+        reason = f"stopped: the allocation is {allocation.get_status_display().lower()}"
+        for job in live:
+            cells.cancel(cell_dir(allocation.facility, job), reason=reason)
+        return "stopped"
+
+    def submit(self, *, facility: Facility, jobs: Sequence[Job], token: str) -> Submission:
+        """Write the job folder and start what fits. Idempotent per token."""
+        slots = facility_slots(facility)
+        need = max(jobs[0].gpus, 1)
+        if need > slots:
+            raise BackendError(f"the job needs {need} slots but {facility.name} runs at most "
+                               f"{slots} at once", transient=False)
+        folder = job_dir(facility, token)
+        data, synth = bundles.data_spec(jobs[0].params)
+        if synth:
+            data = str(folder / "data")
+            synth = [str(folder / "data") if a == "data" else a for a in synth]
+        with cells.facility_lock(facility_dir(facility)):
+            wrote = cells.write_job(
+                folder, token=token, data=data, synth=synth, pythonpath=str(settings.BASE_DIR),
+                cells={str(j.array_index or 0): {
+                    "argv": cell_argv(j, data), "slots": need,
+                    "limit_seconds": j.wall_time_minutes * SECONDS_PER_MINUTE} for j in jobs})
+        cells.dispatch(facility_dir(facility), slots=slots)
+        return Submission(scheduler_id=token, workdir=str(folder),
+                          output_path=str(folder / "{index}" / cells.LOG),
+                          already_submitted=not wrote)
+
+    def observe(self, *, facility: Facility, jobs: Sequence[Job]) -> dict[int, Observation]:
+        """Start cells that now fit, then read every cell's files."""
+        slots = facility_slots(facility)
+        cells.dispatch(facility_dir(facility), slots=slots)
+        in_use = cells.slots_in_use(facility_dir(facility))
+        seen = {}
+        for job in jobs:
+            state = cells.read_cell(cell_dir(facility, job))
+            if state is not None:
+                seen[job.pk] = _observation(state, cell_dir(facility, job), in_use, slots)
+        return seen
+
+    def fetch(self, *, facility: Facility, job: Job) -> Fetched:
+        """progress.json, the log tail and metrics.json from the cell's own folder."""
+        folder = cell_dir(facility, job)
+        return Fetched(progress=cells.read_json(folder / "out" / "progress.json"),
+                       log_tail=cells.tail(folder / cells.LOG),
+                       metrics=cells.read_json(folder / "out" / "metrics.json"))
+
+    def cancel(self, *, facility: Facility, jobs: Sequence[Job]) -> None:
+        """SIGTERM to running cells (the trainer checkpoints and exits 75); waiting cells
+        never start. Finished cells are no error."""
+        for job in jobs:
+            cells.cancel(cell_dir(facility, job))
+
+    def usage(self, *, allocation) -> int:
+        """Charge each ended cell's measured wall time x slots, once (see accounting.py)."""
+        from .accounting import usage_ingest_local
+
+        return usage_ingest_local(allocation=allocation)
+
+
+def _observation(state: cells.CellState, folder: Path, in_use: int, slots: int) -> Observation:
+    import time
+
+    if state.phase == "waiting":
+        return Observation(state=S.PENDING, reason=f"waiting for a free slot ({in_use} of "
+                                                   f"{slots} in use)")
+    if state.phase == "starting":
+        return Observation(state=S.PENDING, reason="starting")
+    if state.phase == "running":
+        return Observation(state=S.RUNNING,
+                           elapsed_seconds=int(time.time() - (state.started_at or time.time())))
+    if state.phase == "vanished":
+        what = f"pid {state.pid}" if state.pid else "the process"
+        return Observation(state=S.FAILED, reason=f"the process vanished: {what} is gone and "
+                           "left no exit status (killed, or the host restarted)")
+    ended = state.exit or {}
+    code = int(ended.get("exit_code", 1))
+    elapsed = math.ceil(float(ended.get("elapsed_seconds") or 0))
+    if (folder / cells.CANCEL).exists():
+        reason = (folder / cells.CANCEL).read_text().strip() or "cancelled"
+        return Observation(state=S.CANCELLED, reason=reason, exit_code=code,
+                           elapsed_seconds=elapsed)
+    if ended.get("timed_out"):
+        return Observation(state=S.TIMEOUT, reason="stopped at its wall-time limit"
+                           + (" after a checkpoint" if code == CHECKPOINT_EXIT else ""),
+                           exit_code=code, elapsed_seconds=elapsed)
+    if code == 0:
+        return Observation(state=S.SUCCEEDED, exit_code=0, elapsed_seconds=elapsed)
+    reason = (f"stopped by a signal after a checkpoint (exit {code})" if code == CHECKPOINT_EXIT
+              else f"exit code {code}")
+    return Observation(state=S.FAILED, reason=reason, exit_code=code, elapsed_seconds=elapsed)

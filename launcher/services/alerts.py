@@ -1,0 +1,37 @@
+"""Staff hear about failing jobs: one digest email listing every job that failed or timed out
+since the last digest, each job told once (`failure_alerted_at`). Allocation failures and manual
+activations have their own emails; this covers jobs only."""
+from __future__ import annotations
+
+import datetime as dt
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from allocations.notifications import staff_emails
+
+from ..models import Job
+
+LOOKBACK = dt.timedelta(days=7)
+LIMIT = 200
+
+
+def failing_jobs_digest_send(*, now: dt.datetime | None = None) -> int:
+    """Email staff the jobs that failed since the last digest; returns how many were listed.
+    The jobs are marked after the email went out (a retry may resend, never skip)."""
+    now = now or timezone.now()
+    jobs = list(Job.objects.filter(state__in=[Job.State.FAILED, Job.State.TIMEOUT],
+                                   failure_alerted_at__isnull=True,
+                                   finished_at__gte=now - LOOKBACK)
+                .select_related("allocation__project", "allocation__facility", "created_by")
+                .order_by("finished_at", "id")[:LIMIT])
+    recipients = staff_emails()
+    if not jobs or not recipients:
+        return 0
+    body = render_to_string("launcher/email/failing_jobs.txt",
+                            {"jobs": jobs, "base_url": settings.PORTAL_BASE_URL})
+    send_mail(f"{len(jobs)} job(s) failed", body, settings.DEFAULT_FROM_EMAIL, recipients)
+    Job.objects.filter(pk__in=[j.pk for j in jobs]).update(failure_alerted_at=now)
+    return len(jobs)

@@ -1,0 +1,182 @@
+"""The local backend against real processes: each job is a detached `python -m
+launcher.workloads.ctxray train` in its own folder, limited to the facility's slots, cancelled
+with the signal the trainer checkpoints on, charged from its measured wall time."""
+from __future__ import annotations
+
+import math
+import os
+import signal
+
+import pytest
+
+from allocations.models import UsageRecord
+from launcher import services
+from launcher.backends.registry import backend_for
+from launcher.local import cells
+from launcher.local.runner import LocalRunner, cell_argv
+from launcher.local.supervisor import proc_start_ticks
+from launcher.models import Job
+from tests.launcher.conftest import wait_for
+from tests.launcher.local_fixtures import (  # noqa: F401
+    LONG, QUICK, cell_of, jobs_dir, launch, local_allocation, local_facility, poll_until,
+    training_started,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def _supervisor(job: Job) -> dict:
+    return wait_for(lambda: cells.read_json(cell_of(job) / cells.PID), timeout=60,
+                    what="the supervisor's pid.json")
+
+
+def test_a_second_submit_with_the_same_token_finds_the_first_process(local_allocation, researcher):
+    job = launch(local_allocation, researcher, LONG)
+    services.job_submit(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.state == "pending" and job.scheduler_id == job.token
+    first = _supervisor(job)
+
+    again = backend_for(local_allocation.facility).submit(
+        facility=local_allocation.facility, jobs=[job], token=job.token)
+
+    assert again.already_submitted and again.scheduler_id == job.token
+    assert cells.read_json(cell_of(job) / cells.PID)["pid"] == first["pid"]
+    assert [p.name for p in (cell_of(job).parent.parent).iterdir() if p.is_dir()] == [job.token]
+    assert proc_start_ticks(first["pid"]) == first["start_ticks"]  # still the same, alive
+
+
+def test_cancel_makes_the_trainer_checkpoint_and_stop(local_allocation, researcher):
+    job = launch(local_allocation, researcher, LONG)
+    services.job_submit(job_id=job.pk)
+    poll_until(job, {"running"})
+    wait_for(lambda: training_started(job), timeout=240, what="the first training step")
+    pid = _supervisor(job)
+
+    services.job_cancel(job=job, by=researcher)
+
+    ended = wait_for(lambda: cells.read_json(cell_of(job) / cells.EXIT), timeout=120,
+                     what="exit.json after the cancel")
+    job.refresh_from_db()
+    assert job.state == "cancelled"
+    assert ended["exit_code"] == 75 and ended["signals"] == [signal.SIGTERM]
+    assert (cell_of(job) / "out" / "checkpoint.pt").is_file()
+    assert proc_start_ticks(pid["pid"]) is None and proc_start_ticks(pid["child_pid"]) is None
+
+
+def test_a_third_job_waits_for_a_slot_then_runs(local_allocation, researcher):
+    first, second, third = (launch(local_allocation, researcher, LONG) for _ in range(3))
+    for job in (first, second, third):
+        services.job_submit(job_id=job.pk)
+
+    poll_until(first, {"running"})
+    poll_until(second, {"running"})
+    third.refresh_from_db()
+    services.jobs_poll(facility_id=local_allocation.facility_id)
+    third.refresh_from_db()
+    assert third.state == "pending"
+    assert third.state_reason == "waiting for a free slot (2 of 2 in use)"
+    assert not (cell_of(third) / cells.PID).exists()
+
+    services.job_cancel(job=first, by=researcher)
+    wait_for(lambda: (cell_of(first) / cells.EXIT).exists(), timeout=120, what="first job's end")
+    poll_until(third, {"running"})
+    second.refresh_from_db()
+    assert second.state == "running"
+
+
+def test_usage_is_the_measured_wall_time_times_the_slots_charged_once(local_allocation,
+                                                                      researcher):
+    job = launch(local_allocation, researcher, QUICK)
+    services.job_submit(job_id=job.pk)
+    poll_until(job, {"succeeded"})
+    ended = cells.read_json(cell_of(job) / cells.EXIT)
+    expected = math.ceil(ended["elapsed_seconds"]) * job.gpus
+
+    backend = backend_for(local_allocation.facility)
+    backend.usage(allocation=local_allocation)
+    backend.usage(allocation=local_allocation)
+
+    records = list(UsageRecord.objects.filter(allocation=local_allocation))
+    assert len(records) == 1
+    assert records[0].source == "local" and records[0].gpu_seconds == expected > 0
+    job.refresh_from_db()
+    assert job.gpu_seconds == expected
+    assert job.metrics and job.progress.get("state") == "succeeded" and job.log_tail
+
+
+def test_a_vanished_process_is_marked_failed_with_the_reason(local_allocation, researcher):
+    job = launch(local_allocation, researcher, LONG)
+    services.job_submit(job_id=job.pk)
+    poll_until(job, {"running"})
+    pid = wait_for(lambda: (cells.read_json(cell_of(job) / cells.PID) or {}).get("child_pid")
+                   and cells.read_json(cell_of(job) / cells.PID), timeout=120, what="child pid")
+    os.kill(pid["pid"], signal.SIGKILL)  # the supervisor first: nobody writes exit.json
+    os.kill(pid["child_pid"], signal.SIGKILL)
+    wait_for(lambda: proc_start_ticks(pid["pid"]) is None, timeout=30, what="the kill")
+
+    poll_until(job, {"failed"})
+    assert "vanished" in job.state_reason and str(pid["pid"]) in job.state_reason
+
+
+def test_several_gpus_run_under_torchrun_with_one_process_each(local_allocation, researcher):
+    job = Job(allocation=local_allocation, params=dict(QUICK), gpus=2, token="t" * 12)
+    argv = cell_argv(job, "/data")
+    assert argv[1:5] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    assert argv[5:8] == ["-m", "launcher.workloads.ctxray", "train"]
+    single = cell_argv(Job(allocation=local_allocation, params=dict(QUICK), gpus=1), "/data")
+    assert single[1:4] == ["-m", "launcher.workloads.ctxray", "train"]
+
+
+def test_a_job_needing_more_slots_than_the_facility_has_fails_with_the_reason(
+        local_allocation, researcher):
+    # Batch 4: 24 synthetic images over 3 ranks leave 6 per rank, and the launch refuses a
+    # batch larger than that (launcher/params.py) before the slot check could be reached.
+    job = launch(local_allocation, researcher, {**QUICK, "batch_size": 4}, gpus=3)
+    services.job_submit(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.state == "failed" and "needs 3 slots" in job.state_reason
+    assert isinstance(backend_for(local_allocation.facility), LocalRunner)
+
+
+def test_a_sweep_runs_each_cell_as_its_own_process_and_charges_each(local_allocation,
+                                                                    researcher):
+    grid = {"models": ["resnet18"], "lrs": [1e-3, 1e-4], "lr_steps": [5], "weight_decays": [0.0],
+            "folds": 1}
+    sweep = services.sweep_launch(by=researcher, allocation=local_allocation, grid=grid, gpus=1,
+                                  wall_time_minutes=10, params=dict(QUICK), concurrency=2)
+    services.sweep_submit(sweep_id=sweep.pk)
+    first, second = sweep.jobs.order_by("array_index")
+    poll_until(first, {"succeeded"})
+    poll_until(second, {"succeeded"})
+
+    pids = {cells.read_json(cell_of(j) / cells.PID)["pid"] for j in (first, second)}
+    assert len(pids) == 2 and cell_of(first).parent == cell_of(second).parent
+    assert "--lr 0.001" in (cell_of(first) / cells.LOG).read_text()
+    assert "--lr 0.0001" in (cell_of(second) / cells.LOG).read_text()
+    backend_for(local_allocation.facility).usage(allocation=local_allocation)
+    assert UsageRecord.objects.filter(allocation=local_allocation).count() == 2
+
+
+def test_a_job_is_stopped_at_its_wall_time_limit(local_allocation, researcher, monkeypatch):
+    monkeypatch.setattr("launcher.local.runner.SECONDS_PER_MINUTE", 0.5)  # 10 min -> 5 s
+    job = launch(local_allocation, researcher, LONG)
+    services.job_submit(job_id=job.pk)
+    poll_until(job, {"timeout"})
+    assert job.state_reason.startswith("stopped at its wall-time limit")
+    ended = cells.read_json(cell_of(job) / cells.EXIT)
+    assert ended["timed_out"] is True and 5 <= ended["elapsed_seconds"]
+
+
+def test_a_suspended_allocation_stops_its_running_local_jobs(
+        local_allocation, researcher, admin, django_capture_on_commit_callbacks):
+    from allocations.services import allocation_suspend
+
+    job = launch(local_allocation, researcher, LONG)
+    services.job_submit(job_id=job.pk)
+    poll_until(job, {"running"})
+    with django_capture_on_commit_callbacks(execute=True):
+        allocation_suspend(allocation=local_allocation, by=admin, comment="Audit.")
+    poll_until(job, {"cancelled"})
+    assert job.state_reason == "stopped: the allocation is suspended"
+    wait_for(lambda: (cell_of(job) / cells.EXIT).exists(), timeout=120, what="the process's end")
