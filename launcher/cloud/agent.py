@@ -1,18 +1,25 @@
-"""The local worker agent: plays every running moto instance tagged as a worker. No Django.
+"""The worker agent: what runs on every worker instance, under systemd, from the worker bundle.
+No Django; only boto3 and the standard library (the workload brings PyTorch).
 
-    python -m launcher.cloud.agent --endpoint http://127.0.0.1:5000 --region us-east-1 --root DIR
+    python -m launcher.cloud.agent --config /etc/portal/node.json --workdir /var/lib/portal
 
-For each running worker instance it reads the bootstrap in its user data (userdata.py), fetches
-the task's data and its last checkpoint from S3, runs the job as a local process, and keeps S3 up
-to date: `out/` (checkpoints, progress.json, metrics.json) after every change,
-`checkpoint-meta.json` when a checkpoint lands, and `status/<instance>.json`
-(running | succeeded | failed | preempted | killed) which the portal polls.
+The user data (userdata.py) installs and starts it. It:
 
-Spot interruptions: the agent polls `<notice_prefix><instance>/spot/instance-action` as a real
-instance polls the metadata endpoint; on a notice it sends the job SIGTERM (the trainer
-checkpoints and exits 75), uploads the checkpoint and reports `preempted`. An instance that
-disappears without notice has its job killed at once (`killed`: work since the last checkpoint
-is lost), as a real reclaimed machine would.
+- reads its task assignments from `<prefix>nodes/<node token>/assignment.json` (the portal
+  writes one per task; a warm worker takes the next task of its allocation the same way), runs
+  each once: fetches the data and the task's last checkpoint from S3, runs the trainer with
+  `--resume`, uploads `out/` (checkpoints, progress.json, metrics.json) after every change,
+  `checkpoint-meta.json` when a checkpoint lands, and `status/<instance>.json`
+  (running | succeeded | failed | preempted), which the portal polls;
+- polls the instance metadata service (IMDSv2, imds.py) for `spot/instance-action` (the
+  two-minute interruption notice) and `events/recommendations/rebalance`; on either it sends
+  the running job SIGTERM (the trainer checkpoints and exits 75), uploads the checkpoint at once,
+  reports the notice under `<prefix>instances/<instance>/` and its job `preempted`, and takes no
+  further task. The portal's own detection (spot request status, instance state) stays as the
+  fallback for a notice this agent never saw.
+
+Its S3 credentials are the instance profile's, read by boto3 from the metadata service; the
+role allows the allocation's prefix and nothing else.
 """
 from __future__ import annotations
 
@@ -30,30 +37,31 @@ from pathlib import Path
 
 import boto3
 
-from launcher.cloud.userdata import WorkerSpec, parse
+from launcher.cloud.imds import Imds
+from launcher.cloud.userdata import NodeConfig, WorkerSpec
 
 log = logging.getLogger("portal.agent")
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[2]  # the bundle's root on an instance
 EXIT_PREEMPTED = 75
+NOTICE_PATHS = {"spot/instance-action": "meta-data/spot/instance-action",
+                "events/rebalance": "meta-data/events/recommendations/rebalance"}
 
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat()
 
 
-class Worker(threading.Thread):
-    """One instance's life: fetch, run, sync, report."""
+class Job:
+    """One assigned task on this instance: fetch, run, sync, report."""
 
     def __init__(self, *, instance_id: str, spec: WorkerSpec, s3, root: Path, poll: float) -> None:
-        super().__init__(name=f"worker-{instance_id}", daemon=True)
         self.instance_id, self.spec, self.s3, self.poll = instance_id, spec, s3, poll
-        self.root = root / instance_id
-        self.data, self.out = self.root / "data", self.root / "out"
-        self.gone = threading.Event()
+        self.root = root
+        self.data, self.out = root / "data", root / "out"
         self.proc: subprocess.Popen | None = None
-        self.signalled = False  # the job got SIGTERM because of a spot notice
+        self.signalled = False  # the job got SIGTERM because of a notice
         self.signalled_ns = 0  # when (wall clock): a checkpoint written after it is graceful
-        self.killed = False  # the instance vanished under the job
+        self.lock = threading.Lock()
         # What was last uploaded per output file: (inode, mtime_ns, size). The trainer replaces
         # files atomically (a new inode each time), so a rewrite within one coarse mtime tick is
         # still seen; an mtime alone can miss the final progress.json.
@@ -83,26 +91,18 @@ class Worker(threading.Thread):
                        {"state": state, "instance": self.instance_id, "at": _now(),
                         "resumed_files": self.resumed, **extra})
 
-    def _notice(self) -> bool:
-        if not self.spec.notice_prefix:
-            return False
-        key = f"{self.spec.notice_prefix}{self.instance_id}/spot/instance-action"
-        try:
-            self.s3.head_object(Bucket=self.spec.bucket, Key=key)
-            return True
-        except self.s3.exceptions.ClientError:
-            return False
-
-    def _sync_out(self, stopped_on_notice: bool = False) -> None:
+    def sync_out(self, stopped_on_notice: bool = False) -> None:
         """Upload changed output files; a new checkpoint also updates checkpoint-meta.json.
         `graceful` there means the checkpoint holds all the job's work: written after the
         notice, or (`stopped_on_notice`) the job exited 75, having checkpointed before it
         stopped, so nothing since its last checkpoint is lost."""
+        with self.lock:  # the notice path and the main loop both upload
+            self._sync_out(stopped_on_notice)
+
+    def _sync_out(self, stopped_on_notice: bool) -> None:
         new_checkpoint, graceful = stopped_on_notice, stopped_on_notice
         # progress.json last: once it is in S3, every file it speaks of is there too.
         for path in sorted(self.out.rglob("*"), key=lambda p: (p.name == "progress.json", p)):
-            if self.gone.is_set():
-                return  # the machine is gone: nothing more leaves it
             if not path.is_file() or path.name.startswith(".tmp-"):
                 continue
             rel = path.relative_to(self.out).as_posix()
@@ -134,22 +134,19 @@ class Worker(threading.Thread):
 
     # the run -----------------------------------------------------------------------------------
     def _argv(self) -> list[str]:
-        subst = {"{data}": str(self.data), "{out}": str(self.out)}
-        argv = [subst.get(a, a.replace("{data}", str(self.data)).replace("{out}", str(self.out)))
+        argv = [a.replace("{data}", str(self.data)).replace("{out}", str(self.out))
                 for a in self.spec.argv]
         return [sys.executable if i == 0 and a == "python" else a for i, a in enumerate(argv)]
 
-    def run(self) -> None:
-        try:
-            self._run()
-        except Exception:  # a broken worker must not take the agent down; report and stop
-            log.exception("worker %s failed", self.instance_id)
-            try:
-                self._status("failed", exit_code=None, error="agent error")
-            except Exception:
-                log.exception("could not report failure of %s", self.instance_id)
+    def stop(self) -> None:
+        """The instance is being taken back: SIGTERM the job (it checkpoints and exits 75)."""
+        self.signalled_ns = time.time_ns()
+        self.signalled = True
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
 
-    def _run(self) -> None:
+    def run(self) -> str:
+        """Run the task to its end; returns the state reported."""
         self.out.mkdir(parents=True, exist_ok=True)
         self.data.mkdir(parents=True, exist_ok=True)
         self._download(self.spec.data_prefix, self.data)
@@ -159,116 +156,145 @@ class Worker(threading.Thread):
                 st = path.stat()
                 self._seen[path.relative_to(self.out).as_posix()] = (
                     st.st_ino, st.st_mtime_ns, st.st_size)
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), **self.spec.env}
+        env = {**os.environ, "PYTHONPATH": str(REPO), **self.spec.env}
         with open(self.root / "job.log", "wb") as logf:
             self.proc = subprocess.Popen(self._argv(), cwd=self.root, env=env, stdout=logf,
                                          stderr=subprocess.STDOUT)
+        if self.signalled:  # the notice came while the data was downloading
+            self.proc.send_signal(signal.SIGTERM)
         self._status("running", pid=self.proc.pid)
-        # The notice watch runs on its own thread: uploading a large checkpoint takes seconds,
-        # and a real instance's metadata poll does not wait for its uploads either.
-        watcher = threading.Thread(target=self._watch, name=f"watch-{self.instance_id}",
-                                   daemon=True)
-        watcher.start()
-        while self.proc.poll() is None and not self.killed:
-            self._sync_out()
-            self.gone.wait(self.poll)
+        while self.proc.poll() is None:
+            self.sync_out()
+            time.sleep(self.poll)
         code = self.proc.wait()
-        watcher.join()
-        if self.killed:
-            self._status("killed", exit_code=None)  # the portal may see it or not
-            return
-        self._sync_out(stopped_on_notice=self.signalled and code == EXIT_PREEMPTED)
+        if code not in (0, EXIT_PREEMPTED) and self._read_progress().get("state") == "preempted":
+            code = EXIT_PREEMPTED  # torchrun (gpus > 1) reports its workers' checkpoint exit as 1
+        self.sync_out(stopped_on_notice=self.signalled and code == EXIT_PREEMPTED)
         self.s3.upload_file(str(self.root / "job.log"), self.spec.bucket,
                             f"{self.spec.task_prefix}logs/{self.instance_id}.log")
         state = {0: "succeeded", EXIT_PREEMPTED: "preempted"}.get(code, "failed")
         self._status(state, exit_code=code)
+        return state
 
-    def _watch(self) -> None:
-        """Until the job exits: kill it at once if the instance vanished, SIGTERM it on the
-        first spot notice (the trainer checkpoints and exits 75)."""
-        assert self.proc is not None
-        while self.proc.poll() is None:
-            if self.gone.wait(self.poll):
-                self.killed = True
-                self.proc.kill()
-                return
+
+class NodeAgent:
+    """This instance's life: watch the metadata service, run assigned tasks one by one."""
+
+    def __init__(self, *, config: NodeConfig, workdir: Path, s3, imds: Imds,
+                 poll: float | None = None) -> None:
+        self.config, self.workdir, self.s3, self.imds = config, workdir, s3, imds
+        self.poll = poll if poll is not None else config.poll_seconds
+        self.instance_id = imds.instance_id()
+        self.job: Job | None = None
+        self.interrupted = threading.Event()
+        self.done: set[str] = set()
+        self._load_done()
+
+    def _load_done(self) -> None:
+        # A restarted agent (systemd Restart=on-failure) must not run a finished task again.
+        path = self.workdir / "done.json"
+        if path.exists():
+            self.done = set(json.loads(path.read_text()))
+
+    def _save_done(self) -> None:
+        (self.workdir / "done.json").write_text(json.dumps(sorted(self.done)))
+
+    def assignment(self) -> WorkerSpec | None:
+        try:
+            body = self.s3.get_object(Bucket=self.config.bucket,
+                                      Key=self.config.assignment_key)["Body"].read()
+        except self.s3.exceptions.NoSuchKey:
+            return None
+        spec = WorkerSpec(**json.loads(body))
+        return None if spec.task_prefix in self.done else spec
+
+    def check_metadata(self) -> str | None:
+        """Look once for an interruption notice or a rebalance recommendation; on the first
+        one, stop the job, report the notice and return its kind."""
+        if self.interrupted.is_set():
+            return None
+        for kind, path in NOTICE_PATHS.items():
+            text = self.imds.get(path)
+            if text is None:
+                continue
+            log.info("%s from the metadata service: %s", kind, text)
+            self.interrupted.set()
+            job = self.job
+            if job is not None:
+                job.stop()
             try:
-                noticed = not self.signalled and self._notice()
+                notice = json.loads(text)
+            except ValueError:
+                notice = {"raw": text}
+            self.s3.put_object(Bucket=self.config.bucket,
+                               Key=f"{self.config.report_prefix}{self.instance_id}/{kind}",
+                               Body=json.dumps({**notice, "seen_at": _now(),
+                                                "kind": kind}).encode())
+            return kind
+        return None
+
+    def watch(self, stop: threading.Event) -> None:
+        while not stop.is_set() and not self.interrupted.is_set():
+            try:
+                self.check_metadata()
             except Exception:  # the endpoint hiccuped: look again next time
-                log.exception("notice poll of %s failed", self.instance_id)
-                continue
-            if noticed and self.proc.poll() is None:
-                log.info("spot notice for %s: stopping its job", self.instance_id)
-                self.signalled_ns = time.time_ns()
-                self.signalled = True
-                self.proc.send_signal(signal.SIGTERM)
+                log.exception("metadata poll failed")
+            stop.wait(self.poll)
 
+    def step(self) -> bool:
+        """Run the next assigned task if there is one; False when there was nothing to do."""
+        if self.interrupted.is_set():
+            return False
+        spec = self.assignment()
+        if spec is None:
+            return False
+        name = spec.task_prefix.rstrip("/").rsplit("/", 1)[-1]
+        self.job = Job(instance_id=self.instance_id, spec=spec, s3=self.s3,
+                       root=self.workdir / "tasks" / name, poll=self.poll)
+        if self.interrupted.is_set():
+            self.job.signalled = True
+        log.info("running task %s", spec.task_prefix)
+        try:
+            state = self.job.run()
+        except Exception:  # a broken task must not take the agent down; report it
+            log.exception("task %s failed in the agent", spec.task_prefix)
+            self.job._status("failed", exit_code=None, error="agent error")
+            state = "failed"
+        log.info("task %s: %s", spec.task_prefix, state)
+        self.done.add(spec.task_prefix)
+        self._save_done()
+        self.job = None
+        return True
 
-class Agent:
-    """Watches the cloud for running worker instances and runs one Worker per instance."""
-
-    def __init__(self, *, endpoint: str, region: str, root: Path, poll: float = 0.5) -> None:
-        session = boto3.session.Session()
-        self.ec2 = session.client("ec2", region_name=region, endpoint_url=endpoint)
-        self.s3 = session.client("s3", region_name=region, endpoint_url=endpoint)
-        self.root, self.poll = root, poll
-        self.workers: dict[str, Worker] = {}
-        self.ignored: set[str] = set()
-
-    def running_workers(self) -> set[str]:
-        pages = self.ec2.get_paginator("describe_instances").paginate(Filters=[
-            {"Name": "tag:portal:role", "Values": ["worker"]},
-            {"Name": "instance-state-name", "Values": ["running"]}])
-        return {i["InstanceId"] for p in pages for r in p["Reservations"] for i in r["Instances"]}
-
-    def step(self) -> None:
-        running = self.running_workers()
-        for iid, worker in self.workers.items():
-            if iid not in running:
-                worker.gone.set()
-        for iid in sorted(running - set(self.workers) - self.ignored):
-            spec = self._spec(iid)
-            if spec is None:
-                self.ignored.add(iid)
-                continue
-            worker = Worker(instance_id=iid, spec=spec, s3=self.s3, root=self.root, poll=self.poll)
-            self.workers[iid] = worker
-            log.info("playing worker %s", iid)
-            worker.start()
-
-    def _spec(self, iid: str) -> WorkerSpec | None:
-        import base64
-
-        value = self.ec2.describe_instance_attribute(InstanceId=iid, Attribute="userData")[
-            "UserData"].get("Value", "")
-        return parse(base64.b64decode(value).decode()) if value else None
-
-    def run_forever(self, stop: threading.Event | None = None) -> None:
-        stop = stop or threading.Event()
+    def run_forever(self, stop: threading.Event) -> None:
+        watcher = threading.Thread(target=self.watch, args=(stop,), name="imds-watch",
+                                   daemon=True)
+        watcher.start()
         while not stop.is_set():
             try:
-                self.step()
-            except Exception:  # the endpoint restarting; keep playing
+                if self.step():
+                    continue
+            except Exception:  # S3 unreachable for a moment: keep going
                 log.exception("agent step failed")
             stop.wait(self.poll)
-        for worker in self.workers.values():
-            worker.gone.set()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m launcher.cloud.agent", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--endpoint", default=os.environ.get("AWS_ENDPOINT_URL"))
-    parser.add_argument("--region", default="us-east-1")
-    parser.add_argument("--root", type=Path, required=True)
-    parser.add_argument("--poll", type=float, default=0.5)
+    parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--workdir", type=Path, default=Path("/var/lib/portal"))
+    parser.add_argument("--poll", type=float, default=None)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    config = NodeConfig(**json.loads(args.config.read_text()))
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    # Credentials: the instance profile's, through IMDSv2 (boto3's own provider chain).
+    s3 = boto3.session.Session().client("s3", region_name=config.region)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    Agent(endpoint=args.endpoint, region=args.region, root=args.root, poll=args.poll).run_forever(stop)
+    NodeAgent(config=config, workdir=args.workdir, s3=s3, imds=Imds(),
+              poll=args.poll).run_forever(stop)
     return 0
 
 

@@ -12,7 +12,8 @@ class NodeOut(serializers.ModelSerializer):
     class Meta:
         model = Node
         fields = ["id", "role", "instance_id", "instance_type", "market", "zone", "gpus",
-                  "price_per_hour", "state", "state_reason", "running_at", "ended_at"]
+                  "price_per_hour", "state", "state_reason", "running_at", "ended_at",
+                  "image_id", "image_source"]
 
 
 class TaskOut(serializers.ModelSerializer):
@@ -32,7 +33,8 @@ class ClusterOut(serializers.ModelSerializer):
         model = Cluster
         fields = ["id", "allocation", "project", "facility", "state", "state_reason", "region",
                   "head_instance_type", "allow_on_demand", "worker_idle_seconds",
-                  "head_idle_seconds", "idle_since", "created_at", "nodes", "tasks"]
+                  "head_idle_seconds", "idle_since", "instance_profile", "security_group_id",
+                  "created_at", "nodes", "tasks"]
 
 
 class ClusterList(ListAPIView):

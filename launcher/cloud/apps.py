@@ -7,15 +7,11 @@ class CloudConfig(AppConfig):
     verbose_name = "Cloud clusters"
 
     def ready(self) -> None:
-        from launcher.provisioning import PROVISIONERS
-
         from . import (
             receivers,  # noqa: F401  (stops workers when an allocation stops)
             runner,
         )
-        from .services.clusters import cluster_provision
 
-        PROVISIONERS["aws"] = cluster_provision
         runner.register()
 
         from allocations.sections import register_allocation_section

@@ -26,16 +26,37 @@ def facility_zones(facility: Facility) -> list[str | None]:
     return list((facility.backend_settings or {}).get("zones") or [f"{region}a", f"{region}b"])
 
 
+# AWS's public SSM parameters for the images (looked up at each launch, so a new release of
+# the AMI is picked up without a portal change). Workers: the Deep Learning OSS Nvidia Driver
+# AMI GPU PyTorch 2.13 (Amazon Linux 2023): NVIDIA driver, CUDA, PyTorch at /opt/pytorch (the
+# version the workload is tested with). The head holds shared data only: plain Amazon Linux 2023.
+# https://docs.aws.amazon.com/dlami/latest/devguide/find-dlami-id.html
+WORKER_IMAGE_PARAMETER = ("/aws/service/deeplearning/ami/x86_64/"
+                          "oss-nvidia-driver-gpu-pytorch-2.13-amazon-linux-2023/latest/ami-id")
+HEAD_IMAGE_PARAMETER = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"
+
+
+def facility_image(facility: Facility, role: str) -> tuple[str, str]:
+    """("id", image) when the facility pins an image id for this role, else ("ssm", the SSM
+    parameter to look up). Settings: `image_id` / `image_ssm_parameter` for workers,
+    `head_image_id` / `head_image_ssm_parameter` for the head."""
+    settings_ = facility.backend_settings or {}
+    key = "head_image" if role == "head" else "image"
+    if settings_.get(f"{key}_id"):
+        return "id", settings_[f"{key}_id"]
+    default = HEAD_IMAGE_PARAMETER if role == "head" else WORKER_IMAGE_PARAMETER
+    return "ssm", settings_.get(f"{key}_ssm_parameter") or default
+
+
 @functools.lru_cache(maxsize=32)
-def _backend(region: str, bucket: str, endpoint: str | None, image_id: str | None,
+def _backend(region: str, bucket: str, endpoint: str | None,
              hooks: tuple[int, ...]) -> AwsBackend:
     # boto3 clients are thread-safe and slow to build (~50 ms): one per place and hook set.
-    return AwsBackend(region=region, bucket=bucket, endpoint_url=endpoint, image_id=image_id)
+    return AwsBackend(region=region, bucket=bucket, endpoint_url=endpoint)
 
 
 def _get(region: str, bucket: str, facility: Facility) -> AwsBackend:
     return _backend(region, bucket, settings.AWS_ENDPOINT_URL or None,
-                    (facility.backend_settings or {}).get("image_id"),
                     tuple(id(h) for h in aws.CLIENT_HOOKS))
 
 

@@ -64,6 +64,10 @@ class Cluster(models.Model):
     worker_idle_seconds = models.PositiveIntegerField(default=300)
     head_idle_seconds = models.PositiveIntegerField(default=900)
     idle_since = models.DateTimeField(null=True, blank=True)
+    # Least privilege: the IAM instance profile every node runs as (the allocation's prefix
+    # only) and the facility's security group (no inbound rule).
+    instance_profile = models.CharField(max_length=128, blank=True)
+    security_group_id = models.CharField(max_length=40, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -105,6 +109,10 @@ class Node(models.Model):
                              db_index=True)
     state_reason = models.CharField(max_length=300, blank=True)
     attempts = models.JSONField(default=list, blank=True)  # capacity refusals on the way
+    # The image the instance booted, and where that id came from (an SSM parameter looked up
+    # at launch, or the facility's pinned image_id).
+    image_id = models.CharField(max_length=32, blank=True)
+    image_source = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     running_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -170,6 +178,7 @@ class Interruption(models.Model):
 
     class Source(models.TextChoices):
         NOTICE = "notice", "Two-minute notice"
+        REBALANCE = "rebalance", "Rebalance recommendation"
         INSTANCE_STATE = "instance-state", "Instance state"
         SPOT_REQUEST = "spot-request", "Spot request status"
 

@@ -2,14 +2,11 @@
 Liverpool's Fig. 2) and spend against budget."""
 from __future__ import annotations
 
-import json
-
-import plotly.graph_objects as go
 from django.db.models import Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import TruncDate
 
-from allocations.charts import LAYOUT
+from allocations.charts import GRID, LAYOUT
 from allocations.models import Allocation, UsageRecord
 from allocations.selectors import visible_allocations
 
@@ -18,7 +15,7 @@ from .selectors import remaining
 
 
 def cost_per_day(allocation: Allocation) -> dict:
-    """Daily cost per instance type, summed in SQL (one query), as a plotly figure."""
+    """Daily cost per instance type, summed in SQL (one query), as a plotly.js figure (a dict)."""
     rows = (UsageRecord.objects.filter(allocation=allocation, source=UsageRecord.Source.CLOUD)
             .annotate(day=TruncDate("period_start"),
                       itype=KeyTextTransform("instance_type", "detail"))
@@ -27,12 +24,15 @@ def cost_per_day(allocation: Allocation) -> dict:
     for row in rows:
         series.setdefault(row["itype"] or "other", {})[row["day"]] = float(row["cost"])
     days = sorted({d for s in series.values() for d in s})
-    fig = go.Figure()
-    for itype, by_day in sorted(series.items()):
-        fig.add_bar(x=days, y=[round(by_day.get(d, 0.0), 4) for d in days], name=itype)
-    fig.update_layout(barmode="stack", title="Cost per day by instance type",
-                      yaxis_title="USD", **LAYOUT)
-    return {"figure": json.loads(fig.to_json()), "has_cost": bool(days),
+    x = [d.isoformat() for d in days]
+    figure = {"data": [{"type": "bar", "name": itype, "x": x,
+                        "y": [round(by_day.get(d, 0.0), 4) for d in days]}
+                       for itype, by_day in sorted(series.items())],
+              "layout": {**LAYOUT, "barmode": "stack",
+                         "title": {"text": "Cost per day by instance type"},
+                         "xaxis": {**GRID, "type": "date", "tickformat": "%d %b"},
+                         "yaxis": {**GRID, "title": {"text": "USD"}, "rangemode": "tozero"}}}
+    return {"figure": figure, "has_cost": bool(days),
             "total": sum(sum(s.values()) for s in series.values())}
 
 

@@ -10,13 +10,10 @@ from allocations.signals import allocation_status_changed
 
 from .models import Cluster
 
-STOPPING = (Allocation.Status.SUSPENDED, Allocation.Status.EXHAUSTED, Allocation.Status.EXPIRED,
-            Allocation.Status.CLOSED)
-
 
 @receiver(allocation_status_changed, dispatch_uid="cloud.stop_on_status")
 def _stop_workers(sender, allocation_id: int, to_state: str, **kwargs) -> None:
-    if to_state not in STOPPING:
+    if to_state not in Allocation.BLOCKED:  # the one home of "nothing may run"
         return
     from .tasks import stop_workers
 

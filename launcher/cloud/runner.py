@@ -1,7 +1,7 @@
-"""The launcher's JobRunner for `aws` facilities: a job becomes a CloudTask on the allocation's
-cluster (registered in JOB_RUNNERS["aws"] by CloudConfig.ready()).
+"""The `aws` entry of the backend registry: a job becomes a CloudTask on the allocation's
+cluster (registered by CloudConfig.ready(); see launcher/backends/registry.py).
 
-How this runner meets the runner contract (launcher/runners.py, docs/launcher.md):
+How this entry meets the seam's contract (launcher/backends/registry.py, docs/architecture.md):
 
 - The cloud has no scheduler that remembers jobs, so the cloud app keeps that memory itself:
   its `CloudTask`, `Node` and `Interruption` rows are this backend's scheduler state. The
@@ -17,13 +17,15 @@ How this runner meets the runner contract (launcher/runners.py, docs/launcher.md
 
 Budget: `check_launch` is the cloud's money check for a launch. It runs inside the launcher's
 `job_launch` / `sweep_launch` transaction (the allocation row locked), which call any
-runner's `check_launch`, so `POST /api/v1/jobs/` answers 409 with `estimate_cost` and
+backend's declared `check_launch`, so `POST /api/v1/jobs/` answers 409 with `estimate_cost` and
 `remaining_budget` and nothing is written or launched.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
+
+from launcher.backends.registry import BaseBackend, Capability
 
 from . import clock
 from .models import CloudTask
@@ -62,8 +64,34 @@ def _hours(wall_time_minutes: int) -> Decimal:
     return Decimal(wall_time_minutes) / 60
 
 
-class CloudRunner:
-    """Jobs on a cloud cluster: one spot worker per job, resumed after interruptions."""
+class CloudRunner(BaseBackend):
+    """Jobs on a cloud cluster: one spot worker per job, resumed after interruptions (by the
+    cloud app itself, so no `resume` here)."""
+
+    name = "aws"
+    capabilities = frozenset({
+        Capability.PROVISION, Capability.SUBMIT, Capability.OBSERVE, Capability.FETCH,
+        Capability.CANCEL, Capability.CHECK_LAUNCH, Capability.DATA_PATHS})
+
+    def resolve_data_path(self, *, facility, project_code: str, location: str) -> str:
+        """Object storage (the facility's bucket) has no symlinks: a location that passed the
+        policy's rules (relative, no '..') stays below the project's prefix (`storage_root`
+        is a key prefix). Returns the key prefix (launcher.cloud.workload.job_data_prefix)."""
+        import posixpath
+
+        from launcher.backends.base import PathRefused, confined, project_folder
+
+        root = project_folder(facility.backend_settings, project_code)
+        normal = posixpath.normpath(f"{root}/{location}")
+        if not confined(posixpath.normpath(root), normal):
+            raise PathRefused("it lies outside the project's prefix")
+        return normal
+
+    def provision(self, *, allocation):
+        """The bucket, the allocation's prefix and its cluster row; then active."""
+        from .services.clusters import cluster_provision
+
+        return cluster_provision(allocation)
 
     def check_launch(self, *, allocation, gpus: int, wall_time_minutes: int,
                      runs: int = 1) -> Decimal:
@@ -103,7 +131,7 @@ class CloudRunner:
             data = job_data_prefix(cluster=cluster, params=job.params)  # S3, before any write
             try:
                 tasks.append(task_launch(
-                    allocation=job.allocation, by=None, argv=ctxray_argv(job.params),
+                    allocation=job.allocation, by=None, argv=ctxray_argv(job.params, gpus=job.gpus),
                     data_prefix=data, instance_type=instance_type_for(job.allocation, job.gpus),
                     hours=_hours(job.wall_time_minutes), job_id=job.pk, token=task_token))
             except (BudgetExceeded, PriceUnknown, ValidationError, InvalidTransition,
@@ -154,10 +182,10 @@ class CloudRunner:
 
 
 def register() -> None:
-    """Register the cloud runner for `aws` facilities."""
-    from launcher.runners import JOB_RUNNERS
+    """Register the cloud entry for `aws` facilities."""
+    from launcher.backends.registry import register as register_backend
 
-    JOB_RUNNERS["aws"] = CloudRunner()
+    register_backend(CloudRunner())
 
 
 def job_sync_after_commit(task) -> None:

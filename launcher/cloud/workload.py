@@ -14,10 +14,16 @@ TRAIN_FLAGS = ("model", "epochs", "size", "batch-size", "lr", "lr-step", "weight
                "patience", "folds", "fold", "seed", "bootstrap", "progress-every", "threads")
 
 
-def ctxray_argv(params: dict) -> list[str]:
+def ctxray_argv(params: dict, gpus: int = 1) -> list[str]:
     """The trainer's argument list for these job parameters; `--resume` always, so a worker
-    that replaces an interrupted one continues from the checkpoint it finds in S3."""
-    argv = ["python", "-m", "launcher.workloads.ctxray", "train", "--data", "{data}",
+    that replaces an interrupted one continues from the checkpoint it finds in S3. With
+    `gpus` > 1 the trainer runs under torchrun, one DDP process per GPU (NCCL on CUDA, gloo
+    on CPU), so every GPU the job pays for trains."""
+    launcher = ["python", "-m"]
+    if gpus > 1:
+        launcher += ["torch.distributed.run", "--standalone", f"--nproc_per_node={int(gpus)}",
+                     "-m"]
+    argv = [*launcher, "launcher.workloads.ctxray", "train", "--data", "{data}",
             "--out", "{out}", "--resume"]
     for flag in TRAIN_FLAGS:
         key = flag.replace("-", "_")
@@ -52,7 +58,11 @@ SYNTHETIC = {"synthetic-ct": "ct", "synthetic-xray": "xray"}
 def job_data_prefix(*, cluster: Cluster, params: dict) -> str:
     """Where a job's data lives in S3: a synthetic dataset (`dataset` synthetic-ct or
     synthetic-xray, with `synthetic_n` images) staged once per cluster, or a dataset already
-    under the cluster's `data/` prefix (`dataset` = its name there)."""
+    under the cluster's `data/` prefix (`dataset` = its name there), or a project dataset
+    resolved at launch (`data_path`: a key prefix under the facility's `storage_root`,
+    launcher/datasets.py)."""
+    if params.get("data_path"):
+        return f"{str(params['data_path']).strip('/')}/"
     dataset = params.get("dataset") or "synthetic-ct"
     if dataset in SYNTHETIC:
         n = int(params.get("synthetic_n") or 48)

@@ -1,6 +1,8 @@
 """The cloud tests' world: their own moto server (reset before each test, so the shared one on
-port 5000 is left alone), an AWS-backed facility with single- and quad-GPU node types and the
-bundled price catalogue, a provisioned allocation, and the local agent as a real process."""
+port 5000 is left alone), an AWS-backed facility with single- and quad-GPU node types, the
+bundled price catalogue and its worker image published as an SSM parameter, a provisioned
+allocation, and the instance emulator (which runs each instance's real user data) as a real
+process."""
 from __future__ import annotations
 
 import os
@@ -66,12 +68,32 @@ def _cloud(moto_endpoint, settings):
     clock.reset()
 
 
+# moto reserves /aws/... names as AWS does, so the tests publish their "Deep Learning AMI" under
+# a parameter of their own and name it in the facility's settings (the default is AWS's).
+IMAGE_PARAMETER = "/portal-test/deeplearning/x86_64/pytorch/latest/ami-id"
+
+
 @pytest.fixture
-def cloud_facility(db):
+def dlami(moto_endpoint) -> str:
+    """An AMI id published under IMAGE_PARAMETER in moto's SSM, as AWS publishes the DLAMI."""
+    import boto3
+
+    session = boto3.session.Session(region_name="us-east-1")
+    ec2 = session.client("ec2", endpoint_url=moto_endpoint)
+    image = sorted(i["ImageId"] for i in ec2.describe_images(Owners=["amazon"])["Images"])[-1]
+    session.client("ssm", endpoint_url=moto_endpoint).put_parameter(
+        Name=IMAGE_PARAMETER, Value=image, Type="String", DataType="aws:ec2:image",
+        Overwrite=True)
+    return image
+
+
+@pytest.fixture
+def cloud_facility(db, dlami):
     facility = FacilityFactory(
         slug="local-cloud", kind="cloud", backend="aws",
         backend_settings={"region": "us-east-1", "head_instance_type": "t3.large",
-                          "bucket": "portal-test-cloud", "zones": ["us-east-1a", "us-east-1b"]})
+                          "bucket": "portal-test-cloud", "zones": ["us-east-1a", "us-east-1b"],
+                          "image_ssm_parameter": IMAGE_PARAMETER})
     NodeTypeFactory(facility=facility, name="g5.xlarge", instance_type="g5.xlarge",
                     accelerator="NVIDIA A10G", accelerators_per_node=1,
                     price_on_demand=Decimal("1.006"), price_spot=Decimal("0.362"))
@@ -98,15 +120,17 @@ def cluster(allocation):
 
 
 @pytest.fixture
-def agent(moto_endpoint, tmp_path):
-    """The local agent playing every worker instance, as its own process."""
-    log = open(tmp_path / "agent.log", "w")
+def emulator(moto_endpoint, tmp_path):
+    """The instance emulator, as its own process: each running instance's user data runs in a
+    sandbox under the returned folder, with its own IMDSv2 endpoint."""
+    root = tmp_path / "instances"
+    log = open(tmp_path / "emulator.log", "w")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "launcher.cloud.agent", "--endpoint", moto_endpoint,
-         "--region", "us-east-1", "--root", str(tmp_path / "instances"), "--poll", "0.3"],
+        [sys.executable, "-m", "launcher.cloud.emulator", "run", "--endpoint", moto_endpoint,
+         "--region", "us-east-1", "--root", str(root), "--poll", "0.3"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    yield proc
+    yield root
     stop_process(proc)
     log.close()
 

@@ -1,5 +1,5 @@
 """The cloud through the public jobs API: `POST /api/v1/jobs/` on an active allocation of an
-`aws` facility provisions a spot worker, the local agent trains, the job succeeds with its
+`aws` facility provisions a spot worker, the emulated instance boots its user data and trains, the job succeeds with its
 progress, metrics and log, and the instance time is charged to the allocation; a launch the
 budget cannot pay for is a 409 with the numbers and launches nothing."""
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _job(pk: int) -> Job:
 
 
 def test_a_job_posted_to_the_api_trains_on_a_spot_worker_and_is_charged(
-        api, researcher, allocation, cluster, agent):
+        api, researcher, allocation, cluster, emulator):
     client = api.as_user(researcher)
     response = client.post("/api/v1/jobs/", {"allocation": allocation.pk, "gpus": 1,
                                              "wall_time_minutes": 30, "params": PARAMS},

@@ -1,5 +1,8 @@
-"""The whole loop on the local agent: a job trains to success on a spot worker and is charged;
-a spot interruption mid-training resumes from the S3 checkpoint and ends with every epoch."""
+"""The whole loop on the instance emulator, which runs each instance's real user data: the
+bootstrap installs the worker bundle and starts the agent under the systemd shim, the agent
+runs the job to success on a spot worker and it is charged; a spot notice served by the
+instance's metadata endpoint makes the agent checkpoint to S3 before the instance is
+terminated, and the job resumes on a replacement from that checkpoint with every epoch."""
 from __future__ import annotations
 
 from decimal import Decimal
@@ -29,7 +32,7 @@ def _task(task: CloudTask) -> CloudTask:
 
 
 def test_a_job_trains_to_success_and_its_instance_time_is_charged(allocation, cluster, researcher,
-                                                                  agent):
+                                                                  emulator):
     task = _train(allocation, cluster, researcher, epochs=2)
     drive(cluster, lambda: _task(task).state == "running")
     clock.advance(180)  # three billed minutes pass on the worker and the head
@@ -54,16 +57,21 @@ EPOCHS = 10  # enough that the notice lands mid-training, whatever the load
 
 
 def test_an_interruption_mid_training_resumes_from_the_checkpoint_with_every_epoch(
-        allocation, cluster, researcher, agent):
+        allocation, cluster, researcher, emulator):
     task = _train(allocation, cluster, researcher, epochs=EPOCHS)
     backend = backend_for(cluster)
     drive(cluster, lambda: (_task(task).progress.get("epoch") or 0) >= 2
           and backend.get_json(f"{task.prefix}checkpoint-meta.json"))
     first = _task(task).node
-    seen = faults.interrupt(backend, notice_prefix=f"{cluster.prefix}instances/",
-                            task_prefix=task.prefix, instance_id=first.instance_id)
-    # The agent stopped the job on the notice (it checkpointed and exited 75), mid-training.
+    seen = faults.interrupt(backend, emulator_root=emulator, task_prefix=task.prefix,
+                            instance_id=first.instance_id)
+    # The agent saw the notice on the metadata endpoint and stopped the job (it checkpointed
+    # and exited 75) mid-training; the checkpoint was in S3 before the instance was terminated.
     assert seen["status"]["state"] == "preempted" and seen["status"]["exit_code"] == 75
+    assert seen["checkpoint_in_s3"] and seen["checkpoint"]["graceful"] is True
+    assert seen["checkpoint"]["instance"] == first.instance_id
+    reported = backend.get_json(f"{cluster.prefix}instances/{first.instance_id}/spot/instance-action")
+    assert reported["action"] == "terminate" and reported["kind"] == "spot/instance-action"
     drive(cluster, lambda: Interruption.objects.filter(node=first, replacement__isnull=False).exists())
     done = drive(cluster, lambda: _task(task) if _task(task).state in CloudTask.FINAL else None,
                  timeout=300)

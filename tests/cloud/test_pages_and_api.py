@@ -34,6 +34,9 @@ def test_clusters_are_listed_for_members_and_hidden_from_others(api, charged, re
     detail = api.get(f"/api/v1/clusters/{charged.pk}/").json()
     assert {n["role"] for n in detail["nodes"]} == {"head", "worker"}
     assert {n["market"] for n in detail["nodes"] if n["role"] == "worker"} == {"spot"}
+    assert all(n["image_id"].startswith("ami-") and n["image_source"].startswith("ssm:")
+               for n in detail["nodes"])
+    assert detail["instance_profile"] == charged.instance_profile != ""
     assert api.as_user(outsider).get(f"/api/v1/clusters/{charged.pk}/").status_code == 404
     assert api.get("/api/v1/clusters/").json()["results"] == []
 
@@ -58,6 +61,8 @@ def test_the_cluster_page_shows_nodes_and_spend(charged, researcher, outsider):
     assert page.status_code == 200
     html = page.content.decode()
     assert "g5.12xlarge" in html and 'id="chart-cluster-cost"' in html
+    worker = charged.nodes.filter(role="worker").first()
+    assert worker.image_id in html and charged.instance_profile in html
     client.force_login(outsider)
     assert client.get(f"/clusters/{charged.pk}/").status_code == 404
 

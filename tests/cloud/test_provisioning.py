@@ -47,7 +47,7 @@ def test_a_task_starts_an_on_demand_head_and_a_tagged_spot_worker(allocation, cl
         assert inst.tags["portal:cluster"] == str(cluster.pk)
         assert inst.tags["portal:node"] == str(node.pk)
     assert nodes["worker"].price_per_hour == Decimal("0.362")  # the catalogue, not moto's 0.00001
-    assert "PORTAL_WORKER_SPEC" in backend_for(cluster).user_data(worker.instance_id)
+    assert "PORTAL_NODE_CONFIG" in backend_for(cluster).user_data(worker.instance_id)
 
 
 def test_capacity_errors_fall_back_to_another_zone_then_another_type(allocation, cluster, researcher):
@@ -94,7 +94,7 @@ def test_a_worker_killed_mid_provision_leaves_no_duplicate_instance(allocation, 
                                                                     monkeypatch):
     from launcher.cloud.services import clusters
 
-    def die(node, instance, *, refusals):
+    def die(node, instance, *, refusals, image_source=""):
         raise WorkerKilled
 
     monkeypatch.setattr(clusters, "_record_launch", die)

@@ -7,7 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from allocations.models import Allocation
+from allocations.models import Allocation, UsageRecord
+from allocations.transitions import InvalidTransition
 from launcher.backends.aws import LaunchRequest
 from launcher.cloud import clock
 from launcher.cloud.backend import backend_for
@@ -30,7 +31,7 @@ def _states(cluster):
 
 
 def test_idle_workers_are_terminated_then_the_idle_head_is_stopped(allocation, cluster, researcher,
-                                                                    agent):
+                                                                    emulator):
     task = _launch(allocation, researcher, cluster, data=stage_synthetic_dataset(cluster=cluster))
     drive(cluster, lambda: CloudTask.objects.get(pk=task.pk).state == "succeeded")
     worker = CloudTask.objects.get(pk=task.pk).node
@@ -60,12 +61,12 @@ def test_a_new_task_starts_a_stopped_head_again(allocation, cluster, researcher)
 
 
 def test_the_reconciler_terminates_unknown_tagged_instances_and_marks_vanished_ones(
-        allocation, cluster, researcher, cloud_facility):
+        allocation, cluster, researcher, cloud_facility, dlami):
     _launch(allocation, researcher, cluster)
     backend = backend_for(cluster)
     stray = backend.launch(LaunchRequest(token="stray-0000001", instance_type="g5.xlarge",
-                                         market="spot", tags={"cluster": str(cluster.pk),
-                                                              "role": "worker"}))
+                                         market="spot", image_id=dlami,
+                                         tags={"cluster": str(cluster.pk), "role": "worker"}))
     head = cluster.nodes.get(role="head")
     backend.terminate([head.instance_id])  # gone behind the portal's back
     report = cloud_reconcile(facility=cloud_facility)
@@ -87,6 +88,47 @@ def test_workers_stop_when_the_budget_is_spent(allocation, cluster, researcher):
     assert CloudTask.objects.get(pk=task.pk).state == "cancelled"
     worker = Node.objects.get(pk=task.node_id)
     assert worker.state == "terminated"
-    assert Allocation.objects.get(pk=allocation.pk).status == "exhausted"  # 113 GPU-h > 100
-    with pytest.raises(Exception):
-        _launch(allocation, researcher, cluster)
+    exhausted = Allocation.objects.get(pk=allocation.pk)
+    assert exhausted.status == "exhausted"  # 113 GPU-h > 100
+    with pytest.raises(InvalidTransition):  # exhausted: no launch
+        _launch(exhausted, researcher, cluster)
+
+
+def test_a_failed_cluster_is_synced_until_its_workers_are_terminated_and_charged(
+        allocation, cluster, researcher, cloud_facility):
+    from launcher.cloud.tasks import clusters_to_sync, sync_all
+
+    task = _launch(allocation, researcher, cluster)
+    cluster_sync(cluster_id=cluster.pk)  # head and worker running: billing starts
+    worker = Node.objects.get(pk=task.node_id)
+    backend = backend_for(cluster)
+    backend.terminate([cluster.nodes.get(role="head").instance_id])  # the head vanishes
+    assert cloud_reconcile(facility=cloud_facility).clusters_failed == [cluster.pk]
+    assert worker.instance_id in {i.instance_id for i in backend.find(managed="1")}
+    assert list(clusters_to_sync()) == [Cluster.objects.get(pk=cluster.pk)]
+    clock.advance(600)  # ten minutes of the worker running on after the failure
+    sync_all()
+    worker.refresh_from_db()
+    assert worker.state == "terminated" and worker.ended_at is not None
+    assert worker.instance_id not in {i.instance_id for i in backend.find(managed="1")}
+    assert worker.charged_until == worker.ended_at
+    charged = UsageRecord.objects.filter(allocation=allocation, detail__node=worker.pk)
+    assert sum(r.gpu_seconds for r in charged) >= 600
+    assert CloudTask.objects.get(pk=task.pk).state == "failed"
+    assert not clusters_to_sync().exists()  # nothing of it runs or bills any more
+
+
+def test_a_warm_worker_takes_the_next_task_of_its_allocation_before_idle_stop(
+        allocation, cluster, researcher, emulator):
+    data = stage_synthetic_dataset(cluster=cluster)
+    first = _launch(allocation, researcher, cluster, data=data)
+    drive(cluster, lambda: CloudTask.objects.get(pk=first.pk).state == "succeeded")
+    worker = CloudTask.objects.get(pk=first.pk).node
+    second = _launch(allocation, researcher, cluster, data=data)
+    assert CloudTask.objects.get(pk=second.pk).node_id == worker.pk
+    done = drive(cluster, lambda: CloudTask.objects.get(pk=second.pk)
+                 if CloudTask.objects.get(pk=second.pk).state in CloudTask.FINAL else None)
+    assert done.state == "succeeded", done.state_reason
+    assert Node.objects.filter(cluster=cluster, role="worker").count() == 1
+    status = backend_for(cluster).get_json(f"{done.prefix}status/{worker.instance_id}.json")
+    assert status["state"] == "succeeded"  # the same instance ran it

@@ -19,6 +19,7 @@ from ..backend import (
     backend_for,
     backend_for_facility,
     facility_bucket,
+    facility_image,
     facility_region,
     facility_zones,
 )
@@ -33,24 +34,44 @@ def new_token(kind: str) -> str:
     return f"{kind}-{uuid.uuid4().hex}"
 
 
+def profile_name(facility, account: str) -> str:
+    """The IAM role and instance profile of one allocation's nodes (64 characters at most)."""
+    return f"portal-{facility.slug}-{account}"[:64]
+
+
 def cluster_provision(allocation: Allocation) -> Allocation:
-    """The PROVISIONERS entry for `aws` facilities: make the bucket and the allocation's prefix,
-    record its cluster, activate the allocation. Idempotent. Nodes start with the first task."""
+    """The `aws` registry entry's provision step: make the bucket and the allocation's prefix,
+    the allocation's IAM role and instance profile (that prefix only) and the facility's
+    security group (no inbound rule), record its cluster, activate the allocation. Idempotent.
+    Nodes start with the first task."""
     facility = allocation.facility
     account = allocation.default_account_name()
+    settings_ = facility.backend_settings or {}
+    tags = {"portal:managed": "1", "portal:facility": facility.slug}
     try:  # network first, outside any transaction
-        backend_for_facility(facility).ensure_account(name=account, users=[], gpu_minutes=0)
+        backend = backend_for_facility(facility)
+        backend.ensure_prefix(name=account)
+        backend.tag_bucket(tags)
+        profile = backend.ensure_worker_profile(
+            name=profile_name(facility, account), prefix=f"{account}/",
+            tags={**tags, "portal:allocation": str(allocation.pk), "portal:account": account},
+            boundary=settings_.get("iam_permissions_boundary", ""))
+        group = backend.ensure_security_group(name=f"portal-workers-{facility.slug}", tags=tags,
+                                              vpc_id=settings_.get("vpc_id"))
     except BackendError as exc:
         if exc.transient:
             raise
         return allocation_fail(allocation=allocation, reason=f"Cloud setup failed: {exc.message}")
-    settings_ = facility.backend_settings or {}
-    Cluster.objects.get_or_create(allocation=allocation, defaults=dict(
+    cluster, created = Cluster.objects.get_or_create(allocation=allocation, defaults=dict(
         facility=facility, region=facility_region(facility), bucket=facility_bucket(facility),
         prefix=f"{account}/", head_instance_type=settings_.get("head_instance_type", "t3.large"),
         allow_on_demand=bool(settings_.get("allow_on_demand", False)),
         worker_idle_seconds=int(settings_.get("worker_idle_seconds", 300)),
-        head_idle_seconds=int(settings_.get("head_idle_seconds", 900))))
+        head_idle_seconds=int(settings_.get("head_idle_seconds", 900)),
+        instance_profile=profile, security_group_id=group))
+    if not created and (cluster.instance_profile, cluster.security_group_id) != (profile, group):
+        Cluster.objects.filter(pk=cluster.pk).update(instance_profile=profile,
+                                                      security_group_id=group)
     return allocation_activate(allocation=allocation, account_name=account)
 
 
@@ -94,22 +115,33 @@ def node_launch(*, node_id: int, user_data: str = "") -> Node:
     node = Node.objects.select_related("cluster__facility", "cluster__allocation").get(pk=node_id)
     if node.state != Node.State.REQUESTED:
         return node
-    backend = backend_for(node.cluster)
+    cluster = node.cluster
+    backend = backend_for(cluster)
     adopted = backend.find(node=str(node.pk))
     if adopted:
-        return _record_launch(node, adopted[0], refusals=[])
+        return _record_launch(node, adopted[0], refusals=[], image_source="adopted")
+    kind, value = facility_image(cluster.facility, node.role)
+    try:
+        image = value if kind == "id" else backend.image_from_parameter(value)
+    except BackendError as exc:
+        if exc.transient:
+            raise
+        return _fail_node(node, [], reason=f"No image: {exc.message}")
+    source = f"ssm:{value}" if kind == "ssm" else "facility image_id"
     refusals: list[dict] = []
     for i, cand in enumerate(launch_candidates(node)):
         request = LaunchRequest(
             token=f"{node.token}-{i}", instance_type=cand.instance_type, market=cand.market,
-            zone=cand.zone, user_data=user_data, tags=_tags(node, cand))
+            zone=cand.zone, user_data=user_data, tags=_tags(node, cand), image_id=image,
+            instance_profile=cluster.instance_profile,
+            security_group_ids=(cluster.security_group_id,) if cluster.security_group_id else ())
         try:
             instance = backend.launch(request)
         except CapacityError as exc:
             refusals.append({"type": cand.instance_type, "zone": cand.zone,
                              "market": cand.market, "code": exc.code})
             continue
-        return _record_launch(node, instance, refusals=refusals)
+        return _record_launch(node, instance, refusals=refusals, image_source=source)
     return _fail_node(node, refusals)
 
 
@@ -121,7 +153,8 @@ def _tags(node: Node, cand: Candidate) -> dict[str, str]:
 
 
 @transaction.atomic
-def _record_launch(node: Node, instance: Instance, *, refusals: list[dict]) -> Node:
+def _record_launch(node: Node, instance: Instance, *, refusals: list[dict],
+                   image_source: str = "") -> Node:
     facility = node.cluster.facility
     price = price_for(facility=facility, instance_type=instance.instance_type,
                       market=instance.market) or 0
@@ -129,14 +162,14 @@ def _record_launch(node: Node, instance: Instance, *, refusals: list[dict]) -> N
                instance_id=instance.instance_id, instance_type=instance.instance_type,
                market=instance.market, zone=instance.zone, price_per_hour=price,
                gpus=gpus_for(facility=facility, instance_type=instance.instance_type),
-               attempts=refusals)
+               attempts=refusals, image_id=instance.image_id, image_source=image_source[:200])
     return node
 
 
 @transaction.atomic
-def _fail_node(node: Node, refusals: list[dict]) -> Node:
-    reason = "No capacity: " + ", ".join(f"{r['type']}/{r['zone']}/{r['market']} {r['code']}"
-                                         for r in refusals)
+def _fail_node(node: Node, refusals: list[dict], *, reason: str = "") -> Node:
+    reason = reason or "No capacity: " + ", ".join(
+        f"{r['type']}/{r['zone']}/{r['market']} {r['code']}" for r in refusals)
     move(node, to=Node.State.FAILED, comment=reason[:300],
                state_reason=reason[:300], attempts=refusals, ended_at=clock.now())
     return node

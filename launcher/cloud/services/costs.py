@@ -19,7 +19,7 @@ from allocations.services import usage_check_thresholds, usage_record_many
 from .. import clock
 from launcher.services.errors import LaunchConflict, LaunchRefused
 
-from ..models import Cluster, Node
+from ..models import CloudTask, Cluster, Node
 from ..selectors import price_for, remaining
 
 
@@ -87,20 +87,32 @@ def node_charge(*, node_id: int, now: dt.datetime | None = None) -> int:
         chunks = _chunks(start, end)
         if not chunks:
             return 0
-        rows = [_record(node, a, b) for a, b in chunks]
+        job_id = _job_of(node)
+        rows = [_record(node, a, b, job_id=job_id) for a, b in chunks]
         usage_record_many(rows)
         Node.objects.filter(pk=node.pk).update(charged_until=end)
     return len(rows)
 
 
-def _record(node: Node, start: dt.datetime, end: dt.datetime) -> UsageRecord:
+def _job_of(node: Node) -> int | None:
+    """The launcher job a worker ran (its task's, or the interrupted task's it ran before a
+    replacement took over), so the charge shrinks that job's reservation (launcher/ledger.py)
+    instead of being counted beside it. A head node runs no job."""
+    if node.role != Node.Role.WORKER:
+        return None
+    return (CloudTask.objects.filter(Q(node=node) | Q(interruptions__node=node))
+            .exclude(job_id=None).values_list("job_id", flat=True).first())
+
+
+def _record(node: Node, start: dt.datetime, end: dt.datetime, *,
+            job_id: int | None = None) -> UsageRecord:
     seconds = Decimal(str((end - start).total_seconds()))
     cost = (node.price_per_hour * seconds / 3600).quantize(Decimal("0.0001"), ROUND_HALF_UP)
     return UsageRecord(
         allocation_id=node.cluster.allocation_id, source=UsageRecord.Source.CLOUD,
         external_id=f"{node.instance_id}:{start:%Y%m%dT%H%M%S}",
         period_start=start, period_end=end, gpu_seconds=int(seconds) * node.gpus,
-        cpu_seconds=0, cost=cost,
+        cpu_seconds=0, cost=cost, job_id=job_id,
         detail={"instance_type": node.instance_type, "market": node.market, "role": node.role,
                 "node": node.pk, "cluster": node.cluster_id,
                 "price_per_hour": str(node.price_per_hour)})

@@ -32,8 +32,14 @@ EC2_TO_NODE = {"pending": N.PENDING, "running": N.RUNNING, "stopping": N.STOPPIN
 FINAL_WORKER_STATES = ("succeeded", "failed", "preempted", "killed")
 # How long (real seconds) a `succeeded` status may wait for its final progress.json in S3.
 FINAL_GRACE = 30.0
+# Spot request status codes meaning AWS is taking (or took) the instance back. Codes before
+# fulfilment (capacity-not-available, price-too-low, pending-*) and `fulfilled` are not: a
+# RunInstances spot launch that finds no capacity fails at once (CapacityError, fallback).
+# https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-request-status.html
 SPOT_RECLAIM_CODES = ("marked-for-termination", "marked-for-stop", "instance-terminated-by-price",
-                      "instance-terminated-no-capacity", "instance-terminated-capacity-oversubscribed")
+                      "instance-terminated-no-capacity", "instance-terminated-capacity-oversubscribed",
+                      "instance-terminated-launch-group-constraint", "instance-stopped-by-price",
+                      "instance-stopped-no-capacity", "instance-stopped-capacity-oversubscribed")
 
 
 @dataclass
@@ -42,7 +48,8 @@ class Seen:
 
     status: dict | None = None
     progress: dict | None = None
-    notice: dict | None = None
+    notice: dict | None = None  # what the agent reported from the metadata service
+    notice_source: str = Interruption.Source.NOTICE
     checkpoint: dict | None = None
 
 
@@ -67,6 +74,9 @@ def cluster_sync(*, cluster_id: int) -> Report:
     spot = backend.spot_request_states([n.instance_id for n in live if n.market == "spot"])
     for node in live:
         _apply_instance(node, instances.get(node.instance_id))
+    if cluster.state == C.FAILED:
+        _wind_down(cluster, report)
+        return report
     for task in cluster.tasks.filter(state__in=ACTIVE_TASK_STATES).select_related("node"):
         iid = task.node.instance_id if task.node else ""
         taken = _taken_back(instances, spot, iid) if iid in instances or iid in spot else None
@@ -78,6 +88,27 @@ def cluster_sync(*, cluster_id: int) -> Report:
     _idle_workers(cluster, report)
     _cluster_state(cluster, report)
     return report
+
+
+def _wind_down(cluster: Cluster, report: Report) -> None:
+    """A failed cluster (its head vanished, say) runs nothing more: its tasks fail, every
+    live node is terminated, and its instance time is charged up to the termination. Synced
+    until nothing of it runs or bills (tasks.sync_all selects it until then)."""
+    reason = f"The cluster failed: {cluster.state_reason or 'see its events'}."
+    for task in cluster.tasks.filter(state__in=ACTIVE_TASK_STATES):
+        with transaction.atomic():
+            task_finish(task=task, to=T.FAILED, reason=reason)
+        report.finished += 1
+    live = list(cluster.nodes.exclude(state__in=Node.GONE).exclude(instance_id=""))
+    if live:
+        nodes_terminate(cluster=cluster, nodes=live, reason=reason)
+        report.notes.append(f"terminated {len(live)} node(s) of a failed cluster")
+    # never launched (no instance): nothing runs or bills, just close the rows
+    with transaction.atomic():
+        for node in cluster.nodes.filter(state=N.REQUESTED, instance_id=""):
+            move(node, to=N.FAILED, comment=reason, state_reason=reason[:300],
+                 ended_at=clock.now())
+    cluster_charge(cluster=cluster)
 
 
 def _apply_instance(node: Node, inst: Instance | None) -> None:
@@ -126,10 +157,14 @@ def _observe(backend: AwsBackend, cluster: Cluster, task: CloudTask) -> Seen:
     iid = task.node.instance_id if task.node else ""
     if not iid:
         return Seen()
-    return Seen(status=backend.get_json(f"{task.prefix}status/{iid}.json"),
+    seen = Seen(status=backend.get_json(f"{task.prefix}status/{iid}.json"),
                 progress=backend.get_json(f"{task.prefix}out/progress.json"),
                 notice=backend.get_json(f"{cluster.prefix}instances/{iid}/spot/instance-action"),
                 checkpoint=backend.get_json(f"{task.prefix}checkpoint-meta.json"))
+    if seen.notice is None:
+        seen.notice = backend.get_json(f"{cluster.prefix}instances/{iid}/events/rebalance")
+        seen.notice_source = Interruption.Source.REBALANCE
+    return seen
 
 
 def _taken_back(instances: dict[str, Instance], spot: dict[str, str], iid: str) -> str | None:
@@ -183,7 +218,7 @@ def _apply_task(cluster: Cluster, task_id: int, observed_node: int | None, seen:
                         reason=f"Exit status {status.get('exit_code')}.")
         report.finished += 1
     elif seen.notice or state in ("preempted", "killed") or taken or node.state in Node.GONE:
-        source = (Interruption.Source.NOTICE if seen.notice
+        source = (seen.notice_source if seen.notice
                   else taken or Interruption.Source.INSTANCE_STATE)
         task_interrupted(task=task, node=node, source=source,
                          notice_at=clock.now() if seen.notice else None)

@@ -2,6 +2,7 @@
 recover from spot interruptions by resuming on a replacement worker from the S3 checkpoint."""
 from __future__ import annotations
 
+from dataclasses import asdict
 from decimal import Decimal
 
 from django.core.exceptions import ValidationError
@@ -11,11 +12,12 @@ from allocations.models import Allocation
 from allocations.selectors import visible_allocations
 from allocations.transitions import InvalidTransition
 
-from .. import clock
+from .. import bundle, clock
+from ..backend import backend_for
 from ..models import CloudTask, Cluster, Interruption, Node
 from ..selectors import ACTIVE_TASK_STATES, gpus_for
 from ..states import move
-from ..userdata import WorkerSpec, render
+from ..userdata import NodeConfig, WorkerSpec, assignment_key, render
 from .clusters import cluster_ensure_head, new_token, node_create, node_launch
 from .costs import check_budget
 
@@ -50,13 +52,29 @@ def task_launch(*, allocation: Allocation, by, argv: list[str], data_prefix: str
     task = CloudTask.objects.create(
         cluster=cluster, job_id=job_id, token=token or new_token("t"), argv=list(argv),
         data_prefix=data_prefix, instance_type=instance_type, gpus=gpus, estimate_cost=cost)
-    _new_worker(task)
+    warm = _warm_worker(cluster, instance_type)
+    if warm is None:
+        _assign(task, node_create(cluster=cluster, role=Node.Role.WORKER,
+                                  instance_type=instance_type, gpus=gpus))
+    else:  # a worker of this allocation that finished its task takes this one: no new boot
+        Node.objects.filter(pk=warm.pk).update(idle_since=None)
+        _assign(task, warm)
     return task
 
 
-def _new_worker(task: CloudTask) -> Node:
-    node = node_create(cluster=task.cluster, role=Node.Role.WORKER,
-                       instance_type=task.instance_type, gpus=task.gpus)
+def _warm_worker(cluster: Cluster, instance_type: str) -> Node | None:
+    """A running worker of the cluster with this instance type and no active task, the one
+    idle longest first; locked (others skip it) so two launches never share it."""
+    busy = CloudTask.objects.filter(cluster=cluster, state__in=ACTIVE_TASK_STATES,
+                                    node__isnull=False).values("node")
+    return (Node.objects.select_for_update(skip_locked=True)
+            .filter(cluster=cluster, role=Node.Role.WORKER, state=Node.State.RUNNING,
+                    instance_type=instance_type)
+            .exclude(pk__in=busy).exclude(pk__in=Interruption.objects.values("node"))
+            .order_by("idle_since", "pk").first())
+
+
+def _assign(task: CloudTask, node: Node) -> Node:
     CloudTask.objects.filter(pk=task.pk).update(node=node)
     task.node = node
     from ..tasks import start_task
@@ -66,23 +84,48 @@ def _new_worker(task: CloudTask) -> Node:
 
 
 def worker_spec(task: CloudTask) -> WorkerSpec:
+    return WorkerSpec(bucket=task.cluster.bucket, task_prefix=task.prefix,
+                      data_prefix=task.data_prefix, argv=list(task.argv))
+
+
+def node_config(node: Node, worker_bundle: bundle.Bundle) -> NodeConfig:
+    cluster = node.cluster
+    return NodeConfig(bucket=cluster.bucket, region=cluster.region, prefix=cluster.prefix,
+                      cluster=cluster.pk, node=node.pk, node_token=node.token, role=node.role,
+                      bundle_key=worker_bundle.key(cluster.prefix),
+                      bundle_sha256=worker_bundle.sha256)
+
+
+def _publish(task: CloudTask) -> bundle.Bundle:
+    """Put the worker bundle (once per version) and the task's assignment in the node's queue,
+    both under the allocation's prefix. Network only; idempotent."""
     cluster = task.cluster
-    return WorkerSpec(bucket=cluster.bucket, task_prefix=task.prefix, data_prefix=task.data_prefix,
-                      argv=list(task.argv), notice_prefix=f"{cluster.prefix}instances/")
+    backend = backend_for(cluster)
+    worker_bundle = bundle.current()
+    key = worker_bundle.key(cluster.prefix)
+    if not backend.exists(key):
+        backend.put_bytes(key, worker_bundle.data)
+    backend.put_json(assignment_key(prefix=cluster.prefix, node_token=task.node.token),
+                     asdict(worker_spec(task)))
+    return worker_bundle
 
 
 def task_start(*, task_id: int) -> CloudTask:
-    """Start (or restart after an interruption) the task's worker: head node first, then the
-    worker with capacity fallback. Idempotent: re-running adopts what already started."""
+    """Start (or restart after an interruption) the task: its assignment goes to the node's
+    queue in S3, then, unless the node is a warm worker already running, the head node and the
+    worker are launched (capacity fallback) with the bootstrap user data. Idempotent:
+    re-running adopts what already started and rewrites the same assignment."""
     task = CloudTask.objects.select_related("cluster__facility", "node").get(pk=task_id)
     if task.state not in (T.QUEUED, T.LAUNCHING) or task.node is None:
         return task
     with transaction.atomic():
         if task.state == T.QUEUED:
-            move(task, to=T.LAUNCHING,
-                       comment="Launching a worker.")
+            move(task, to=T.LAUNCHING, comment="Launching a worker.")
     cluster_ensure_head(cluster_id=task.cluster_id)
-    node = node_launch(node_id=task.node_id, user_data=render(worker_spec(task)))
+    worker_bundle = _publish(task)
+    node = task.node
+    if node.state == Node.State.REQUESTED:
+        node = node_launch(node_id=node.pk, user_data=render(node_config(node, worker_bundle)))
     if node.state == Node.State.FAILED:
         with transaction.atomic():
             task_finish(task=task, to=T.FAILED, reason=node.state_reason)
