@@ -1,23 +1,40 @@
-"""Plotly figures for allocation pages, as JSON for the locally served plotly.js."""
+"""Chart data for allocation pages: plain plotly.js figures (dicts), drawn by the locally served
+plotly.js (static/js/charts.js).
+
+Built as plain dicts, not `plotly.graph_objects` figures: the server-side figure classes validate
+and deep-copy every property, which cost about 70 ms a page view (docs/performance.md); the
+browser's plotly.js needs only the JSON.
+
+Axes are bounded by what the numbers mean: the burn-down runs from the allocation's start date
+to its end date (a forecast that runs past the end is cut there and said in words), GPU-hours
+never go below zero, and the daily chart has one tick per day.
+"""
 from __future__ import annotations
 
 import datetime as dt
-import json
 from decimal import Decimal
+from typing import Any
 
-import plotly.graph_objects as go
 from django.db.models import Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from .models import Allocation, UsageRecord
 
-LAYOUT = dict(margin=dict(l=50, r=20, t=40, b=40), height=320, template="plotly_white",
-              font=dict(family="system-ui, sans-serif", size=12))
+# A forecast from fewer days of use than this says nothing about the rate.
+MIN_FORECAST_DAYS = 3
+FORECAST_WINDOW_DAYS = 14
+ONE_DAY_MS = 86_400_000
+
+LAYOUT: dict[str, Any] = {"margin": {"l": 56, "r": 16, "t": 40, "b": 48}, "height": 320,
+                          "font": {"family": "system-ui, sans-serif", "size": 12},
+                          "paper_bgcolor": "#fff", "plot_bgcolor": "#fff",
+                          "legend": {"orientation": "h", "y": -0.2}}
+GRID = {"gridcolor": "#e5e7eb", "zeroline": False}
 
 
-def daily_usage(allocation: Allocation) -> list[dict]:
-    """GPU-hours and cost per day, summed in SQL, with the instance type where known."""
+def daily_usage(allocation: Allocation) -> list[dict[str, Any]]:
+    """GPU-hours and cost per day, summed in SQL (one query)."""
     rows = (UsageRecord.objects.filter(allocation=allocation)
             .annotate(day=TruncDate("period_start")).values("day")
             .annotate(gpu_seconds=Sum("gpu_seconds"), cost=Sum("cost")).order_by("day"))
@@ -25,50 +42,97 @@ def daily_usage(allocation: Allocation) -> list[dict]:
             for r in rows]
 
 
-def forecast_run_out(allocation: Allocation, series: list[dict], used: float) -> dt.date | None:
-    """The day the grant runs out at the average burn rate of the last 14 days of use."""
-    recent = [row for row in series if row["day"] >= timezone.localdate() - dt.timedelta(days=14)]
-    rate = sum(row["gpu_hours"] for row in recent) / 14 if recent else 0.0
+def forecast_run_out(allocation: Allocation, series: list[dict[str, Any]],
+                     used: float) -> dt.date | None:
+    """The day the grant runs out at the average daily burn of the last 14 days, or None when
+    there is no basis: fewer than MIN_FORECAST_DAYS days with use in that window, nothing
+    left, or no use at all."""
+    since = timezone.localdate() - dt.timedelta(days=FORECAST_WINDOW_DAYS)
+    recent = [row for row in series if row["day"] >= since and row["gpu_hours"] > 0]
+    if len(recent) < MIN_FORECAST_DAYS:
+        return None
+    rate = sum(row["gpu_hours"] for row in recent) / FORECAST_WINDOW_DAYS
     remaining = float(allocation.gpu_hours) - used
     if rate <= 0 or remaining <= 0:
         return None
     return timezone.localdate() + dt.timedelta(days=int(remaining / rate) + 1)
 
 
-def allocation_charts(allocation: Allocation) -> dict:
+def allocation_charts(allocation: Allocation) -> dict[str, Any]:
+    """Everything the allocation page's usage card shows: two figures, the forecast (or why
+    there is none) and whether any usage exists."""
     series = daily_usage(allocation)
-    used = float(getattr(allocation, "gpu_hours_used", Decimal(0)))
+    used = float(getattr(allocation, "gpu_hours_used", Decimal(0)) or 0)
     run_out = forecast_run_out(allocation, series, used)
     return {
-        "burn_down": json.loads(_burn_down(allocation, series, run_out).to_json()),
-        "daily": json.loads(_daily(series).to_json()),
+        "burn_down": burn_down_figure(allocation, series, run_out),
+        "daily": daily_figure(allocation, series),
         "run_out": run_out,
+        "run_out_after_end": bool(run_out and run_out > allocation.end_date),
+        "forecast_basis_days": MIN_FORECAST_DAYS,
         "has_usage": bool(series),
     }
 
 
-def _burn_down(allocation: Allocation, series: list[dict], run_out: dt.date | None) -> go.Figure:
+def _num(value: float) -> float:
+    """Compact JSON: 6 significant digits is far below what a chart can show."""
+    return float(f"{value:.6g}")
+
+
+def burn_down_figure(allocation: Allocation, series: list[dict[str, Any]],
+                     run_out: dt.date | None) -> dict[str, Any]:
     granted = float(allocation.gpu_hours)
-    days, remaining, left = [allocation.start_date], [granted], granted
+    start, end = allocation.start_date, allocation.end_date
+    days, remaining, left = [start.isoformat()], [_num(granted)], granted
     for row in series:
         left -= row["gpu_hours"]
-        days.append(row["day"])
-        remaining.append(max(left, 0.0))
-    fig = go.Figure()
-    fig.add_scatter(x=days, y=remaining, mode="lines+markers", name="Remaining GPU-hours")
-    fig.add_scatter(x=[allocation.start_date, allocation.end_date], y=[granted, 0], mode="lines",
-                    name="Even use to the end date", line=dict(dash="dot", color="#888"))
+        day = min(max(row["day"], start), end)
+        days.append(day.isoformat())
+        remaining.append(_num(max(left, 0.0)))
+    data: list[dict[str, Any]] = [
+        {"type": "scatter", "mode": "lines+markers", "name": "Remaining GPU-hours",
+         "x": days, "y": remaining, "line": {"color": "#1f5fa8"}},
+        {"type": "scatter", "mode": "lines", "name": "Even use to the end date",
+         "x": [start.isoformat(), end.isoformat()], "y": [_num(granted), 0],
+         "line": {"dash": "dot", "color": "#888"}},
+    ]
     if run_out:
-        fig.add_scatter(x=[days[-1], run_out], y=[remaining[-1], 0], mode="lines",
-                        name=f"Forecast: runs out {run_out:%d %b %Y}",
-                        line=dict(dash="dash", color="#c0392b"))
-    fig.update_layout(title="Burn-down", yaxis_title="GPU-hours", **LAYOUT)
-    return fig
+        # Cut the forecast line at the end date: beyond it the allocation is over anyway.
+        last_day = dt.date.fromisoformat(days[-1])
+        stop = min(run_out, end)
+        span = (run_out - last_day).days or 1
+        at_stop = remaining[-1] * max((run_out - stop).days, 0) / span
+        label = (f"Forecast: runs out {run_out:%d %b %Y}" if run_out <= end
+                 else "Forecast: hours left at the end date")
+        data.append({"type": "scatter", "mode": "lines", "name": label,
+                     "x": [days[-1], stop.isoformat()], "y": [remaining[-1], _num(at_stop)],
+                     "line": {"dash": "dash", "color": "#c0392b"}})
+    return {"data": data, "layout": {
+        **LAYOUT, "title": {"text": "Burn-down"},
+        "xaxis": {**GRID, "type": "date", "range": [start.isoformat(), end.isoformat()],
+                  "tickformat": "%d %b", "hoverformat": "%d %b %Y", "nticks": 6},
+        "yaxis": {**GRID, "title": {"text": "GPU-hours"}, "rangemode": "tozero",
+                  "range": [0, _num(granted * 1.05) or 1]},
+    }}
 
 
-def _daily(series: list[dict]) -> go.Figure:
-    fig = go.Figure()
-    fig.add_bar(x=[r["day"] for r in series], y=[round(r["gpu_hours"], 3) for r in series],
-                name="GPU-hours")
-    fig.update_layout(title="Daily usage", yaxis_title="GPU-hours", **LAYOUT)
-    return fig
+def daily_figure(allocation: Allocation, series: list[dict[str, Any]]) -> dict[str, Any]:
+    """One bar per day with use; ticks fall on whole days whatever the span."""
+    start = min([allocation.start_date] + [r["day"] for r in series])
+    last = max([r["day"] for r in series] or [timezone.localdate()])
+    end = max(last, start + dt.timedelta(days=6))
+    half_day = dt.timedelta(hours=12)
+    span_days = (end - start).days + 1
+    return {"data": [{"type": "bar", "name": "GPU-hours",
+                      "x": [r["day"].isoformat() for r in series],
+                      "y": [_num(r["gpu_hours"]) for r in series],
+                      "marker": {"color": "#1f5fa8"},
+                      "hovertemplate": "%{x|%d %b %Y}: %{y} GPU-hours<extra></extra>"}],
+            "layout": {
+                **LAYOUT, "title": {"text": "Daily usage"}, "showlegend": False,
+                "xaxis": {**GRID, "type": "date", "tickformat": "%d %b",
+                          "dtick": ONE_DAY_MS * max(1, span_days // 10),
+                          "range": [(dt.datetime.combine(start, dt.time()) - half_day).isoformat(),
+                                    (dt.datetime.combine(end, dt.time()) + half_day).isoformat()]},
+                "yaxis": {**GRID, "title": {"text": "GPU-hours"}, "rangemode": "tozero"},
+            }}

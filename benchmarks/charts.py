@@ -77,3 +77,24 @@ def scaling(series: list[Mapping[str, Any]]) -> dict:
                       xaxis=dict(title="GPUs", type="log", dtick=0.30102999566),
                       yaxis=dict(title="samples/s (all GPUs)", type="log"))
     return _json(fig)
+
+
+def calibration(points: list[Any]) -> dict:
+    """Predicted against measured hours of past jobs, one colour per node type and workload,
+    with the diagonal where a perfect prediction would lie (log scales: short jobs matter)."""
+    groups: dict[str, list[Any]] = {}
+    for p in points:
+        groups.setdefault(f"{p.node_type} · {p.workload}", []).append(p)
+    fig = go.Figure([
+        go.Scatter(x=[p.measured_hours for p in ps], y=[p.predicted_hours for p in ps],
+                   text=[p.label for p in ps], name=name, mode="markers",
+                   hovertemplate="%{text}: measured %{x:.3g} h, predicted %{y:.3g} h<extra></extra>")
+        for name, ps in sorted(groups.items())])
+    values = [v for p in points for v in (p.measured_hours, p.predicted_hours)]
+    lo, hi = min(values) / 1.5, max(values) * 1.5
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="perfect prediction",
+                             line=dict(dash="dot", color="#afb8c1")))
+    fig.update_layout(**LAYOUT, title="The recommender's predictions against what jobs took",
+                      xaxis=dict(title="measured hours (one run)", type="log"),
+                      yaxis=dict(title="predicted hours at launch", type="log"))
+    return _json(fig)

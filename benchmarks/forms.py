@@ -10,14 +10,14 @@ from django.http import QueryDict
 
 from benchmarks.recommender import (
     NEEDS,
-    PRECISIONS,
+    REQUEST_PRECISIONS,
     SENSITIVITY_TIERS,
     STRATEGIES,
     Workload,
 )
 
 DEFAULTS: dict[str, Any] = {"model": "densenet121", "dims": "2", "image_size": "224",
-                            "dataset_samples": "100000", "epochs": "10", "precision": "bf16",
+                            "dataset_samples": "100000", "epochs": "10", "precision": "auto",
                             "gpus": "1", "batch_size": "32", "data_sensitivity": "public",
                             "strategy": "auto"}
 NEED_LABELS = {"notebooks": "Notebooks (Jupyter)", "root": "Root access",
@@ -39,7 +39,7 @@ class RecommendForm(forms.Form):
     dataset_samples = forms.CharField(label="Samples in the dataset",
                                       widget=forms.NumberInput(attrs={"min": 1}))
     epochs = forms.CharField(label="Epochs", widget=forms.NumberInput(attrs={"step": "any"}))
-    precision = forms.CharField(label="Precision", widget=_select((p, p) for p in PRECISIONS))
+    precision = forms.CharField(label="Precision", widget=_select((p, p) for p in REQUEST_PRECISIONS))
     gpus = forms.CharField(label="GPUs", widget=forms.NumberInput(attrs={"min": 1}))
     batch_size = forms.CharField(label="Batch size per GPU",
                                  widget=forms.NumberInput(attrs={"min": 1}))

@@ -52,6 +52,7 @@ class BenchmarkResult(models.Model):
     class Source(models.TextChoices):
         MEASURED = "measured", "Measured"
         PUBLISHED = "published", "Published"
+        JOB = "job", "Measured by a job"  # a training job's own figures, written back
 
     node_type = models.ForeignKey("allocations.NodeType", on_delete=models.CASCADE,
                                   related_name="benchmark_results")
@@ -76,8 +77,15 @@ class BenchmarkResult(models.Model):
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                      on_delete=models.SET_NULL, related_name="+")
     notes = models.TextField(blank=True)
-    # Stable key of a catalogue entry (seeding is idempotent on it); empty for API submissions.
+    # Stable key of a catalogue entry or "job-<id>" for a job's result (seeding and job
+    # write-back are idempotent on it); empty for API submissions.
     catalogue_key = models.CharField(max_length=80, blank=True)
+    # For source "job": what the recommender predicted for that run at launch and what the run
+    # took (wall hours of one run), the recommender's calibration on /benchmarks/.
+    predicted_hours = models.FloatField(null=True, blank=True)
+    measured_hours = models.FloatField(null=True, blank=True)
+    # The run's wall time not spent in training steps: start-up, data, validation, evaluation.
+    overhead_seconds = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

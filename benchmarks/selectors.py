@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 from django.db.models import QuerySet
 from django.urls import reverse
 
+from allocations.connection import connection_note
 from allocations.models import NodeType
 from benchmarks.models import BENCHMARKERS_GROUP, BenchmarkResult
 from benchmarks.models import Workload as WorkloadRow
@@ -150,7 +151,9 @@ class Outcome:
 
 def _result_dict(rec: Recommendation, row: NodeType, req: WorkloadRequest) -> dict[str, Any]:
     d = rec.as_dict()
+    note = connection_note(row.facility)
     d.update(node_type=row.name, node_type_id=row.pk, facility_name=row.facility.name,
+             connected=not note, connection_note=note,
              request_url=request_form_url(row, rec, req.data_sensitivity),
              request_gpu_hours=request_gpu_hours(rec))
     return d

@@ -57,3 +57,31 @@ def _check_spread(result: BenchmarkResult) -> None:
         errors["strategy"] = "single means one GPU; use ddp, fsdp or deepspeed."
     if errors:
         raise ValidationError(errors)
+
+
+def benchmark_result_from_job(*, key: str, node_type: NodeType, model: str, dims: int,
+                              precision: str, gpus: int, batch_size: int, image_size: int,
+                              throughput: float, peak_memory_gb: float | None,
+                              software: dict, measured_at: dt.datetime | None,
+                              predicted_hours: float | None, measured_hours: float | None,
+                              overhead_seconds: float | None = None,
+                              notes: str = "") -> BenchmarkResult | None:
+    """Record what a finished training job measured, as a result of source `job`.
+
+    A system write (the job monitor calls it), so no user check. Idempotent on `key`
+    ("job-<id>"): a second call returns the stored result and changes nothing. Returns None,
+    storing nothing, where the catalogue has no workload for `model`/`dims` or the throughput
+    is not positive (nothing measured).
+    """
+    workload = Workload.objects.filter(model=model, dims=dims).first()
+    if workload is None or not throughput or throughput <= 0:
+        return None
+    result, _ = BenchmarkResult.objects.get_or_create(catalogue_key=key, defaults=dict(
+        node_type=node_type, workload=workload, precision=precision,
+        strategy="ddp" if gpus > 1 else "single", gpus=gpus, batch_size=batch_size,
+        image_size=image_size, throughput=throughput, repeats=1, peak_memory_gb=peak_memory_gb,
+        source=BenchmarkResult.Source.JOB, software=software or {}, measured_at=measured_at,
+        citation="training throughput reported by the portal's own job (progress.json)",
+        predicted_hours=predicted_hours, measured_hours=measured_hours,
+        overhead_seconds=overhead_seconds, notes=notes))
+    return result

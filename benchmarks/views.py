@@ -7,7 +7,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from benchmarks import charts, selectors
+from benchmarks import calibration, charts, selectors
 from benchmarks.api.filters import BenchmarkResultFilter
 from benchmarks.forms import RecommendForm
 from benchmarks.recommender import RecommendationInputError
@@ -37,12 +37,16 @@ def recommend_page(request: HttpRequest) -> HttpResponse:
 
 def benchmark_list(request: HttpRequest) -> HttpResponse:
     """Filterable, paginated results with source and citation; scaling charts where a
-    configuration was measured at several GPU counts. Three queries whatever the row count."""
+    configuration was measured at several GPU counts, and the recommender's calibration over
+    past jobs. Four queries whatever the row count."""
     # Invalid filter values are shown on the form and ignored (django-filter's behaviour).
     filterset = BenchmarkResultFilter(request.GET, queryset=selectors.benchmark_results())
     results = filterset.qs
     page = Paginator(results, PAGE_SIZE).get_page(request.GET.get("page"))
     series = selectors.scaling_series(results)
+    points = calibration.calibration_points()
     return render(request, "benchmarks/benchmark_list.html", {
         "filter": filterset, "page": page, "series": series,
-        "scaling_chart": charts.scaling(series) if series else None})
+        "scaling_chart": charts.scaling(series) if series else None,
+        "calibration": calibration.calibration_table(points),
+        "calibration_chart": charts.calibration(points) if points else None})

@@ -1,52 +1,111 @@
 """GPU-hour and cost estimates for a launch, checked against what is left of the allocation.
 
-The estimate is the recommender's predicted training time where it has data for this workload
-and node type, never more than the hard bound the scheduler enforces (wall time x GPUs, which is
-what Slurm charges against GrpTRESMins when it decides whether a job may start), and that
-bound itself otherwise.
-
-The recommender hook: if the benchmarks app provides
-`benchmarks.estimates.job_gpu_hours(*, node_type, params, gpus) -> float | None`, it is asked
-first. Until it exists (or when it returns None) the fallback is used.
+The estimate is the recommender's predicted run time (`benchmarks.estimates.job_prediction`)
+where it has a basis for this model and node type, never more than the hard bound the
+scheduler enforces (wall time x GPUs, which is what Slurm charges against GrpTRESMins when it
+decides whether a job may start), and that bound itself otherwise. `source` says which:
+  measured     predicted from a benchmark result for this model on this node type
+  recommender  predicted from other results (same chip, other models, or the roofline)
+  wall-time    no usable prediction, or one longer than the wall time: the bound is reserved
+and `basis` says why, in a sentence that the 409 refusal and the job page repeat.
 """
 from __future__ import annotations
 
+import dataclasses
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_UP, Decimal
-from importlib import import_module
-from typing import Any, Mapping
+from typing import Any
+
+from django.db import transaction
 
 from allocations.models import Allocation
+from benchmarks.estimates import JobPrediction, job_prediction
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Estimate:
     gpu_hours: Decimal
     cost: Decimal
-    source: str  # "recommender" or "wall-time"
+    source: str  # "measured", "recommender" or "wall-time"
+    basis: str = ""
+    confidence: str = ""
+    neighbour: str = ""
+    predicted_hours: Decimal | None = None  # one run's predicted wall hours, unclamped
+    predicted_images_per_s: float | None = None
+
+    def job_fields(self) -> dict[str, Any]:
+        """The prediction's fields as stored on each Job (the estimate fields are set apart)."""
+        return {"estimate_basis": self.basis[:1000], "estimate_confidence": self.confidence,
+                "estimate_neighbour": self.neighbour[:300],
+                "predicted_hours": self.predicted_hours,
+                "predicted_images_per_s": self.predicted_images_per_s}
 
 
-def _recommender(allocation: Allocation, params: Mapping[str, Any], gpus: int) -> float | None:
+def _predict(allocation: Allocation, params: Mapping[str, Any], gpus: int) -> JobPrediction:
     try:
-        hook = import_module("benchmarks.estimates").job_gpu_hours
-    except (ModuleNotFoundError, AttributeError):
-        return None
-    try:
-        value = hook(node_type=allocation.node_type, params=dict(params), gpus=gpus)
-    except Exception:  # noqa: BLE001 - a broken prediction must not block launching; fall back
-        return None
-    return float(value) if value and value > 0 else None
+        # A savepoint: a failed query in here must not poison the launch's transaction.
+        with transaction.atomic():
+            return job_prediction(node_type=allocation.node_type, params=params, gpus=gpus)
+    except Exception as error:  # a broken prediction must not block launching: fall back
+        log.exception("prediction failed for allocation %s", allocation.pk)
+        return JobPrediction("wall-time", f"the recommender failed ({type(error).__name__})")
 
 
 def estimate_run(*, allocation: Allocation, params: Mapping[str, Any], gpus: int,
                  wall_time_minutes: int, runs: int = 1) -> Estimate:
     """Estimated GPU-hours and cost of `runs` runs of this job on the allocation's facility."""
     bound = Decimal(gpus * wall_time_minutes) / 60
-    predicted = _recommender(allocation, params, gpus)
-    if predicted is not None and Decimal(str(predicted)) < bound:
-        one, source = Decimal(str(predicted)), "recommender"
+    found = _predict(allocation, params, gpus)
+    predicted = None if found.gpu_hours is None else Decimal(repr(found.gpu_hours))
+    if predicted is not None and predicted <= bound:
+        one, source, basis = predicted, found.source, f"Predicted from {found.basis}."
+    elif predicted is not None:
+        one, source = bound, "wall-time"
+        basis = (f"The recommender predicts {found.hours:.2f} h per run ({found.basis}), more "
+                 f"than the {wall_time_minutes}-minute wall time: the wall time is reserved and "
+                 "the run will be stopped there.")
     else:
         one, source = bound, "wall-time"
+        basis = (f"No prediction: {found.basis}. The whole wall time ({wall_time_minutes} min x "
+                 f"{gpus} GPU) is reserved.")
     hours = (one * runs).quantize(Decimal("0.001"), rounding=ROUND_UP)
     cost = (hours * allocation.facility.gpu_hour_rate).quantize(Decimal("0.0001"))
-    return Estimate(gpu_hours=hours, cost=cost, source=source)
+    run_hours = None if found.hours is None else Decimal(repr(found.hours)).quantize(
+        Decimal("0.000001"), rounding=ROUND_UP)
+    return Estimate(gpu_hours=hours, cost=cost, source=source, basis=basis,
+                    confidence=found.confidence, neighbour=found.neighbour,
+                    predicted_hours=run_hours, predicted_images_per_s=found.images_per_s)
+
+
+#: Money throughout the portal is US dollars (benchmarks/catalogue.py; cloud prices are USD).
+CURRENCY = "USD"
+
+
+@dataclass(frozen=True)
+class SweepEstimate:
+    """A sweep's total: every cell costs the same estimate, so total = cells x per cell."""
+
+    cells: int
+    per_cell: Estimate
+    total: Estimate
+
+    def basis(self, *, gpus: int, wall_time_minutes: int) -> str:
+        """The estimate's basis in words, as the sweep form and the API show it."""
+        if self.per_cell.source == "wall-time":
+            why = f"{gpus} GPU{'s' if gpus != 1 else ''} x {wall_time_minutes} min wall time"
+        else:
+            why = self.per_cell.basis.rstrip(".") or f"the {self.per_cell.source}'s prediction"
+        return f"{self.cells} cells x {self.per_cell.gpu_hours} GPU-hours per cell ({why})"
+
+
+def estimate_sweep(*, allocation: Allocation, params: Mapping[str, Any], fixed: Mapping[str, Any],
+                   cells: int, gpus: int, wall_time_minutes: int) -> SweepEstimate:
+    """Per-cell and total estimate of a sweep of `cells` runs (sweep_launch checks the total)."""
+    one = estimate_run(allocation=allocation, params={**params, **fixed}, gpus=gpus,
+                       wall_time_minutes=wall_time_minutes)
+    total = dataclasses.replace(one, gpu_hours=one.gpu_hours * cells, cost=one.cost * cells)
+    return SweepEstimate(cells=cells, per_cell=one, total=total)

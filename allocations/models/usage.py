@@ -23,6 +23,9 @@ class UsageRecord(models.Model):
     cost = models.DecimalField(max_digits=12, decimal_places=4, default=0)
     # Free-form facts for reports: instance type, market, job id, node.
     detail = models.JSONField(default=dict, blank=True)
+    # The launcher's job this charge is for, when the backend knows it (a plain id: the ledger
+    # needs nothing of the launcher's models). Lets a job's reservation shrink as it is charged.
+    job_id = models.PositiveBigIntegerField(null=True, blank=True, db_index=True)
     recorded_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

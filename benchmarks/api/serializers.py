@@ -10,6 +10,7 @@ from rest_framework import serializers
 from allocations.models import NodeType
 from benchmarks.models import BenchmarkResult, Workload
 from benchmarks.recommender import NEEDS, PRECISIONS, SENSITIVITY_TIERS, STRATEGIES
+from benchmarks.recommender.validation import LIMITS, SEQUENCE_LIMITS
 
 MAX_SOFTWARE_BYTES = 8_000
 
@@ -116,7 +117,8 @@ class BenchmarkResultSerializer(serializers.ModelSerializer):
     workload = serializers.CharField(source="workload.key")
     model = serializers.CharField(source="workload.model")
     dims = serializers.IntegerField(source="workload.dims")
-    submitted_by = serializers.CharField(source="submitted_by.username", default=None)
+    submitted_by = serializers.CharField(source="submitted_by.username", default=None,
+                                         allow_null=True)
 
     class Meta:
         model = BenchmarkResult
@@ -125,27 +127,40 @@ class BenchmarkResultSerializer(serializers.ModelSerializer):
                   "throughput_min", "throughput_max", "repeats", "peak_memory_gb", "source",
                   "citation", "software", "measured_at", "submitted_by", "notes",
                   "created_at"]
+        read_only_fields = fields
+
+
+def _bounded(name: str, integer: bool = True, **kwargs: Any) -> serializers.Field:
+    """A number with the range `parse_request` enforces (LIMITS), so the schema says it too."""
+    lo, hi = LIMITS[name]
+    field = serializers.IntegerField if integer else serializers.FloatField
+    return field(min_value=lo, max_value=hi, **kwargs)
 
 
 class RecommendationRequestSerializer(serializers.Serializer):
     """Documentation of the request body; validation is `benchmarks.recommender.parse_request`
-    (one rule set for the API and the page), whose 400s list the allowed values."""
+    (one rule set for the API and the page), whose 400s list the allowed values. The ranges and
+    choices here are read from the same constants; which `dims` a model has depends on the
+    stored workloads (a 400 names them)."""
 
     model = serializers.CharField(help_text="densenet121, densenet169, resnet18, resnet50, "
                                             "gpt2, gpt2-m, gpt2-l, gpt2-xl, gpt2-xxl, gpt2-xxxl")
-    dims = serializers.IntegerField(help_text="1 for GPT (sequences), 2 slices, 3 volumes")
-    image_size = serializers.IntegerField(required=False, help_text="pixels per side or tokens")
-    dataset_samples = serializers.IntegerField()
-    epochs = serializers.FloatField()
+    dims = serializers.IntegerField(min_value=1, max_value=3,
+                                    help_text="1 for GPT (sequences), 2 slices, 3 volumes")
+    image_size = serializers.IntegerField(required=False, min_value=0,
+                                          max_value=SEQUENCE_LIMITS[1],
+                                          help_text="pixels per side or tokens (0: default)")
+    dataset_samples = _bounded("dataset_samples")
+    epochs = _bounded("epochs", integer=False)
     precision = serializers.ChoiceField(PRECISIONS)
-    gpus = serializers.IntegerField()
-    batch_size = serializers.IntegerField(help_text="per GPU")
-    data_sensitivity = serializers.CharField(help_text=", ".join(SENSITIVITY_TIERS))
-    budget = serializers.FloatField(required=False, help_text="USD")
-    deadline_hours = serializers.FloatField(required=False)
+    gpus = _bounded("gpus")
+    batch_size = _bounded("batch_size", help_text="per GPU")
+    data_sensitivity = serializers.ChoiceField(SENSITIVITY_TIERS)
+    budget = _bounded("budget", integer=False, required=False, help_text="USD")
+    deadline_hours = _bounded("deadline_hours", integer=False, required=False)
     needs = serializers.ListField(child=serializers.ChoiceField(NEEDS), required=False)
-    strategy = serializers.CharField(required=False,
-                                     help_text="auto (default), " + ", ".join(STRATEGIES))
+    strategy = serializers.ChoiceField(("auto", *STRATEGIES), required=False,
+                                       help_text="auto (default)")
 
 
 class RecommendationResultSerializer(serializers.Serializer):

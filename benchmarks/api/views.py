@@ -31,6 +31,7 @@ class BenchmarkResultViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
 
     serializer_class = s.BenchmarkResultSerializer
     filterset_class = BenchmarkResultFilter
+    api_conflicts = False  # recording a result moves no state (portal/schema.py)
     permission_classes = [permissions.IsAuthenticated, CanSubmitResults]
 
     def get_queryset(self):
@@ -48,6 +49,8 @@ class BenchmarkResultViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
 
 class RecommendationView(APIView):
     """POST a workload; get every active node type ranked, with reasons and a request link."""
+
+    api_conflicts = False  # a read with a body: nothing to conflict with (portal/schema.py)
 
     @extend_schema(request=s.RecommendationRequestSerializer,
                    responses={200: s.RecommendationAnswerSerializer})

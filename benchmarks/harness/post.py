@@ -27,12 +27,14 @@ def post_result(base_url: str, token: str, result: dict[str, Any],
     and with status None when the server cannot be reached.
     """
     url = base_url.rstrip("/") + API_PATH
+    if not url.startswith(("http://", "https://")):
+        raise PostError(f"{base_url!r} is not an http(s) URL of the portal")
     req = urllib.request.Request(
         url, data=json.dumps(result).encode(), method="POST",
         headers={"Content-Type": "application/json", "Accept": "application/json",
                  "Authorization": f"Token {token}"})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # nosec B310 # http(s) only, checked above
             raw = resp.read().decode() or "{}"
     except urllib.error.HTTPError as exc:
         body = exc.read().decode(errors="replace")

@@ -11,6 +11,7 @@ from benchmarks.recommender.evaluate import LooCase, LooRow, leave_one_out, summ
 from benchmarks.recommender.types import (
                                           NEEDS,
                                           PRECISIONS,
+                                          REQUEST_PRECISIONS,
                                           SENSITIVITY_TIERS,
                                           STRATEGIES,
                                           BenchmarkRecord,
@@ -24,6 +25,7 @@ from benchmarks.recommender.validation import RecommendationInputError, parse_re
 __all__ = [
                                           "NEEDS",
                                           "PRECISIONS",
+                                          "REQUEST_PRECISIONS",
                                           "SENSITIVITY_TIERS",
                                           "STRATEGIES",
                                           "BenchmarkRecord",

@@ -1,11 +1,17 @@
 """Rank every node type for a workload: memory fit, predicted time, GPU-hours, cost, policy."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 
 from benchmarks.recommender import memory
-from benchmarks.recommender.predict import ResultIndex, effective_peak, predict
+from benchmarks.recommender.predict import (
+    ResultIndex,
+    effective_peak,
+    predict,
+    resolve_precision,
+)
 from benchmarks.recommender.types import (
     NodeTypeInfo,
     Recommendation,
@@ -63,8 +69,13 @@ def _limits(req: WorkloadRequest, rec: Recommendation) -> list[str]:
 def assess(index: ResultIndex, workload: Workload, req: WorkloadRequest,
            node: NodeTypeInfo) -> Recommendation:
     """The full verdict for one node type (rank and Pareto flag are set by `recommend`)."""
+    precision, why = _auto_from_runs_here(index, workload, req, node) or resolve_precision(
+        node, req.precision)
+    req = dataclasses.replace(req, precision=precision)
     rec = Recommendation(facility=node.facility, node_type=node.name,
-                         accelerator=node.accelerator, kind=node.kind)
+                         accelerator=node.accelerator, kind=node.kind, precision=precision)
+    if why:
+        rec.reasons.append(why[0].upper() + why[1:] + ".")
     mem = memory.choose(workload, req, node)
     measured_peak = index.measured_peak_gb(node, workload, req, mem.strategy)
     if measured_peak is not None:
@@ -81,6 +92,7 @@ def assess(index: ResultIndex, workload: Workload, req: WorkloadRequest,
         rec.method, rec.confidence = found.method, found.confidence
         rec.throughput = found.throughput
         rec.basis = (found.basis.id or found.basis.citation) if found.basis else ""
+        rec.neighbour = describe(found.basis) if found.basis else ""
         rec.predicted_hours = req.dataset_samples * req.epochs / found.throughput / 3600
         rec.gpu_hours = rec.predicted_hours * req.gpus
         rec.cost, rec.cost_on_demand, note = _costs(req, node, rec.predicted_hours)
@@ -94,6 +106,32 @@ def assess(index: ResultIndex, workload: Workload, req: WorkloadRequest,
     rec.eligible = not refusals
     rec.reasons += [f"Not eligible: {r}." for r in refusals]
     return rec
+
+
+def _auto_from_runs_here(index: ResultIndex, workload: Workload, req: WorkloadRequest,
+                         node: NodeTypeInfo) -> tuple[str, str] | None:
+    """For `auto`, the precision that runs of this model on this very node type used, if any:
+    what the trainer really does here (a "GPU" node type whose jobs ran on CPU ran fp32)."""
+    if req.precision != "auto":
+        return None
+    here = [r for r in index.by_hw_model.get((node.accelerator, workload.model, workload.dims), [])
+            if r.node_type == node.name]
+    if not here:
+        return None
+    runs = [r for r in here if r.source == "job"] or here
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[r.precision] = counts.get(r.precision, 0) + 1
+    precision = max(sorted(counts), key=lambda p: counts[p])
+    return precision, (f"auto: {precision}, the precision that {workload.model} ran at on "
+                       f"{node.name} ({len(runs)} result{'s' if len(runs) != 1 else ''} here)")
+
+
+def describe(r) -> str:
+    """One line naming a benchmark result: what, where, how fast, and where it comes from."""
+    where = r.citation.split(",")[0] if r.source == "published" else f"{r.source} here"
+    return (f"{r.model} {r.dims}D {r.image_size}px on {r.node_type}, {r.precision}, {r.gpus} GPU, "
+            f"batch {r.batch_size}: {fmt_number(r.throughput)} samples/s ({where})")
 
 
 def pareto_front(recs: Iterable[Recommendation]) -> list[Recommendation]:

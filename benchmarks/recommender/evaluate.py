@@ -5,8 +5,13 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from benchmarks.recommender.predict import METHODS, PREDICTORS, ResultIndex
-from benchmarks.recommender.types import BenchmarkRecord, NodeTypeInfo, Workload, WorkloadRequest
+from benchmarks.recommender.predict import METHODS, PREDICTORS, ResultIndex, harness_of
+from benchmarks.recommender.types import (
+    BenchmarkRecord,
+    NodeTypeInfo,
+    Workload,
+    WorkloadRequest,
+)
 
 
 @dataclass(frozen=True)
@@ -38,7 +43,7 @@ def _request_for(r: BenchmarkRecord) -> WorkloadRequest:
     return WorkloadRequest(model=r.model, dims=r.dims, image_size=r.image_size,
                            dataset_samples=1, epochs=1, precision=r.precision, gpus=r.gpus,
                            batch_size=r.batch_size, data_sensitivity="public",
-                           strategy=r.strategy)
+                           strategy=r.strategy, harness=harness_of(r))
 
 
 def _label(r: BenchmarkRecord, i: int) -> str:

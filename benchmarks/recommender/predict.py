@@ -3,11 +3,18 @@
 Methods, tried in order (the first that has data wins):
   measured      a result for the same model and dims on the same accelerator at a compatible
                 precision; scaled for image size by FLOPs, for GPU count by scaling efficiency.
-  flops_scaled  a result for another model on the same accelerator and precision: the FLOP/s
-                it achieved, divided by this workload's FLOPs per sample.
-  roofline      no result on this accelerator: achieved TFLOP/s predicted from its peak at the
-                precision, by a fit of achieved against peak over the hardware that has
+  flops_scaled  a result for another model on the same accelerator and precision, carried over
+                by the work per sample: FLOPs on a CPU (compute-bound), activation bytes on a
+                GPU (memory-bound under mixed precision: see `work_per_sample`).
+  roofline      no result on this accelerator: achieved work rate predicted from its peak at
+                the precision, by a fit of achieved against peak over the hardware that has
                 results (same workload if possible). Least trustworthy: marked low confidence.
+                Its neighbour is the calibration result on the chip with the nearest peak.
+
+Precision: a request's precision is first resolved per node type (`resolve_precision`): `auto`
+is bf16 where the accelerator has bf16 units, else fp16, and fp32 on a CPU (the trainer does not
+autocast there); bf16 asked of an fp16-only chip (V100, MI100 is bf16-capable) is predicted as
+fp16 mixed precision, which is what one runs there, and the row says so.
 """
 from __future__ import annotations
 
@@ -17,6 +24,14 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from benchmarks.recommender.hardware import (  # noqa: F401 - re-exported for callers
+    effective_peak,
+    harness_of,
+    precision_class,
+    precision_compatible,
+    resolve_precision,
+    work_per_sample,
+)
 from benchmarks.recommender.types import (
     BenchmarkRecord,
     NodeTypeInfo,
@@ -34,27 +49,6 @@ STRATEGY_SPEED = {"single": 1.0, "ddp": 1.0, "fsdp": 0.85, "deepspeed": 0.75}
 # Utilisation of peak when nothing at all was measured at a precision class (REFERENCE.md:
 # plain PyTorch AMP reaches ~7% of H100 bf16 peak; fp32 CUDA cores are far easier to keep busy).
 DEFAULT_UTILISATION = {"16bit": 0.07, "tf32": 0.15, "fp32": 0.35}
-
-
-def precision_class(precision: str) -> str:
-    """fp16 and bf16 share a class: tensor cores run both at one rate on NVIDIA since Ampere."""
-    return "16bit" if precision in ("fp16", "bf16") else precision
-
-
-def effective_peak(node: NodeTypeInfo, precision: str) -> float | None:
-    """Peak TFLOP/s per accelerator at `precision`; TF32 falls back to fp32 where not listed."""
-    if precision == "tf32":
-        return node.peak_tflops.get("tf32") or node.peak_tflops.get("fp32")
-    return node.peak_tflops.get(precision)
-
-
-def precision_compatible(node: NodeTypeInfo, wanted: str, measured: str) -> bool:
-    """Can a result measured at `measured` stand for `wanted` on this node's hardware?"""
-    if wanted == measured:
-        return True
-    if precision_class(wanted) == precision_class(measured) == "16bit":
-        return effective_peak(node, wanted) == effective_peak(node, measured) is not None
-    return False
 
 
 @dataclass
@@ -93,7 +87,8 @@ class ResultIndex:
             self.by_hw[node.accelerator].append(r)
             self.by_hw_model[(node.accelerator, r.model, r.dims)].append(r)
         self._efficiency: dict[str, float] = {}
-        self._calibration: dict[tuple[str, str, str], tuple[float, float, int]] = {}
+        self._calibration: dict[tuple[str, str, str],
+                                tuple[float, float, int, list[BenchmarkRecord]]] = {}
 
     def measured_peak_gb(self, node: NodeTypeInfo, workload: Workload, req: WorkloadRequest,
                          strategy: str) -> float | None:
@@ -109,6 +104,22 @@ class ResultIndex:
                  and (r.precision, r.image_size, r.batch_size, r.strategy, r.gpus)
                  == (req.precision, req.image_size, req.batch_size, strategy, req.gpus)]
         return max(peaks) if peaks else None
+
+    def harness_ratio(self, want: str, have: str, like: BenchmarkRecord,
+                      exclude: str) -> tuple[float, int] | None:
+        """Median of throughput(want) / throughput(have) over other accelerators where both
+        harnesses measured `like`'s model, dims, size, GPU count and precision class; with the
+        number of accelerators. None where no other chip has both."""
+        key = (like.model, like.dims, like.image_size, like.gpus, precision_class(like.precision))
+        by_chip: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for r in self.all:
+            chip = self.nodes[r.node_type].accelerator
+            if chip != exclude and (r.model, r.dims, r.image_size, r.gpus,
+                                    precision_class(r.precision)) == key:
+                by_chip[chip][harness_of(r)].append(r.throughput)
+        ratios = [statistics.median(h[want]) / statistics.median(h[have])
+                  for h in by_chip.values() if h.get(want) and h.get(have)]
+        return (statistics.median(ratios), len(ratios)) if ratios else None
 
     # -- scaling across GPU counts -------------------------------------------------------
     def doubling_efficiency(self, accelerator: str) -> tuple[float, bool]:
@@ -147,21 +158,26 @@ class ResultIndex:
 
     # -- achieved FLOP/s against peak, for the roofline ----------------------------------------
     def achieved(self, r: BenchmarkRecord) -> tuple[float, float] | None:
-        """(peak TFLOP/s, achieved TFLOP/s) per GPU of one result; None where no peak is known."""
-        peak = effective_peak(self.nodes[r.node_type], r.precision)
+        """(peak TFLOP/s, achieved work rate per GPU) of one result; None without a peak.
+
+        The work unit is `work_per_sample` on the result's device (x 1e-12 to keep numbers
+        near 1): within one model it cancels out, across models it carries the right cost.
+        """
+        node = self.nodes[r.node_type]
+        peak = effective_peak(node, r.precision)
         if not peak:
             return None
-        flops = self.workloads[(r.model, r.dims)].flops(r.image_size)
-        return peak, r.throughput * flops / r.gpus / 1e12
+        work = work_per_sample(self.workloads[(r.model, r.dims)], r.image_size, node.device)
+        return peak, r.throughput * work / r.gpus / 1e12
 
     def calibration(self, workload: Workload, precision: str,
-                    target: NodeTypeInfo) -> tuple[float, float, int]:
+                    target: NodeTypeInfo) -> tuple[float, float, int, list[BenchmarkRecord]]:
         """Fit achieved = c x peak^b (log-space least squares) on the most similar results.
 
         Tiers: same model and dims, then same family, then anything, always at the same
         precision class, on other hardware of the target's device kind (CPU or GPU). With one
         distinct peak b is 1 (a constant utilisation c); with none, c is a stated default.
-        Returns (c, b, number of results used).
+        Returns (c, b, number of results used, those results).
         Peak ratios overstate real speed-ups (REFERENCE.md: H100/V100 7.9x on paper, 2.3-3.4x
         measured), which is why b is fitted rather than assumed to be 1.
         """
@@ -171,7 +187,7 @@ class ResultIndex:
         return self._calibration[key]
 
     def _fit(self, workload: Workload, precision: str,
-             target: NodeTypeInfo) -> tuple[float, float, int]:
+             target: NodeTypeInfo) -> tuple[float, float, int, list[BenchmarkRecord]]:
         pclass = precision_class(precision)
         pool = [r for r in self.all if precision_class(r.precision) == pclass
                 and self.nodes[r.node_type].accelerator != target.accelerator
@@ -182,10 +198,11 @@ class ResultIndex:
             pool,
         )
         for tier in tiers:
-            points = [p for p in map(self.achieved, tier) if p is not None and p[1] > 0]
-            if points:
-                return _power_fit(points) + (len(points),)
-        return DEFAULT_UTILISATION[pclass], 1.0, 0
+            used = [r for r in tier if (p := self.achieved(r)) is not None and p[1] > 0]
+            if used:
+                points = [self.achieved(r) for r in used]
+                return _power_fit(points) + (len(points), used)  # type: ignore[arg-type]
+        return DEFAULT_UTILISATION[pclass], 1.0, 0, []
 
 
 def _power_fit(points: list[tuple[float, float]]) -> tuple[float, float]:
@@ -222,10 +239,12 @@ def predict_measured(index: ResultIndex, workload: Workload, req: WorkloadReques
     def distance(r: BenchmarkRecord) -> float:
         return ((r.node_type != node.name) * 0.5 + (r.precision != req.precision) * 0.5
                 + _log2_ratio(r.gpus, req.gpus) + 0.5 * _log2_ratio(r.batch_size, req.batch_size)
-                + _log2_ratio(r.image_size, req.image_size))
+                + _log2_ratio(r.image_size, req.image_size)
+                + (bool(req.harness) and harness_of(r) != req.harness) * 0.25)
 
     r = min(pool, key=distance)
-    siblings = [q for q in pool if (q.gpus, q.strategy) == (r.gpus, r.strategy)]
+    siblings = [q for q in pool if (q.gpus, q.strategy) == (r.gpus, r.strategy)
+                and harness_of(q) == harness_of(r)]
     fit = _fit_step_time(workload, siblings)
     if fit is None:
         ratio = workload.flops(r.image_size) / workload.flops(req.image_size)
@@ -241,6 +260,13 @@ def predict_measured(index: ResultIndex, workload: Workload, req: WorkloadReques
              f"{r.gpus} GPU, batch {r.batch_size}, size {r.image_size}: "
              f"{fmt_number(r.throughput)} samples/s)"
              + (f", {how}" if ratio != 1.0 else "")]
+    if req.harness and harness_of(r) != req.harness:
+        found = index.harness_ratio(req.harness, harness_of(r), r, exclude=node.accelerator)
+        if found is not None:
+            factor, pairs = found
+            thr *= factor
+            notes.append(f"x {factor:.2f}, what {req.harness} measures against "
+                         f"{harness_of(r)} on {pairs} other chip{'s' if pairs != 1 else ''}")
     return Prediction(thr, "measured", "medium" if far else "high", r, notes)
 
 
@@ -289,10 +315,19 @@ def predict_flops_scaled(index: ResultIndex, workload: Workload, req: WorkloadRe
                 + 0.5 * _log2_ratio(r.batch_size, req.batch_size))
 
     r = min(pool, key=distance)
-    thr = _transfer(index, r, flops_of(r) / target, req, node, strategy)
-    notes = [(f"scaled by FLOPs per sample from {r.model} ({r.dims}D) on {r.node_type} "
-              f"({fmt_number(r.throughput)} samples/s at {flops_of(r) / 1e9:,.1f} GFLOP per "
-              f"sample; this workload needs {target / 1e9:,.1f})")]
+    other = index.workloads[(r.model, r.dims)]
+    ratio = (work_per_sample(other, r.image_size, node.device)
+             / work_per_sample(workload, req.image_size, node.device))
+    thr = _transfer(index, r, ratio, req, node, strategy)
+    if node.device == "cpu":
+        how = (f"by FLOPs per sample ({flops_of(r) / 1e9:,.1f} GFLOP there, "
+               f"{target / 1e9:,.1f} here: a CPU is compute-bound)")
+    else:
+        how = (f"by activation bytes per sample ({other.activation_bytes_per_sample * other.scale(r.image_size) / 2**20:,.0f} MiB there, "
+               f"{workload.activation_bytes_per_sample * workload.scale(req.image_size) / 2**20:,.0f} MiB here: mixed-precision "
+               "training on a GPU is bound by memory traffic, not FLOPs")
+    notes = [(f"scaled from {r.model} ({r.dims}D) on {r.node_type} "
+              f"({fmt_number(r.throughput)} samples/s, {r.precision}) {how}")]
     return Prediction(thr, "flops_scaled", "medium", r, notes)
 
 
@@ -302,15 +337,22 @@ def predict_roofline(index: ResultIndex, workload: Workload, req: WorkloadReques
     peak = effective_peak(node, req.precision)
     if not peak:
         return None
-    c, b, used = index.calibration(workload, req.precision, node)
-    achieved = c * peak**b  # TFLOP/s per GPU
-    one_gpu = achieved * 1e12 / workload.flops(req.image_size)
+    c, b, used, points = index.calibration(workload, req.precision, node)
+    rate = c * peak**b  # work per second per GPU (x 1e12), in work_per_sample's unit
+    if used:
+        one_gpu = rate * 1e12 / work_per_sample(workload, req.image_size, node.device)
+        neighbour = min(points, key=lambda r: abs(math.log(index.achieved(r)[0] / peak)))  # type: ignore[index]
+        how = (f"fitted on {used} results on other hardware, achieved ~ peak^{b:.2f}; "
+               f"nearest: {neighbour.model} on {neighbour.node_type} ({neighbour.precision}, "
+               f"{fmt_number(neighbour.throughput)} samples/s)")
+    else:
+        one_gpu = rate * 1e12 / workload.flops(req.image_size)  # rate is TFLOP/s here
+        neighbour = None
+        how = f"a stated default utilisation of {c:.0%} of peak: nothing measured to fit on"
     thr = index.scale_gpus(one_gpu, 1, req.gpus, node.accelerator) * STRATEGY_SPEED[strategy]
-    how = (f"fitted on {used} results on other hardware, achieved ~ peak^{b:.2f}" if used
-           else "a stated default utilisation")
-    notes = [(f"roofline: {peak:g} TFLOP/s peak at {req.precision} -> {achieved:.3g} TFLOP/s "
-              f"achieved ({achieved / peak:.1%}; {how}); no result on {node.accelerator}")]
-    return Prediction(thr, "roofline", "low", None, notes)
+    notes = [(f"roofline from {peak:g} TFLOP/s peak at {req.precision} ({how}); "
+              f"no result on {node.accelerator}")]
+    return Prediction(thr, "roofline", "low", neighbour, notes)
 
 
 PREDICTORS = {"measured": predict_measured, "flops_scaled": predict_flops_scaled,

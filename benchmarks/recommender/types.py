@@ -7,6 +7,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+# What a request may ask for: a precision, or `auto` (mixed precision where the hardware has
+# it: bf16, else fp16; fp32 on CPUs), resolved per node type by predict.resolve_precision.
+REQUEST_PRECISIONS = ("auto",) + PRECISIONS
 STRATEGIES = ("single", "ddp", "fsdp", "deepspeed")
 SENSITIVITY_TIERS = ("public", "internal", "personal", "special")
 NEEDS = ("notebooks", "root", "public_web_service")
@@ -116,6 +119,9 @@ class WorkloadRequest:
     deadline_hours: float | None = None
     needs: tuple[str, ...] = ()
     strategy: str = "auto"
+    # Whose measurement to predict: "job" (the portal's own trainer) at launch, a published
+    # harness in leave-one-out; "" = no harness correction (see predict.harness_of).
+    harness: str = ""
 
 
 @dataclass
@@ -131,6 +137,7 @@ class Recommendation:
     eligible: bool = False
     strategy: str = "single"
     method: str = "none"  # measured | flops_scaled | roofline | none
+    precision: str = ""  # what the row was predicted at (auto and bf16-on-V100 resolved)
     confidence: str = "none"  # high | medium | low | none
     throughput: float | None = None
     predicted_hours: float | None = None
@@ -141,6 +148,7 @@ class Recommendation:
     memory_capacity_gb: float = 0.0
     pareto: bool = False
     basis: str = ""  # id/citation of the benchmark result the prediction rests on
+    neighbour: str = ""  # that result in words (for a roofline: the nearest calibration point)
     reasons: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:

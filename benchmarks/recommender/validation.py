@@ -11,7 +11,7 @@ from typing import Any
 
 from benchmarks.recommender.types import (
     NEEDS,
-    PRECISIONS,
+    REQUEST_PRECISIONS,
     SENSITIVITY_TIERS,
     STRATEGIES,
     Workload,
@@ -130,7 +130,7 @@ def parse_request(data: Mapping[str, Any], workloads: Iterable[Workload]) -> Wor
               for n in ("dataset_samples", "epochs", "gpus", "batch_size")}
     optional = {n: _number(data, n, errors, integer=False, required=False)
                 for n in ("budget", "deadline_hours")}
-    precision = _choice(data, "precision", PRECISIONS, errors)
+    precision = _choice(data, "precision", REQUEST_PRECISIONS, errors)
     sensitivity = _choice(data, "data_sensitivity", SENSITIVITY_TIERS, errors)
     strategy = _choice(data, "strategy", ("auto",) + STRATEGIES, errors, default="auto")
     needs = _needs(data, errors)

@@ -94,9 +94,9 @@ def test_a_facility_settles_a_shared_node_type_name(seeded, api, benchmarker):
 
 
 @pytest.mark.parametrize("query, expected", [
-    ("node_type=J-V100-32", 2),
-    ("facility=aws-spot", 2),
-    ("model=resnet50&source=published", 7),  # with the H200 reference
+    ("node_type=J-V100-32", 3),
+    ("facility=aws-spot", 3),
+    ("model=resnet50&source=published", 13),  # with the two H200 references
     ("workload=densenet121-2d", 4),
     ("precision=bf16", 1),
     ("source=measured&gpus=1", 16),

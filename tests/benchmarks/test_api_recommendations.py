@@ -102,7 +102,7 @@ def test_needs_and_budget_are_policy(seeded, api, researcher):
     (workload(model="alexnet"), "model", "allowed: densenet121, densenet169"),
     (workload(gpus=-2), "gpus", "between 1 and 4096"),
     (workload(epochs="lots"), "epochs", "Must be a number"),
-    (workload(precision="fp8"), "precision", "allowed: fp32, tf32, fp16, bf16"),
+    (workload(precision="fp8"), "precision", "allowed: auto, fp32, tf32, fp16, bf16"),
     (workload(model="gpt2", dims=2), "dims", "gpt2 is available with dims 1"),
     (workload(data_sensitivity="secret"), "data_sensitivity", "allowed: public, internal"),
     (workload(needs=["gpus"]), "needs", "allowed items: notebooks, root, public_web_service"),

@@ -51,9 +51,9 @@ def test_bad_input_is_shown_on_the_fields_not_a_500(seeded, client):
 
 def test_benchmarks_page_lists_results_with_citations_and_filters(seeded, client):
     html = client.get("/benchmarks/").content.decode()
-    assert "NVIDIA DeepLearningExamples" in html and "23 results" in html
+    assert "NVIDIA DeepLearningExamples" in html and "29 results" in html
     html = client.get("/benchmarks/?node_type=J-V100-32").content.decode()
-    assert "2 results" in html and "local-cpu" not in html.split('id="results"')[1]
+    assert "3 results" in html and "local-cpu" not in html.split('id="results"')[1]
 
 
 def test_scaling_chart_appears_where_several_gpu_counts_exist(seeded, client):

@@ -7,21 +7,23 @@ from benchmarks import catalogue
 from benchmarks.catalogue import WORKLOADS
 from benchmarks.recommender import leave_one_out, summarise
 from benchmarks.recommender.evaluate import LooCase
+from benchmarks.recommender.predict import work_per_sample
 from tests.benchmarks.helpers import make_node, make_result
 
 WL = {(w.model, w.dims): w for w in WORKLOADS}
 
 
-def test_a_perfectly_flops_proportional_world_is_predicted_exactly():
-    # On each accelerator, achieved FLOP/s is constant: throughput = k / FLOPs per sample.
+def test_a_perfectly_work_proportional_world_is_predicted_exactly():
+    # On each accelerator the achieved work rate is constant: throughput = k / work per sample
+    # (activation bytes on a GPU, see work_per_sample).
     nodes = [make_node("a"), make_node("b")]
     results = []
-    for node, k in (("a", 1e15), ("b", 3e15)):
+    for node, k in (("a", 1e14), ("b", 3e14)):
         for model in ("resnet18", "resnet50", "densenet121"):
             for size in (112, 224):
-                flops = WL[(model, 2)].flops(size)
+                work = work_per_sample(WL[(model, 2)], size, "gpu")
                 results.append(make_result(node, model=model, image_size=size,
-                                           throughput=k / flops))
+                                           throughput=k / work))
     cases = leave_one_out(results, nodes, WORKLOADS)
     rows = {r.method: r for r in summarise(cases)}
     assert rows["measured"].n == len(results)  # each has a same-model sibling at another size
@@ -53,3 +55,20 @@ def test_the_catalogue_can_be_evaluated():
     scored = {c.result_id for c in cases}
     assert {"dle-v100-amp", "lambda-h200-amp"} <= scored
     assert all(c.actual > 0 and c.predicted > 0 for c in cases)
+
+
+def test_the_published_gpu_figures_are_scored_per_method():
+    cases = leave_one_out(catalogue.all_results(include_reference=True),
+                          catalogue.node_type_infos(include_reference=True), WORKLOADS)
+    gpu = [c for c in cases if not c.result_id.startswith("local-")]
+    rows = {r.method: r for r in summarise(gpu)}
+    # Six figures have a same-chip sibling from the other harness; all 13 have other chips.
+    assert rows["measured"].n == 6 and rows["roofline"].n == 13 and rows["flops_scaled"].n == 0
+    by_case = {(c.result_id, c.method): c for c in gpu}
+    # Hiding NVIDIA's V100 AMP figure, the measured method answers with Lambda's on that chip,
+    # corrected by what NVIDIA's harness measures against Lambda's on the one other chip where
+    # both measured (A100: 2,470 / 1,582): 833 x 1.561 = 1,300.6, 8.4% off (uncorrected: 31%).
+    case = by_case[("dle-v100-amp", "measured")]
+    assert case.predicted == pytest.approx(833.0 * 2470 / 1582)
+    assert case.ape == pytest.approx(8.38, abs=0.01)
+    assert summarise([c for c in gpu if c.method == "measured"])[0].median_ape < 15

@@ -46,13 +46,26 @@ def test_bf16_uses_an_fp16_measurement_where_the_hardware_runs_both_at_one_rate(
     assert other.method != "measured"
 
 
-def test_same_hardware_without_this_model_is_scaled_by_flops_per_sample():
+def test_on_a_gpu_another_model_is_carried_over_by_activation_bytes_not_flops():
     node = make_node("a")
     rn50 = WL[("resnet50", 2)]
     result = make_result("a", model="resnet50", throughput=2470.0)
-    found = _predict([result], node, make_request(model="resnet18"))
+    found = _predict([result], node, make_request(model="densenet121"))
     assert found.method == "flops_scaled" and found.confidence == "medium"
-    expected = 2470.0 * rn50.flops(224) / WL[("resnet18", 2)].flops(224)
+    expected = 2470.0 * rn50.activation_bytes_per_sample / DN.activation_bytes_per_sample
+    assert found.throughput == pytest.approx(expected)
+    # DenseNet-121 does fewer FLOPs than ResNet-50 but moves more bytes: slower, not faster.
+    assert found.throughput < 2470.0 < 2470.0 * rn50.flops(224) / DN.flops(224)
+    assert "memory traffic" in found.notes[0]
+
+
+def test_on_a_cpu_another_model_is_carried_over_by_flops():
+    node = make_node("c", device="cpu", peak_tflops={"fp32": 0.19, "bf16": 0.38})
+    rn50 = WL[("resnet50", 2)]
+    result = make_result("c", model="resnet50", precision="fp32", throughput=10.0)
+    found = _predict([result], node, make_request(model="resnet18", precision="fp32"))
+    assert found.method == "flops_scaled"
+    expected = 10.0 * rn50.flops(224) / WL[("resnet18", 2)].flops(224)
     assert found.throughput == pytest.approx(expected)
 
 

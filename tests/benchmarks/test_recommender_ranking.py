@@ -126,11 +126,12 @@ def test_budget_and_deadline_refuse_options_that_overrun_them():
 
 
 def test_unsupported_precision_and_too_many_gpus_are_refused(workloads, seed_nodes):
+    fp32_only = make_node("old", peak_tflops={"fp16": None, "bf16": None, "fp32": 10.0})
     ranked = _by_name(recommend(make_request(precision="bf16"), workloads,
-                                seed_nodes.values(), all_results()))
-    v100 = ranked["J-V100-32"]
-    assert not v100.eligible and v100.predicted_hours is None
-    assert any("no bf16 support" in s for s in v100.reasons)
+                                [*seed_nodes.values(), fp32_only], all_results()))
+    old = ranked["old"]
+    assert not old.eligible and old.predicted_hours is None
+    assert any("no bf16 support" in s for s in old.reasons)
     ranked = _by_name(recommend(make_request(gpus=2, precision="fp32"), workloads,
                                 seed_nodes.values(), all_results()))
     assert not ranked["local-cpu"].eligible

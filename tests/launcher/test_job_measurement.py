@@ -1,0 +1,123 @@
+"""Every run is a measurement: a succeeded job's own progress.json and metrics.json (written by a
+real, tiny training run) become one benchmark result of source `job` on the allocation's node
+type, linked to the job; polling again adds nothing; the next launch there is `measured`."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+
+import pytest
+import torch
+from django.utils import timezone
+
+from allocations.models import Allocation
+from benchmarks import catalogue
+from benchmarks.demo import _workload
+from benchmarks.models import BenchmarkResult
+from launcher.models import Job
+from launcher.runners import Fetched
+from launcher.services import job_record_files
+from launcher.workloads.ctxray import TrainConfig, train
+from launcher.workloads.ctxray.synth import synthesize
+from tests.factories import FacilityFactory, NodeTypeFactory
+
+pytestmark = [pytest.mark.django_db]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """progress.json and metrics.json of a real two-epoch run on CPU (one thread)."""
+    torch.set_num_threads(1)
+    data, out = tmp_path_factory.mktemp("data"), tmp_path_factory.mktemp("out")
+    synthesize(str(data), "ct", n=24, size=32, seed=2)
+    train(TrainConfig(data=str(data), out=str(out), model="resnet18", epochs=2, size=32,
+                      batch_size=4, bootstrap=20, progress_every=1))
+    return (json.loads((out / "progress.json").read_text()),
+            json.loads((out / "metrics.json").read_text()))
+
+
+@pytest.fixture
+def job(project, researcher):
+    for w in catalogue.WORKLOADS:
+        _workload(w)
+    facility = FacilityFactory(slug="local-hpc", backend="local")
+    node = NodeTypeFactory(facility=facility, name="local-gpu", accelerator="Chip L",
+                           peak_tflops_bf16=10.0, peak_tflops_fp32=1.0)
+    today = timezone.localdate()
+    allocation = Allocation.objects.create(
+        project=project, facility=facility, node_type=node, gpu_hours=Decimal(10),
+        start_date=today, end_date=today + dt.timedelta(days=30), status="active",
+        account_name="acc-l")
+    now = timezone.now()
+    return Job.objects.create(
+        allocation=allocation, created_by=researcher, params={"model": "resnet18", "epochs": 2},
+        gpus=1,
+        state="succeeded", token="portal-job-measure", estimate_source="recommender",
+        estimate_basis="12 images/s ...", predicted_hours=Decimal("0.010000"),
+        started_at=now - dt.timedelta(seconds=45), finished_at=now)
+
+
+def test_the_trainer_reports_its_training_throughput_memory_and_software(finished_run):
+    progress, metrics = finished_run
+    measured = metrics["measured"]
+    assert measured["train_images_per_s"] > 0 and measured["train_steps"] == 2 * 4
+    assert measured["train_images_per_s"] == progress["train_images_per_s"]
+    assert measured["peak_memory_gb"] > 0  # ru_maxrss on CPU
+    assert measured["software"]["torch"] == torch.__version__
+
+
+def test_a_succeeded_job_becomes_one_benchmark_result_however_often_it_is_polled(job,
+                                                                                 finished_run):
+    progress, metrics = finished_run
+    job_record_files(job=job, fetched=Fetched(progress=progress, metrics=metrics))
+    job_record_files(job=job, fetched=Fetched(progress=progress, metrics=metrics))
+    job.refresh_from_db()
+
+    result = BenchmarkResult.objects.get()
+    assert job.benchmark_result == result and result.source == "job"
+    assert result.node_type == job.allocation.node_type
+    assert (result.workload.key, result.image_size, result.batch_size) == ("resnet18-2d", 32, 4)
+    assert result.precision == "fp32" and result.gpus == 1 and result.strategy == "single"
+    assert result.throughput == metrics["measured"]["train_images_per_s"]
+    assert result.software["torch"] == torch.__version__
+    assert result.predicted_hours == pytest.approx(0.01)
+    assert result.measured_hours == pytest.approx(45 / 3600, rel=0.01)
+
+
+def test_a_job_that_did_not_succeed_measures_nothing(job, finished_run):
+    progress, metrics = finished_run
+    Job.objects.filter(pk=job.pk).update(state="failed")
+    job.refresh_from_db()
+    job_record_files(job=job, fetched=Fetched(progress=progress, metrics=metrics))
+    assert not BenchmarkResult.objects.exists()
+
+
+def test_the_next_launch_there_is_predicted_from_the_job(api, researcher, job, finished_run):
+    progress, metrics = finished_run
+    job_record_files(job=job, fetched=Fetched(progress=progress, metrics=metrics))
+
+    response = api.as_user(researcher).post("/api/v1/jobs/", {
+        "allocation": job.allocation_id, "gpus": 1,
+        "params": {"model": "resnet18", "epochs": 2, "size": 32, "batch_size": 4,
+                   "synthetic_n": 24, "wall_time_minutes": 60}}, format="json")
+
+    assert response.status_code == 201, response.json()
+    assert response.json()["estimate_source"] == "measured"
+    assert "job here" in response.json()["estimate_neighbour"]
+
+
+def test_the_job_page_shows_prediction_estimate_measurement_and_charge(client, researcher, job,
+                                                                        finished_run):
+    progress, metrics = finished_run
+    job_record_files(job=job, fetched=Fetched(progress=progress, metrics=metrics))
+    client.force_login(researcher)
+
+    html = client.get(f"/jobs/{job.pk}/").content.decode()
+
+    for row in ("numbers-prediction", "numbers-estimate", "numbers-measured", "numbers-charge"):
+        assert f'id="{row}"' in html
+    assert "0.01 h per run" in html and "12 images/s ..." in html  # the prediction and basis
+    assert '<strong class="estimate-source">recommender</strong>' in html
+    measured = f"{metrics['measured']['train_images_per_s']:.4g} images/s"
+    assert measured in html and "the next prediction on local-gpu uses it" in html
