@@ -44,13 +44,21 @@ def save(path: str, state: dict) -> None:
 
 
 def load(path: str) -> dict:
-    """A checkpoint written by save (our own files, so full unpickling is acceptable)."""
-    return torch.load(path, map_location="cpu", weights_only=False)
+    """A checkpoint written by save. Loaded with `weights_only=True`: the folder it comes from
+    is writable by the job (and, on a shared cluster, possibly by others), so a file there must
+    never get to run code through unpickling. Everything `save` writes is tensors, plain dicts,
+    lists, tuples, strings and numbers (see rng_state), which is what weights_only accepts."""
+    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def rng_state() -> dict:
-    """Every global random state a training step may draw from."""
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    """Every global random state a training step may draw from, as tensors, numbers and
+    strings only (numpy's state array becomes a tensor) so the checkpoint loads under
+    weights_only."""
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    state = {"python": random.getstate(), "torch": torch.get_rng_state(),
+             "numpy": {"name": str(name), "keys": torch.from_numpy(keys.astype(np.int64)),
+                       "pos": int(pos), "has_gauss": int(has_gauss), "cached": float(cached)}}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -59,7 +67,9 @@ def rng_state() -> dict:
 def set_rng_state(state: dict) -> None:
     """Restore what rng_state captured."""
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    saved = state["numpy"]
+    np.random.set_state((saved["name"], saved["keys"].numpy().astype(np.uint32), saved["pos"],
+                         saved["has_gauss"], saved["cached"]))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])

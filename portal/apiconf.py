@@ -1,0 +1,68 @@
+"""The API's parser and paginator, named in settings.REST_FRAMEWORK (kept apart from
+portal/api.py, which imports DRF's views: DRF imports these while it builds APIView)."""
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import parsers
+from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.pagination import PageNumberPagination
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+class JSONParser(parsers.JSONParser):
+    """The API reads JSON only (one content type per request body in the schema; anything else
+    is a 415). A NUL character anywhere is refused here, once for every field: PostgreSQL cannot
+    store one, and a lookup with it would be a 500."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        data = super().parse(stream, media_type, parser_context)
+        if _has_nul(data):
+            raise ParseError("The body contains a NUL character (\\u0000), which no field accepts.")
+        return data
+
+
+class Pagination(PageNumberPagination):
+    """Page numbers as the schema says: one positive integer (a 400 otherwise); a page past the
+    end is a 404."""
+
+    def paginate_queryset(self, queryset, request, view=None):
+        values = request.query_params.getlist(self.page_query_param)
+        if len(values) > 1 or (values and not values[0].isdigit()) or values == ["0"]:
+            raise ValidationError({self.page_query_param: ["A page number: one integer from 1."]})
+        return super().paginate_queryset(queryset, request, view)
+
+    def get_schema_operation_parameters(self, view):
+        params = super().get_schema_operation_parameters(view)
+        for param in params:
+            if param["name"] == self.page_query_param:
+                param["schema"]["minimum"] = 1
+        return params
+
+
+def strict_strings() -> None:
+    """Make DRF's CharField (and its subclasses: email, regex, slug, URL) refuse a JSON number,
+    as the schema's `type: string` says, instead of turning 0 into "0". Called once from
+    PortalConfig.ready(); found by the API fuzzer (`"pi_name": 0` was accepted)."""
+    from rest_framework import fields
+
+    if getattr(fields.CharField.to_internal_value, "strict", False):
+        return
+    lenient = fields.CharField.to_internal_value
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return lenient(self, data)
+
+    to_internal_value.strict = True
+    fields.CharField.to_internal_value = to_internal_value
