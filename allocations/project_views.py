@@ -1,0 +1,102 @@
+"""The project page: its allocations, requests, datasets and members, where a PI or manager
+adds members (by username or email), changes roles and removes them. Thin: each form posts to
+one service; refusals become messages."""
+from __future__ import annotations
+
+from django.apps import apps
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_POST
+
+from . import selectors, services
+from .models import Allocation, ProjectMembership
+from .transitions import InvalidTransition
+
+
+def _datasets(project) -> list | None:
+    """The project's registered datasets (at most 20), where this portal has a Dataset model
+    with a `project`; None where it has none (the page then only links)."""
+    try:
+        model = apps.get_model("allocations", "Dataset")
+    except LookupError:
+        return None
+    if "project" not in {f.name for f in model._meta.get_fields()}:
+        return None
+    return list(model.objects.filter(project=project).order_by("-pk")[:20])
+
+
+def _datasets_url(project_id: int) -> str | None:
+    """The project's datasets page, where the datasets app is installed."""
+    try:
+        return reverse("project-datasets", args=[project_id])
+    except NoReverseMatch:
+        return None
+
+
+@login_required
+def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    project = get_object_or_404(selectors.visible_projects(request.user).select_related("pi"),
+                                pk=pk)
+    user = request.user
+    allocations = list(selectors.with_usage(
+        Allocation.objects.filter(project=project).select_related("facility")
+    ).order_by("-created_at", "-id")[:50])
+    context = {
+        "project": project,
+        "members": project.memberships.select_related("user").order_by("role", "user__username"),
+        "allocations": allocations,
+        "requests": selectors.visible_requests(user).filter(project=project)[:50],
+        "can_manage": selectors.can_manage_project(user, project),
+        "is_member": selectors.membership(user, project) is not None,
+        "roles": ProjectMembership.Role.choices,
+        "datasets_url": _datasets_url(project.pk),
+        "datasets": _datasets(project),
+        "events": selectors.timeline(project).order_by("-created_at")[:20],
+    }
+    return render(request, "allocations/project_detail.html", context)
+
+
+def _member_action(request: HttpRequest, project, action: str) -> str:
+    post, by = request.POST, request.user
+    if action == "add":
+        user = services.user_find(identifier=post.get("username", ""))
+        services.project_member_add(project=project, by=by, user=user,
+                                    role=post.get("role") or ProjectMembership.Role.MEMBER,
+                                    cluster_username=post.get("cluster_username", ""))
+        return f"{user.get_username()} was added to {project.code}."
+    user = get_user_model().objects.filter(username=post.get("username", "")).first()
+    if user is None:
+        raise services.PolicyError("No such member.", field="username")
+    if action == "role":
+        services.project_member_role_change(project=project, by=by, user=user,
+                                            role=post.get("role", ""))
+        return f"{user.get_username()} is now {post.get('role')}."
+    services.project_member_remove(project=project, by=by, user=user)
+    return f"{user.get_username()} was removed from {project.code}."
+
+
+@login_required
+@require_POST
+def project_members(request: HttpRequest, pk: int, action: str) -> HttpResponse:
+    """Add, change the role of, or remove a member; every refusal is a message on the page."""
+    if action not in {"add", "role", "remove"}:
+        raise Http404
+    project = get_object_or_404(selectors.visible_projects(request.user), pk=pk)
+    try:
+        done = _member_action(request, project, action)
+    except ValidationError as error:
+        for field_messages in error.message_dict.values():
+            for message in field_messages:
+                messages.error(request, message)
+    except (PermissionDenied, InvalidTransition) as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, done)
+        if action == "remove" and request.POST.get("username") == request.user.get_username():
+            return redirect("dashboard")
+    return redirect("project-detail", project.pk)

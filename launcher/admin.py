@@ -1,0 +1,69 @@
+"""Admin: jobs and sweeps, read-mostly. Lists filter by state, facility and allocation and
+search by project, user, token and scheduler id; a job's state moves only through the services
+(the cancel action calls `job_cancel`, audited like the page and the API)."""
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+
+from allocations.transitions import InvalidTransition
+
+from . import services
+from .models import Job, Sweep
+from .services.errors import LaunchConflict
+
+
+class ReadMostly(admin.ModelAdmin):
+    """Nothing is added or edited by hand: jobs come from launches, states from the backends."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Job)
+class JobAdmin(ReadMostly):
+    list_display = ["id", "state", "allocation", "facility", "created_by", "gpus",
+                    "scheduler_id", "created_at"]
+    list_filter = ["state", ("allocation__facility", admin.RelatedOnlyFieldListFilter),
+                   ("allocation", admin.RelatedOnlyFieldListFilter), "workload"]
+    search_fields = ["allocation__project__code", "created_by__username", "token",
+                     "scheduler_id", "state_reason"]
+    list_select_related = ["allocation__project", "allocation__facility", "created_by"]
+    date_hierarchy = "created_at"
+    show_full_result_count = False
+    actions = ["cancel"]
+
+    @admin.display(ordering="allocation__facility__name", description="facility")
+    def facility(self, job: Job) -> str:
+        return job.allocation.facility.name
+
+    @admin.action(description="Cancel selected jobs")
+    def cancel(self, request, queryset):
+        done = 0
+        for job in queryset.select_related("allocation"):
+            try:
+                services.job_cancel(job=job, by=request.user)
+                done += 1
+            except (InvalidTransition, PermissionDenied, LaunchConflict) as error:
+                self.message_user(request, f"#{job.pk}: {error}", messages.WARNING)
+        if done:
+            self.message_user(request, f"Cancelled {done} job(s).", messages.SUCCESS)
+
+
+@admin.register(Sweep)
+class SweepAdmin(ReadMostly):
+    list_display = ["id", "name", "allocation", "facility", "created_by", "size", "gpus",
+                    "concurrency", "created_at"]
+    list_filter = [("allocation__facility", admin.RelatedOnlyFieldListFilter),
+                   ("allocation", admin.RelatedOnlyFieldListFilter)]
+    search_fields = ["name", "allocation__project__code", "created_by__username", "token",
+                     "scheduler_id"]
+    list_select_related = ["allocation__project", "allocation__facility", "created_by"]
+    date_hierarchy = "created_at"
+
+    @admin.display(ordering="allocation__facility__name", description="facility")
+    def facility(self, sweep: Sweep) -> str:
+        return sweep.allocation.facility.name

@@ -1,0 +1,220 @@
+"""The usage report, aggregated in SQL: a fixed number of queries whatever the number of rows.
+
+Scope: reviewers and admins see everything; a PI or manager sees the projects they lead or
+manage; anyone else has no report (the caller answers 404).
+
+Bases, stated on the page and in docs/reports.md:
+- GPU-hours and cost by PI, project and facility come from the usage ledger (UsageRecord: what
+  the schedulers and the cloud charged), by the month or week of the record's start.
+- By user they come from the jobs each user launched through the portal (Job.gpu_seconds, cost
+  at the facility's GPU-hour rate): the ledger does not know users.
+- Jobs, wait (submit to start), size (GPUs), efficiency (the mean utilisation the trainer
+  reported, weighted by GPU-seconds) and short (< 1 min run) or failed shares come from Job rows,
+  by the month or week the job was created.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.db.models import (
+    Avg,
+    Count,
+    DecimalField,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    FloatField,
+    Q,
+    QuerySet,
+    Sum,
+)
+from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
+
+from allocations.models import ProjectMembership, UsageRecord
+from allocations.selectors import is_reviewer
+from launcher.models import Job
+
+GROUPS = ("pi", "project", "facility", "user")
+PERIODS = ("month", "week")
+SHORT_SECONDS = 60
+_USAGE_KEY = {"pi": "allocation__project__pi__username", "project": "allocation__project__code",
+              "facility": "allocation__facility__name"}
+_JOB_KEY = {**_USAGE_KEY, "user": "created_by__username"}
+_TRUNC = {"month": TruncMonth, "week": TruncWeek}
+_MONEY = DecimalField(max_digits=18, decimal_places=4)
+
+
+class NoReport(Exception):
+    """The user has no report to see (the view answers 404)."""
+
+
+@dataclass
+class Report:
+    group_by: str
+    period: str
+    rows: list[dict] = field(default_factory=list)      # group x period
+    groups: list[dict] = field(default_factory=list)    # totals per group
+    totals: dict = field(default_factory=dict)
+    wait: dict = field(default_factory=dict)
+    sizes: list[dict] = field(default_factory=list)
+    efficiency: list[dict] = field(default_factory=list)
+
+
+def report_project_ids(user) -> list[int] | None:
+    """None = every project (staff); else the ids of projects the user leads or manages.
+    Raises NoReport when there are none."""
+    if is_reviewer(user):
+        return None
+    ids = list(ProjectMembership.objects.filter(
+        user=user, role__in=[ProjectMembership.Role.PI, ProjectMembership.Role.MANAGER]
+    ).values_list("project_id", flat=True)) if user.is_authenticated else []
+    if not ids:
+        raise NoReport
+    return ids
+
+
+def _scoped(qs: QuerySet, project_ids: list[int] | None, prefix: str = "allocation__") -> QuerySet:
+    return qs if project_ids is None else qs.filter(**{f"{prefix}project_id__in": project_ids})
+
+
+def _job_cost_seconds() -> ExpressionWrapper:
+    """GPU-seconds x the facility's GPU-hour rate; divided by 3600 in Python (dividing in SQL
+    would be integer division on SQLite)."""
+    return ExpressionWrapper(F("gpu_seconds") * F("allocation__facility__gpu_hour_rate"),
+                             output_field=_MONEY)
+
+
+def _usage_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, dict]:
+    """(group, period) -> gpu_seconds, cost. One query."""
+    trunc = _TRUNC[period]
+    if group_by == "user":
+        qs = _scoped(Job.objects.filter(gpu_seconds__gt=0), project_ids)
+        if since:
+            qs = qs.filter(created_at__gte=since)
+        qs = (qs.annotate(g=F(_JOB_KEY["user"]), p=trunc("created_at")).values("g", "p")
+              .annotate(total_seconds=Sum("gpu_seconds"), rate_seconds=Sum(_job_cost_seconds())))
+    else:
+        qs = _scoped(UsageRecord.objects.all(), project_ids)
+        if since:
+            qs = qs.filter(period_start__gte=since)
+        qs = (qs.annotate(g=F(_USAGE_KEY[group_by]), p=trunc("period_start")).values("g", "p")
+              .annotate(total_seconds=Sum("gpu_seconds"), total_cost=Sum("cost")))
+    cells = {(r["g"], _day(r["p"])): r for r in qs.order_by()}
+    for cell in cells.values():
+        if "rate_seconds" in cell:
+            cell["total_cost"] = Decimal(str(cell.pop("rate_seconds") or 0)) / 3600
+    return cells
+
+
+def _job_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, dict]:
+    """(group, period) -> jobs, failed, short. One query."""
+    run = ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
+    qs = _scoped(Job.objects.all(), project_ids)
+    if since:
+        qs = qs.filter(created_at__gte=since)
+    qs = (qs.annotate(g=F(_JOB_KEY[group_by]), p=_TRUNC[period]("created_at"), run=run)
+          .values("g", "p")
+          .annotate(jobs=Count("id"),
+                    failed=Count("id", filter=Q(state__in=[Job.State.FAILED, Job.State.TIMEOUT])),
+                    short=Count("id", filter=Q(run__lt=dt.timedelta(seconds=SHORT_SECONDS))),
+                    short_or_failed=Count("id", filter=Q(
+                        state__in=[Job.State.FAILED, Job.State.TIMEOUT])
+                        | Q(run__lt=dt.timedelta(seconds=SHORT_SECONDS)))))
+    return {(r["g"], _day(r["p"])): r for r in qs.order_by()}
+
+
+def _day(value) -> dt.date:
+    return value.date() if isinstance(value, dt.datetime) else value
+
+
+def _row(key: tuple, usage: dict | None, jobs: dict | None) -> dict:
+    seconds = int((usage or {}).get("total_seconds") or 0)
+    return {"group": key[0] or "-", "period": key[1], "gpu_seconds": seconds,
+            "gpu_hours": seconds / 3600,
+            "cost": Decimal((usage or {}).get("total_cost") or 0).quantize(Decimal("0.0001")),
+            "jobs": (jobs or {}).get("jobs", 0), "failed": (jobs or {}).get("failed", 0),
+            "short": (jobs or {}).get("short", 0),
+            "short_or_failed": (jobs or {}).get("short_or_failed", 0)}
+
+
+def _sum_rows(rows: list[dict], group: str) -> dict:
+    keys = ("gpu_seconds", "cost", "jobs", "failed", "short", "short_or_failed")
+    total = {"group": group, **{key: 0 for key in keys}, "cost": Decimal(0)}
+    for row in rows:
+        for key in keys:
+            total[key] += row[key]
+    total["gpu_hours"] = total["gpu_seconds"] / 3600
+    # A job both short and failed counts once.
+    total["short_or_failed_share"] = (
+        total.pop("short_or_failed") / total["jobs"] if total["jobs"] else None)
+    return total
+
+
+def wait_times(project_ids, since) -> dict:
+    """Mean and p90 of submit -> start over jobs that started. Three queries (count, mean,
+    the p90 row by offset), so it works the same on PostgreSQL and SQLite."""
+    wait = ExpressionWrapper(F("started_at") - F("submitted_at"), output_field=DurationField())
+    qs = _scoped(Job.objects.filter(submitted_at__isnull=False, started_at__isnull=False),
+                 project_ids)
+    if since:
+        qs = qs.filter(created_at__gte=since)
+    qs = qs.annotate(wait=wait)
+    n = qs.count()
+    if not n:
+        return {"jobs": 0, "mean_seconds": None, "p90_seconds": None}
+    mean = qs.aggregate(mean=Avg("wait"))["mean"]
+    # Nearest-rank p90: the ceil(0.9 n)-th smallest wait.
+    p90 = qs.order_by("wait").values_list("wait", flat=True)[math.ceil(0.9 * n) - 1]
+    return {"jobs": n, "mean_seconds": mean.total_seconds(), "p90_seconds": p90.total_seconds()}
+
+
+def job_sizes(project_ids, since) -> list[dict]:
+    qs = _scoped(Job.objects.all(), project_ids)
+    if since:
+        qs = qs.filter(created_at__gte=since)
+    rows = qs.values("gpus").annotate(jobs=Count("id"),
+                                      gpu_seconds=Coalesce(Sum("gpu_seconds"), 0)).order_by("gpus")
+    return [{"gpus": r["gpus"], "jobs": r["jobs"], "gpu_hours": r["gpu_seconds"] / 3600}
+            for r in rows]
+
+
+def efficiency(group_by: str, project_ids, since) -> list[dict]:
+    """Mean utilisation per group, weighted by GPU-seconds, over jobs that reported one."""
+    qs = _scoped(Job.objects.filter(utilisation_mean__isnull=False), project_ids)
+    if since:
+        qs = qs.filter(created_at__gte=since)
+    weighted = ExpressionWrapper(F("utilisation_mean") * F("gpu_seconds"),
+                                 output_field=FloatField())
+    rows = (qs.annotate(g=F(_JOB_KEY[group_by])).values("g", "utilisation_source")
+            .annotate(jobs=Count("id"), weighted=Sum(weighted), seconds=Sum("gpu_seconds"),
+                      plain=Avg("utilisation_mean"))
+            .order_by("g", "utilisation_source"))
+    return [{"group": r["g"] or "-", "source": r["utilisation_source"], "jobs": r["jobs"],
+             "mean_percent": (r["weighted"] / r["seconds"]) if r["seconds"] else r["plain"]}
+            for r in rows]
+
+
+def usage_report(user, *, group_by: str = "project", period: str = "month",
+                 since: dt.date | None = None) -> Report:
+    """The whole report for what `user` may see. Raises NoReport (404) if nothing."""
+    if group_by not in GROUPS or period not in PERIODS:
+        raise ValueError("group_by or period not allowed")
+    project_ids = report_project_ids(user)
+    usage = _usage_cells(group_by, period, project_ids, since)
+    jobs = _job_cells(group_by, period, project_ids, since)
+    keys = sorted(set(usage) | set(jobs), key=lambda k: (str(k[0]), k[1] or dt.date.min))
+    report = Report(group_by=group_by, period=period,
+                    rows=[_row(k, usage.get(k), jobs.get(k)) for k in keys])
+    by_group: dict[str, list[dict]] = {}
+    for row in report.rows:
+        by_group.setdefault(row["group"], []).append(row)
+    report.groups = sorted((_sum_rows(rows, g) for g, rows in by_group.items()),
+                           key=lambda r: -r["gpu_seconds"])
+    report.totals = _sum_rows(report.rows, "all")
+    report.wait = wait_times(project_ids, since)
+    report.sizes = job_sizes(project_ids, since)
+    report.efficiency = efficiency(group_by, project_ids, since)
+    return report

@@ -1,0 +1,148 @@
+"""The usage report page and its CSV export (`?format=csv&table=usage|groups|wait|sizes|
+efficiency`), and the API view `GET /api/v1/reports/usage/`. Thin: parse, select, render."""
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import renderers, serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .charts import report_charts
+from .selectors import GROUPS, PERIODS, NoReport, usage_report
+from .tables import tables, to_csv
+
+
+class ReportQuery(serializers.Serializer):
+    group_by = serializers.ChoiceField(choices=GROUPS, default="project")
+    period = serializers.ChoiceField(choices=PERIODS, default="month")
+    since = serializers.DateField(required=False, allow_null=True,
+                                  help_text="Only usage and jobs from this date on.")
+    table = serializers.ChoiceField(choices=["usage", "groups", "wait", "sizes", "efficiency"],
+                                    default="usage", help_text="Which table `format=csv` returns.")
+
+
+def _csv_response(table, name: str) -> HttpResponse:
+    response = HttpResponse(to_csv(table), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="usage-{name}.csv"'
+    return response
+
+
+@login_required
+def usage_report_page(request: HttpRequest) -> HttpResponse:
+    query = ReportQuery(data=request.GET)
+    if not query.is_valid():
+        query = ReportQuery(data={})  # a bad choice on the page falls back to the defaults
+        query.is_valid()
+    q = query.validated_data
+    try:
+        report = usage_report(request.user, group_by=q["group_by"], period=q["period"],
+                              since=q.get("since"))
+    except NoReport:
+        raise Http404("No usage report for you: it is for PIs, managers and staff.")
+    all_tables = tables(report)
+    if request.GET.get("format") == "csv":
+        return _csv_response(all_tables[q["table"]], q["table"])
+    params = f"group_by={q['group_by']}&period={q['period']}" + (
+        f"&since={q['since'].isoformat()}" if q.get("since") else "")
+    context = {"report": report, "tables": all_tables.values(), "params": params,
+               "charts": report_charts(report), "groups": GROUPS, "periods": PERIODS,
+               "since": q.get("since")}
+    return render(request, "portal/usage_report.html", context)
+
+
+class CSVRenderer(renderers.BaseRenderer):
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data if isinstance(data, str) else ""
+
+
+class ReportRowSerializer(serializers.Serializer):
+    group = serializers.CharField()
+    period = serializers.DateField()
+    gpu_seconds = serializers.IntegerField()
+    gpu_hours = serializers.FloatField()
+    cost = serializers.DecimalField(max_digits=18, decimal_places=4)
+    jobs = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    short = serializers.IntegerField()
+
+
+class ReportGroupSerializer(serializers.Serializer):
+    group = serializers.CharField()
+    gpu_seconds = serializers.IntegerField()
+    gpu_hours = serializers.FloatField()
+    cost = serializers.DecimalField(max_digits=18, decimal_places=4)
+    jobs = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    short = serializers.IntegerField()
+    short_or_failed_share = serializers.FloatField(allow_null=True)
+
+
+class WaitSerializer(serializers.Serializer):
+    jobs = serializers.IntegerField()
+    mean_seconds = serializers.FloatField(allow_null=True)
+    p90_seconds = serializers.FloatField(allow_null=True)
+
+
+class SizeSerializer(serializers.Serializer):
+    gpus = serializers.IntegerField()
+    jobs = serializers.IntegerField()
+    gpu_hours = serializers.FloatField()
+
+
+class EfficiencySerializer(serializers.Serializer):
+    group = serializers.CharField()
+    source = serializers.CharField()
+    jobs = serializers.IntegerField()
+    mean_percent = serializers.FloatField(allow_null=True)
+
+
+class UsageReportSerializer(serializers.Serializer):
+    group_by = serializers.CharField()
+    period = serializers.CharField()
+    rows = ReportRowSerializer(many=True)
+    groups = ReportGroupSerializer(many=True)
+    totals = ReportGroupSerializer()
+    wait = WaitSerializer()
+    sizes = SizeSerializer(many=True)
+    efficiency = EfficiencySerializer(many=True)
+
+
+class UsageReportView(APIView):
+    """GPU-hours, cost and jobs by PI, project, facility or user per month or week, with wait
+    times, job sizes and utilisation. Staff see everything, PIs and managers their projects,
+    anyone else 404. `format=csv` returns one table (`table=`, default the main one) as CSV."""
+
+    renderer_classes = [renderers.JSONRenderer, CSVRenderer]
+
+    @extend_schema(
+        parameters=[ReportQuery,
+                    OpenApiParameter("format", OpenApiTypes.STR, enum=["json", "csv"],
+                                     description="`csv` for the table as CSV.")],
+        responses={200: UsageReportSerializer, (200, "text/csv"): OpenApiTypes.STR,
+                   400: OpenApiResponse(description="Per-field messages for a bad choice."),
+                   404: OpenApiResponse(description="No report for you (PIs, managers, staff).")},
+    )
+    def get(self, request):
+        query = ReportQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
+        try:
+            report = usage_report(request.user, group_by=q["group_by"], period=q["period"],
+                                  since=q.get("since"))
+        except NoReport:
+            raise Http404
+        if request.accepted_renderer.format == "csv":
+            response = Response(to_csv(tables(report)[q["table"]]))
+            response["Content-Disposition"] = f'attachment; filename="usage-{q["table"]}.csv"'
+            return response
+        return Response(UsageReportSerializer(report).data)
+
+

@@ -1,0 +1,1 @@
+"""The reviewers' and admins' home (`/staff/`): what waits for staff, each with its action."""

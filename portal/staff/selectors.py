@@ -1,0 +1,92 @@
+"""What waits for centre staff, read in a fixed number of queries (each list bounded).
+
+- requests submitted and waiting for a decision, oldest first, with their age;
+- allocations that failed provisioning, or wait for staff to activate them by hand;
+- active allocations at >= 80% of their GPU-hours or within 14 days of their end date;
+- facilities whose backend is not configured (they behave as manual);
+- jobs that failed or timed out in the last 7 days.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db.models import F, Q, QuerySet, Value
+from django.utils import timezone
+
+from allocations.models import Allocation, AllocationRequest, Facility
+from allocations.selectors import is_reviewer, with_usage
+from launcher.backends.registry import Capability, backends_with, is_connected
+from launcher.models import Job
+
+LIMIT = 50
+NEAR_PERCENT = Decimal("80")
+NEAR_DAYS = 14
+FAILING_DAYS = 7
+
+
+@dataclass(frozen=True)
+class Queue:
+    rows: list
+    total: int
+
+
+def _queue(qs: QuerySet) -> Queue:
+    rows = list(qs[:LIMIT])
+    return Queue(rows=rows, total=len(rows) if len(rows) < LIMIT else qs.count())
+
+
+def waiting_requests() -> Queue:
+    return _queue(AllocationRequest.objects.filter(status=AllocationRequest.Status.SUBMITTED)
+                  .select_related("project", "facility", "requested_by")
+                  .order_by("submitted_at", "id"))
+
+
+def stuck_allocations() -> Queue:
+    """Failed, or provisioning where staff must act: the facility's backend cannot provision
+    (manual, or registered but not configured: `allocation_await_staff` left the reason)."""
+    provisioners = backends_with(Capability.PROVISION)
+    waiting = Q(status=Allocation.Status.PROVISIONING) & (
+        ~Q(facility__backend__in=provisioners) | ~Q(status_reason=""))
+    return _queue(Allocation.objects.filter(Q(status=Allocation.Status.FAILED) | waiting)
+                  .select_related("project", "facility").order_by("created_at", "id"))
+
+
+def allocations_near_their_end() -> Queue:
+    """Active allocations at >= 80% used or ending within 14 days, the soonest end first."""
+    soon = timezone.localdate() + dt.timedelta(days=NEAR_DAYS)
+    qs = with_usage(Allocation.objects.filter(status=Allocation.Status.ACTIVE)
+                    .select_related("project", "facility"))
+    qs = qs.filter(Q(end_date__lte=soon)
+                   | Q(gpu_seconds_used__gte=F("gpu_hours") * Value(3600 * NEAR_PERCENT / 100)))
+    return _queue(qs.order_by("end_date", "id"))
+
+
+def unconfigured_facilities() -> list[tuple[Facility, str]]:
+    """Active facilities the portal cannot provision on (the registry serves them as manual)."""
+    facilities = Facility.objects.filter(is_active=True).order_by("name")[:200]
+    return [(f, f"{f.get_backend_display()}: the portal cannot set allocations up here; staff "
+                "do it by hand and activate them.") for f in facilities if not is_connected(f)]
+
+
+def failing_jobs() -> Queue:
+    since = timezone.now() - dt.timedelta(days=FAILING_DAYS)
+    return _queue(Job.objects.filter(state__in=[Job.State.FAILED, Job.State.TIMEOUT],
+                                     finished_at__gte=since)
+                  .select_related("allocation__project", "allocation__facility", "created_by")
+                  .order_by("-finished_at", "-id"))
+
+
+def staff_home(user) -> dict:
+    """Everything the staff home shows; reviewers and admins only (others get nothing)."""
+    if not is_reviewer(user):
+        return {}
+    return {
+        "requests": waiting_requests(),
+        "stuck": stuck_allocations(),
+        "near_end": allocations_near_their_end(),
+        "facilities": unconfigured_facilities(),
+        "failing_jobs": failing_jobs(),
+        "near_days": NEAR_DAYS, "near_percent": NEAR_PERCENT, "failing_days": FAILING_DAYS,
+    }
