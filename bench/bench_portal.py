@@ -3,9 +3,9 @@
 Measures p50/p95/p99 and requests/s for the dashboard, a request detail page and
 `POST /api/v1/requests/`, sequentially (1 connection) and at concurrency 8, with wrk. The
 baseline in the same run is `/healthz` (one `SELECT 1` through the same stack): the ratio says
-how much of the framework's floor each page keeps. The ColdFront anchor (REFERENCE.md, measured
-on our machines: project list 116.7 requests/s at concurrency 8, 13.4 ms p50 sequential) is
-printed beside it.
+how much of the framework's floor each page keeps. The comparison with ColdFront is
+bench_vs_coldfront.py: both portals in the same run, with the same server, database and data
+shape (a figure of ColdFront's from another setup says nothing either way).
 """
 from __future__ import annotations
 
@@ -36,7 +36,6 @@ BASE = f"http://127.0.0.1:{PORT}"
 WORKERS = int(os.environ.get("BENCH_GUNICORN_WORKERS", "4"))
 DURATION = os.environ.get("BENCH_DURATION", "10s")
 N_REQUESTS = 10_000
-COLDFRONT = {"rps_c8": 116.7, "p50_seq": 13.4}
 
 
 def bench_db_url() -> str:
@@ -199,10 +198,6 @@ def report(rows) -> None:
         print(f"{name:<20}{seq['p50']:>9.2f}{seq['p95']:>9.2f}{seq['p99']:>9.2f}"
               f"{seq['rps']:>9.1f}{c8['p50']:>9.2f}{c8['p95']:>9.2f}{c8['p99']:>9.2f}"
               f"{c8['rps']:>9.1f}{c8['rps'] / base_rps:>9.2f}{int(seq['errors'] + c8['errors']):>8}")
-    dash = rows[1]
-    print(f"Dashboard vs the ColdFront anchor (project list, 116.7 r/s at c8, 13.4 ms p50 seq): "
-          f"{dash[2]['rps'] / COLDFRONT['rps_c8']:.2f}x throughput, "
-          f"{COLDFRONT['p50_seq'] / dash[1]['p50']:.2f}x faster p50")
 
 
 if __name__ == "__main__":

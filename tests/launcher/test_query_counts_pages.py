@@ -1,0 +1,93 @@
+"""The launcher's and the cloud's pages and API lists run a bounded number of queries, whatever
+the number of jobs, sweep cells, nodes and usage rows behind them."""
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from allocations.models import UsageRecord
+from launcher.cloud.models import Cluster, Node
+from launcher.models import Job, Sweep
+from tests.factories import AllocationFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def allocation(project, facility):
+    return AllocationFactory(project=project, facility=facility, gpu_hours=Decimal("500"))
+
+
+@pytest.fixture
+def sweep(allocation, researcher):
+    return Sweep.objects.create(allocation=allocation, created_by=researcher, size=0,
+                                token=f"portal-sweep-{secrets.token_hex(6)}",
+                                grid={"models": ["densenet121"], "lrs": [1e-4], "lr_steps": [10],
+                                      "weight_decays": [1e-4], "folds": 5})
+
+
+@pytest.fixture
+def cluster(allocation, facility):
+    return Cluster.objects.create(allocation=allocation, facility=facility, region="eu-west-2",
+                                  bucket="bucket", prefix=f"alloc-{allocation.pk}",
+                                  head_instance_type="m6i.large", state="ready")
+
+
+def grow(allocation, researcher, sweep, cluster, n):
+    """n more standalone jobs, sweep cells, worker nodes and days of usage."""
+    now = timezone.now()
+    for _ in range(n):
+        done = {"accuracy": 0.9, "auc": 0.95}
+        Job.objects.create(allocation=allocation, created_by=researcher, state="succeeded",
+                           token=f"portal-job-{secrets.token_hex(6)}", metrics=done,
+                           params={"model": "densenet121", "epochs": 3},
+                           progress={"epoch": 3, "epochs": 3, "loss": 0.2})
+        sweep.size += 1
+        Job.objects.create(allocation=allocation, sweep=sweep, created_by=researcher,
+                           state="succeeded", token=sweep.token, array_index=sweep.size,
+                           params={"model": "densenet121", "lr": 1e-4, "lr_step": 10,
+                                   "weight_decay": 1e-4, "fold": sweep.size % 5, "epochs": 3},
+                           metrics={"accuracy": {"value": 0.9}})
+        Node.objects.create(cluster=cluster, role="worker", token=secrets.token_hex(8),
+                            instance_id=f"i-{secrets.token_hex(8)}", instance_type="g5.xlarge",
+                            market="spot", gpus=1, state="running", running_at=now)
+        day = now - dt.timedelta(days=UsageRecord.objects.count())
+        UsageRecord.objects.create(allocation=allocation, source="cloud",
+                                   external_id=secrets.token_hex(8), period_start=day,
+                                   period_end=day, gpu_seconds=3600, cost=Decimal("1.2"),
+                                   detail={"instance_type": "g5.xlarge"})
+    sweep.save(update_fields=["size"])
+
+
+def count(client, url):
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url)
+    assert response.status_code == 200, url
+    return len(ctx.captured_queries)
+
+
+@pytest.mark.parametrize("url", [
+    "/allocations/{allocation}/", "/jobs/{job}/", "/sweeps/{sweep}/", "/clusters/{cluster}/",
+    "/api/v1/jobs/", "/api/v1/sweeps/{sweep}/", "/api/v1/clusters/",
+])
+def test_query_count_does_not_grow_with_rows(researcher, allocation, sweep, cluster, api, url):
+    grow(allocation, researcher, sweep, cluster, 2)
+    job = Job.objects.filter(sweep__isnull=True).first()
+    path = url.format(allocation=allocation.pk, job=job.pk, sweep=sweep.pk, cluster=cluster.pk)
+    if path.startswith("/api/"):
+        client = api.as_user(researcher)
+    else:
+        client = Client()
+        client.force_login(researcher)
+    client.get(path)  # warm the per-process caches (content types, the session) first
+    small = count(client, path)
+    grow(allocation, researcher, sweep, cluster, 12)
+    large = count(client, path)
+    assert large == small, f"{path}: {small} queries with few rows, {large} with many"
