@@ -12,7 +12,7 @@ TEST_ENV := DATABASE_URL=postgres://portal:portal@127.0.0.1:5432/portal \
 	SECRET_KEY=test-only-secret-key EMAIL_URL=locmem:// DEBUG=false \
 	DJANGO_ALLOW_ASYNC_UNSAFE=true
 
-.PHONY: install services run worker test bench check clean
+.PHONY: install services run worker test bench fuzz check clean
 
 install: $(STAMP)
 
@@ -45,6 +45,13 @@ test: install services
 
 bench: install services
 	$(TEST_ENV) $(PY) bench/run_all.py
+
+# The API fuzzer with a random seed and a longer budget than the suite's (seed 1, 150 s);
+# the seed it picked is printed: PORTAL_FUZZ_SEED=<seed> make fuzz repeats a run (docs/api.md).
+fuzz: install services
+	$(TEST_ENV) PORTAL_FUZZ_SEED=$${PORTAL_FUZZ_SEED:-random} \
+		PORTAL_FUZZ_SECONDS=$${PORTAL_FUZZ_SECONDS:-540} PORTAL_FUZZ_EXAMPLES=$${PORTAL_FUZZ_EXAMPLES:-100} \
+		$(VENV)/bin/pytest tests/portal/test_api_contract.py -p no:logging -x -q --timeout 3600
 
 check: install
 	DEBUG=true $(PY) manage.py check

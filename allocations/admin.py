@@ -7,7 +7,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 
 from . import services
 from .models import (
-    Allocation, AllocationRequest, Event, Facility, NodeType, Project, ProjectMembership,
+    Allocation, AllocationRequest, Dataset, Event, Facility, NodeType, Project, ProjectMembership,
     UsageRecord,
 )
 from .transitions import InvalidTransition
@@ -87,13 +87,17 @@ class AllocationRequestAdmin(admin.ModelAdmin):
 
 @admin.register(Allocation)
 class AllocationAdmin(admin.ModelAdmin):
-    list_display = ["id", "project", "facility", "kind", "gpu_hours", "status", "start_date",
-                    "end_date", "account_name"]
+    # Status second and no long columns, so it stays in view at 1280 px beside the filters.
+    list_display = ["id", "status", "project_code", "facility", "kind", "gpu_hours", "end_date"]
     list_filter = ["status", "kind", "facility"]
     search_fields = ["project__code", "account_name"]
     list_select_related = ["project", "facility"]
     readonly_fields = ["status", "status_reason", "activated_at", "alerted_thresholds"]
     actions = ["activate", "suspend", "resume", "close", "retry_provisioning"]
+
+    @admin.display(ordering="project__code", description="project")
+    def project_code(self, allocation: Allocation) -> str:
+        return allocation.project.code
 
     @admin.action(description="Mark provisioned allocations active (manual facilities)")
     def activate(self, request, queryset):
@@ -132,6 +136,27 @@ class UsageRecordAdmin(admin.ModelAdmin):
     list_select_related = ["allocation__project"]
 
 
+@admin.register(Dataset)
+class DatasetAdmin(admin.ModelAdmin):
+    """Read-only: datasets are registered, changed and removed through their services (the
+    project's datasets page or the API), which check the rules and audit every change."""
+
+    list_display = ["name", "project", "location", "modality", "sensitivity", "created_by",
+                    "updated_at"]
+    list_filter = ["modality", "sensitivity"]
+    search_fields = ["name", "location", "project__code"]
+    list_select_related = ["project", "created_by"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(Event)
 class EventAdmin(admin.ModelAdmin):
     list_display = ["created_at", "content_type", "object_id", "actor", "from_state", "to_state"]
@@ -139,5 +164,13 @@ class EventAdmin(admin.ModelAdmin):
     search_fields = ["comment"]
     list_select_related = ["content_type", "actor"]
 
+    # The audit trail is append-only and written by the services alone: nobody, superusers
+    # included, adds, edits or deletes an event here.
+    def has_add_permission(self, request) -> bool:
+        return False
+
     def has_change_permission(self, request, obj=None) -> bool:
-        return False  # the audit trail is append-only
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

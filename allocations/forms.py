@@ -6,6 +6,7 @@ import datetime as dt
 from django import forms
 from django.utils import timezone
 
+from .connection import connection_note
 from .models import Allocation, AllocationRequest, Facility, NodeType, Sensitivity
 from .selectors import visible_allocations, visible_projects
 
@@ -16,6 +17,12 @@ SECTIONS = (
     ("Information", ("data_sensitivity", "justification")),
 )
 
+
+
+def _facility_label(facility: Facility) -> str:
+    """The facility's name, and "not connected: ..." where staff must set it up by hand."""
+    note = connection_note(facility)
+    return f"{facility.name} ({note})" if note else facility.name
 
 class DateInput(forms.DateInput):
     """An HTML date picker; its value must be ISO 8601 whatever the site's locale."""
@@ -55,13 +62,19 @@ class RequestForm(forms.ModelForm):
         self.fields["project"].queryset = visible_projects(user).filter(memberships__user=user)
         self.fields["facility"].queryset = Facility.objects.filter(is_active=True)
         self.fields["facility"].to_field_name = "slug"
+        self.fields["facility"].label_from_instance = _facility_label
         self.fields["node_type"].queryset = NodeType.objects.select_related("facility")
         self.fields["node_type"].label_from_instance = lambda n: f"{n.facility.name}: {n}"
         self.fields["extends"].queryset = visible_allocations(user).filter(
-            status__in=Allocation.LIVE + (Allocation.Status.EXPIRED,)
+            # Closed ones too: a closed allocation can still be renewed for a new period.
+            status__in=Allocation.LIVE + (Allocation.Status.EXPIRED, Allocation.Status.CLOSED)
         )
         self.fields["data_sensitivity"].choices = Sensitivity.choices
         self.fields["kind"].choices = AllocationRequest.Kind.choices
+        if self.instance.pk and not self.is_bound:
+            # The facility field is keyed by slug: an instance's initial value is its pk, which
+            # matches no option and came back empty after "changes requested".
+            self.initial["facility"] = self.instance.facility.slug
         if not self.is_bound and not self.initial.get("start_date"):
             self.initial["start_date"] = timezone.localdate()
             self.initial["end_date"] = timezone.localdate() + dt.timedelta(days=90)
@@ -105,4 +118,35 @@ def initial_from_query(params, user) -> dict:
         initial["project"] = project.pk
     if params.get("extends", "").isdigit():
         initial["extends"] = int(params["extends"])
+        base = visible_allocations(user).filter(pk=initial["extends"]).first()
+        if base is not None and initial.get("purpose") in CHANGE_PURPOSES:
+            initial.update({k: v for k, v in change_initial(base, initial["purpose"]).items()
+                            if k not in params})
+    return initial
+
+
+CHANGE_PURPOSES = {"renewal", "top_up", "extension", "closure"}
+
+
+def change_initial(base: Allocation, purpose: str) -> dict:
+    """What a renewal, top-up, extension or early closure of `base` starts from: its project,
+    facility, node type and data tier carried over; dates and hours that fit the purpose."""
+    today = timezone.localdate()
+    last = base.requests.filter(status="approved").order_by("-reviewed_at").first()
+    initial = {
+        "project": base.project_id, "facility": base.facility.slug, "node_type": base.node_type_id,
+        "kind": "full", "purpose": purpose, "extends": base.pk, "cpu_hours": 0, "gpu_hours": 0,
+        "data_sensitivity": last.data_sensitivity if last else "public",
+        "start_date": today, "end_date": base.end_date,
+    }
+    latest = base.facility.latest_end_date
+    if purpose == "renewal":
+        start = max(base.end_date + dt.timedelta(days=1), today)
+        end = start + (base.end_date - base.start_date)
+        initial.update(start_date=start, end_date=min(end, latest) if latest else end,
+                       gpu_hours=int(base.gpu_hours), cpu_hours=base.cpu_hours,
+                       justification=last.justification if last else "")
+    elif purpose == "extension":
+        end = max(base.end_date, today) + dt.timedelta(days=90)
+        initial["end_date"] = min(end, latest) if latest and latest > base.end_date else end
     return initial

@@ -4,22 +4,36 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
+from django.db.models import Q
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from .models import Allocation, AllocationRequest, Event
+from .models import Allocation, AllocationRequest, Event, NotificationPreference
 
 SUBJECTS = {
     "request_submitted": "Request #{id} submitted: {project} on {facility}",
     "request_decided": "Request #{id} {status}: {project} on {facility}",
     "changes_requested": "Request #{id} needs changes: {project} on {facility}",
     "usage_threshold": "Allocation #{id} usage alert: {project} on {facility}",
+    "allocation_failed": "Allocation #{id} failed: {project} on {facility}",
+    "allocation_waiting": "Allocation #{id} waits for staff: {project} on {facility}",
 }
+# Kinds research-computing staff must act on: they hear about each, whoever else does.
+STAFF_KINDS = {"allocation_failed", "allocation_waiting"}
 
 
 def _reviewer_emails() -> list[str]:
     users = get_user_model().objects.filter(
         groups__name=settings.PORTAL_REVIEWERS_GROUP, is_active=True
+    ).exclude(email="")
+    return sorted(set(users.values_list("email", flat=True)))
+
+
+def staff_emails() -> list[str]:
+    """Staff users and reviewers: the people who can activate or repair an allocation, and
+    who hear of failing jobs."""
+    users = get_user_model().objects.filter(
+        Q(is_staff=True) | Q(groups__name=settings.PORTAL_REVIEWERS_GROUP), is_active=True
     ).exclude(email="")
     return sorted(set(users.values_list("email", flat=True)))
 
@@ -31,7 +45,18 @@ def _recipients(kind: str, obj) -> list[str]:
         people.update(_reviewer_emails())
     if isinstance(obj, Allocation):
         people.update(m.user.email for m in project.memberships.select_related("user"))
+    if kind == "usage_threshold":
+        people -= weekly_digest_emails()  # they get it in their weekly digest instead
+    if kind in STAFF_KINDS:
+        people.update(staff_emails())
     return sorted(p for p in people if p)
+
+
+def weekly_digest_emails() -> set[str]:
+    """Emails of people who chose a weekly digest of usage alerts over one email each."""
+    return set(NotificationPreference.objects.filter(
+        usage_alerts=NotificationPreference.Usage.WEEKLY, user__is_active=True,
+    ).exclude(user__email="").values_list("user__email", flat=True))
 
 
 def send_event_email(kind: str, event: Event) -> int:

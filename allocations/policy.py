@@ -16,6 +16,7 @@ from .models import Allocation, AllocationRequest, Facility, NodeType
 
 Errors = dict[str, list[str]]
 _SENTENCE = re.compile(r"[A-Za-z]{2,}.*[A-Za-z]{2,}")
+_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 
 
 @dataclass(frozen=True)
@@ -78,18 +79,39 @@ def request_errors(draft: RequestDraft, *, exclude_request_id: int | None = None
             f"{facility.name} does not accept {draft.data_sensitivity} data (it accepts: {tiers}).")
     _check_dates(draft, facility, add)
     _check_purpose(draft, add)
+    if draft.purpose in (AllocationRequest.Purpose.EXTENSION, AllocationRequest.Purpose.CLOSURE):
+        _check_change(draft, facility, add)
+        return errors
     if draft.kind == AllocationRequest.Kind.TRIAL:
         _check_trial(draft, facility, add, exclude_request_id)
     else:
-        words = len(draft.justification.split())
-        minimum = settings.PORTAL_FULL_JUSTIFICATION_MIN_WORDS
-        if words < minimum:
-            add("justification",
-                f"A full request needs a real justification: at least {minimum} words on what "
-                f"the hours are for and why this system (you wrote {words}).")
+        _check_full(draft, facility, add)
     if draft.gpu_hours == 0 and draft.cpu_hours == 0:
         add("gpu_hours", "Ask for some GPU-hours or CPU-hours.")
     return errors
+
+
+def distinct_words(text: str) -> int:
+    """How many different words the text has (case-insensitive; digits count, punctuation
+    does not): thirty repetitions of one word are one word."""
+    return len({w.lower() for w in _WORD.findall(text)})
+
+
+def _check_full(draft: RequestDraft, facility: Facility, add) -> None:
+    minimum = settings.PORTAL_FULL_JUSTIFICATION_MIN_WORDS
+    different = distinct_words(draft.justification)
+    if different < minimum:
+        total = len(_WORD.findall(draft.justification))
+        add("justification",
+            f"A full request needs a real justification: at least {minimum} different words on "
+            f"what the hours are for and why this system (you wrote {total} words, {different} "
+            "different).")
+    largest = facility.full_gpu_hours_max
+    if draft.gpu_hours > largest:
+        add("gpu_hours",
+            f"A full request on {facility.name} can ask for at most {largest:,} GPU-hours; you "
+            f"asked for {draft.gpu_hours:,}. Ask for {largest:,} or fewer, or talk to the "
+            "facility about a larger call.")
 
 
 def _check_dates(draft: RequestDraft, facility: Facility, add) -> None:
@@ -101,20 +123,54 @@ def _check_dates(draft: RequestDraft, facility: Facility, add) -> None:
 
 
 def _check_purpose(draft: RequestDraft, add) -> None:
-    needs_base = draft.purpose in {
-        AllocationRequest.Purpose.RENEWAL, AllocationRequest.Purpose.TOP_UP,
-        AllocationRequest.Purpose.TRIAL_CONVERSION,
-    }
+    needs_base = draft.purpose != AllocationRequest.Purpose.NEW
     if needs_base and draft.extends is None:
-        add("extends", "Say which allocation this request renews, tops up or converts.")
+        add("extends", "Say which allocation this request renews, tops up, converts, extends "
+                       "or closes.")
     if draft.extends is None:
         return
     if draft.extends.project_id != draft.project_id:
         add("extends", "That allocation belongs to another project.")
+    if draft.purpose in (AllocationRequest.Purpose.TOP_UP, AllocationRequest.Purpose.TRIAL_CONVERSION) \
+            and draft.extends.status == Allocation.Status.CLOSED:
+        add("extends", f"Allocation #{draft.extends.pk} is closed; renew it for a new period.")
     if draft.purpose == AllocationRequest.Purpose.TRIAL_CONVERSION and draft.extends.kind != "trial":
         add("extends", "Only a trial allocation can be converted.")
     if draft.kind == AllocationRequest.Kind.TRIAL and needs_base:
         add("purpose", "A trial is always a new request; convert it with a full request.")
+
+
+def _check_change(draft: RequestDraft, facility: Facility, add) -> None:
+    """An extension moves the end date later (optionally with more GPU-hours), within the
+    facility's latest end date and, for a trial, its length; an early closure asks for nothing.
+    Both need one sentence of reason, and the allocation must still be open."""
+    base = draft.extends
+    if not _SENTENCE.search(draft.justification):
+        add("justification", "Say in one sentence why.")
+    if base is None:
+        return
+    if base.facility_id != facility.pk:
+        add("facility", "A change request is for the allocation's own facility.")
+    if base.status == Allocation.Status.CLOSED or (
+            draft.purpose == AllocationRequest.Purpose.CLOSURE
+            and base.status not in Allocation.LIVE):
+        add("extends", f"Allocation #{base.pk} is {base.get_status_display().lower()}.")
+    if draft.purpose == AllocationRequest.Purpose.CLOSURE:
+        if draft.gpu_hours or draft.cpu_hours:
+            add("gpu_hours", "An early closure asks for no hours.")
+        return
+    if draft.end_date and draft.end_date <= base.end_date:
+        add("end_date", f"An extension ends after the current end date, "
+                        f"{base.end_date.isoformat()}.")
+    if base.kind == AllocationRequest.Kind.TRIAL and draft.end_date:
+        longest = base.start_date + dt.timedelta(days=facility.trial_days)
+        if draft.end_date > longest:
+            add("end_date", f"A trial on {facility.name} lasts at most {facility.trial_days} "
+                            f"days (until {longest.isoformat()}); convert it to a full "
+                            "allocation to run longer.")
+        if draft.gpu_hours and base.gpu_hours + draft.gpu_hours > facility.trial_gpu_hours_cap:
+            add("gpu_hours", f"A trial on {facility.name} is capped at "
+                             f"{facility.trial_gpu_hours_cap} GPU-hours in all.")
 
 
 def _check_trial(draft: RequestDraft, facility: Facility, add, exclude_id: int | None) -> None:
@@ -145,3 +201,40 @@ def _open_trial_exists(project_id: int, facility_id: int, exclude_id: int | None
         project_id=project_id, facility_id=facility_id, kind="trial", status__in=Allocation.LIVE
     )
     return requests.exists() or allocations.exists()
+
+
+# Project datasets ------------------------------------------------------------------------
+# A location is a relative path of plain parts under the project's folder in a facility's
+# project storage root. These are the rules that need no filesystem; the launcher resolves
+# the path (symlinks included) on the side that sees the files at every launch.
+_LOCATION_PART = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$")
+RESERVED_DATASET_PREFIX = "synthetic-"
+
+
+def dataset_location_errors(location: str) -> list[str]:
+    """Why `location` is no acceptable dataset location ([] if it is)."""
+    if not location:
+        return ["Give the dataset's folder, relative to the project's storage folder."]
+    if location.startswith("/") or location.startswith("~"):
+        return ["Give a path relative to the project's storage folder, not an absolute one."]
+    if len(location) > 250:
+        return ["At most 250 characters."]
+    parts = location.rstrip("/").split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return ["No '..', '.' or empty parts: the dataset must lie inside the project's folder."]
+    if not all(_LOCATION_PART.match(part) for part in parts):
+        return ["Use letters, digits, dots, dashes and underscores in each part (not starting "
+                "with a dot or a dash)."]
+    return []
+
+
+def dataset_errors(*, name: str, location: str) -> Errors:
+    """Per-field rules of a dataset beyond its model fields' own."""
+    errors: Errors = {}
+    if name.lower().startswith(RESERVED_DATASET_PREFIX):
+        errors["name"] = [f"Names starting with {RESERVED_DATASET_PREFIX!r} are the synthetic "
+                          "sets'; choose another."]
+    problems = dataset_location_errors(location)
+    if problems:
+        errors["location"] = problems
+    return errors

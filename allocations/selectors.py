@@ -11,7 +11,10 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
-from .models import Allocation, AllocationRequest, Event, Project, ProjectMembership, UsageRecord
+from .ledger import MONEY, SECONDS, Ledger, ledger_of, reserved_expressions
+from .models import (
+    Allocation, AllocationRequest, Dataset, Event, Project, ProjectMembership, UsageRecord,
+)
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -114,17 +117,28 @@ def _usage_sum(field: str) -> Subquery:
 
 
 def with_usage(qs: QuerySet[Allocation]) -> QuerySet[Allocation]:
-    """Annotate used GPU-hours and spend by SQL aggregation (one query for any number of rows)."""
-    money = DecimalField(max_digits=14, decimal_places=4)
+    """Annotate the ledger by SQL aggregation (one query for any number of rows): charged
+    GPU-seconds (an integer) and spend, outstanding reservations of unfinished work (see
+    allocations/ledger.py), and used GPU-hours derived from the seconds, unrounded."""
+    reserved = reserved_expressions()
     return qs.annotate(
         gpu_seconds_used=Coalesce(_usage_sum("gpu_seconds"), Value(0)),
-        spend=Coalesce(_usage_sum("cost"), Value(Decimal("0")), output_field=money),
+        spend=Coalesce(_usage_sum("cost"), Value(Decimal("0")), output_field=MONEY),
+        gpu_seconds_reserved=Coalesce(reserved["gpu_seconds"], Value(Decimal(0)),
+                                      output_field=SECONDS),
+        cost_reserved=Coalesce(reserved["cost"], Value(Decimal(0)), output_field=MONEY),
     ).annotate(
         gpu_hours_used=ExpressionWrapper(
             F("gpu_seconds_used") / Value(Decimal("3600")),
-            output_field=DecimalField(max_digits=14, decimal_places=2),
+            output_field=DecimalField(max_digits=24, decimal_places=10),
         )
     )
+
+
+def allocation_ledger(allocation_id: int) -> Ledger:
+    """Granted, charged, reserved and remaining of one allocation, exact (one query). Inside
+    a transaction that holds the allocation row lock, this is the figure a launch checks."""
+    return ledger_of(with_usage(Allocation.objects.filter(pk=allocation_id)).get())
 
 
 def visible_allocations(user: User) -> QuerySet[Allocation]:
@@ -148,3 +162,43 @@ def timeline(obj) -> QuerySet[Event]:
     """The audit events of one object, oldest first."""
     ct = ContentType.objects.get_for_model(type(obj))
     return Event.objects.filter(content_type=ct, object_id=obj.pk).select_related("actor")
+
+
+# Project datasets: members and staff act, reviewers and staff see (the launcher's rule).
+def sees_all_projects(user: User) -> bool:
+    return bool(user.is_authenticated and (user.is_staff or is_reviewer(user)))
+
+
+def acts_on_all_projects(user: User) -> bool:
+    return bool(user.is_authenticated and (user.is_staff or user.is_superuser))
+
+
+def can_see_project(user: User, project: Project) -> bool:
+    if user is None or not user.is_authenticated:
+        return False
+    return sees_all_projects(user) or project.pk in member_project_ids(user)
+
+
+def can_act_on_project(user: User, project: Project) -> bool:
+    if user is None or not user.is_authenticated:
+        return False
+    return acts_on_all_projects(user) or project.pk in member_project_ids(user)
+
+
+def seen_projects(user: User) -> QuerySet[Project]:
+    """Projects whose work and datasets the user sees (members; reviewers and staff: all)."""
+    if not user.is_authenticated:
+        return Project.objects.none()
+    if sees_all_projects(user):
+        return Project.objects.all()
+    return Project.objects.filter(pk__in=member_project_ids(user))
+
+
+def visible_datasets(user: User) -> QuerySet[Dataset]:
+    """Datasets of the user's projects (reviewers and staff: all), with their project."""
+    qs = Dataset.objects.select_related("project", "created_by")
+    if not user.is_authenticated:
+        return qs.none()
+    if sees_all_projects(user):
+        return qs
+    return qs.filter(project_id__in=member_project_ids(user))

@@ -14,3 +14,8 @@ allocation_status_changed = Signal()
 # The granted GPU-hours changed (a top-up): backends must raise their caps.
 # kwargs: allocation_id
 allocation_grant_changed = Signal()
+
+# A project's member list changed (added, removed): backends must add or remove the members'
+# associations on every live account of the project.
+# kwargs: project_id
+project_members_changed = Signal()

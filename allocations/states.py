@@ -22,6 +22,7 @@ ALLOCATION_MOVES: dict[str, tuple[str, ...]] = {
     A.EXHAUSTED: (A.ACTIVE, A.EXPIRED, A.CLOSED),
     # A failed provisioning may be retried once its cause is fixed.
     A.FAILED: (A.PROVISIONING, A.CLOSED),
-    A.EXPIRED: (A.CLOSED,),
+    # An approved extension brings an expired allocation back into use.
+    A.EXPIRED: (A.ACTIVE, A.CLOSED),
     A.CLOSED: (),
 }

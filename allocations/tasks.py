@@ -7,7 +7,8 @@ import smtplib
 from celery import shared_task
 from django.utils import timezone
 
-from .models import Allocation, Event
+from .digests import digest_send
+from .models import Allocation, Event, NotificationPreference
 from .notifications import send_event_email
 from .services import allocation_expire
 from .transitions import InvalidTransition
@@ -37,3 +38,14 @@ def expire_allocations() -> int:
         except InvalidTransition:
             log.info("allocation %s moved by someone else; skipping", allocation.pk)
     return expired
+
+
+@shared_task(name="allocations.send_usage_digests", autoretry_for=(smtplib.SMTPException, OSError),
+             retry_backoff=True, max_retries=5)
+def send_usage_digests() -> int:
+    """Beat (daily): send each weekly-digest person their digest once a week is up."""
+    sent = 0
+    for preference in NotificationPreference.objects.filter(
+            usage_alerts=NotificationPreference.Usage.WEEKLY).select_related("user"):
+        sent += digest_send(preference=preference)
+    return sent

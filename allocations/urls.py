@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import account_views, dataset_views, project_views, views
 
 urlpatterns = [
     path("requests/new/", views.request_new, name="request-new"),
@@ -9,4 +9,14 @@ urlpatterns = [
     path("requests/<int:pk>/<slug:action>/", views.request_action, name="request-action"),
     path("review/", views.review_queue, name="review-queue"),
     path("allocations/<int:pk>/", views.allocation_detail, name="allocation-detail"),
+    path("account/notifications/", account_views.notification_settings,
+         name="notification-settings"),
+    path("projects/<int:pk>/", project_views.project_detail, name="project-detail"),
+    path("projects/<int:pk>/members/<slug:action>/", project_views.project_members,
+         name="project-members"),
+    path("projects/<int:pk>/datasets/", dataset_views.project_datasets, name="project-datasets"),
+    path("projects/<int:pk>/datasets/<int:dataset_id>/", dataset_views.dataset_edit,
+         name="dataset-edit"),
+    path("projects/<int:pk>/datasets/<int:dataset_id>/delete/", dataset_views.dataset_delete,
+         name="dataset-delete"),
 ]

@@ -12,7 +12,9 @@ from django.views.decorators.http import require_POST
 
 from . import selectors, services
 from .charts import allocation_charts
+from .connection import connection_note
 from .forms import RequestForm, initial_from_query
+from .ledger import ledger_of
 from .models import AllocationRequest
 from .sections import allocation_sections
 from .transitions import InvalidTransition
@@ -83,6 +85,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
     user = request.user
     context = {
         "req": req,
+        "facility_note": connection_note(req.facility),
         "events": selectors.timeline(req),
         "can_edit": req.is_editable and (req.requested_by_id == user.pk
                                          or selectors.can_manage_project(user, req.project)),
@@ -157,12 +160,21 @@ def allocation_detail(request: HttpRequest, pk: int) -> HttpResponse:
             f"&facility={allocation.facility.slug}&project={allocation.project_id}"
             + (f"&node_type={allocation.node_type_id}" if allocation.node_type_id else "")
         )
+    change_urls = {}
+    if selectors.membership(request.user, allocation.project) is not None:
+        purposes = {"extension": "Extend the end date", "top_up": "Ask for more GPU-hours",
+                    "renewal": "Renew for a new period", "closure": "Close early"}
+        if allocation.status == "closed":
+            purposes = {"renewal": purposes["renewal"]}
+        change_urls = {label: reverse("request-new") + f"?purpose={purpose}&extends={allocation.pk}"
+                       for purpose, label in purposes.items()}
     context = {
         "allocation": allocation,
+        "change_urls": change_urls,
         "events": selectors.timeline(allocation),
         "charts": allocation_charts(allocation),
         "convert_url": convert_url,
-        "remaining": max(allocation.gpu_hours - allocation.gpu_hours_used, 0),
+        "ledger": ledger_of(allocation),
         "extra_sections": allocation_sections(allocation, request.user),
     }
     return render(request, "allocations/allocation_detail.html", context)

@@ -1,9 +1,11 @@
-"""Benchmark: the cloud launcher on the local loop (moto + the local agent), and spot versus
+"""Benchmark: the cloud launcher on the local loop (moto + the instance emulator running each
+instance's real user data), and spot versus
 on-demand cost of a 1,000-epoch sweep from the price catalogue (Brás and Valadão's comparison).
 
 Measured here: (1) task launch to the worker's job reporting `running` (head + spot worker,
-moto starts instances instantly, so this is the portal's own overhead plus the agent's fetch and
-the trainer's start), (2) spot notice to the job running again on a replacement worker from its
+moto starts instances instantly, so this is the portal's own overhead plus the bootstrap (bundle
+fetch and unpack, agent start under the systemd shim), the agent's data fetch and the trainer's
+start), (2) spot notice to the job running again on a replacement worker from its
 S3 checkpoint. Both drive the sync at 1 s (the beat runs every 5 s: add up to 5 s on a real
 deployment). Needs PostgreSQL (DATABASE_URL; a throwaway test database is created) and starts
 its own moto server. Run: python bench/bench_cloud.py
@@ -57,8 +59,13 @@ def local_loop(endpoint: str) -> dict:
     from django.conf import settings
     settings.AWS_ENDPOINT_URL = endpoint
     price_catalogue_load()
+    from launcher.cloud.emulator import LOCAL_IMAGE_PARAMETER, Emulator
+
+    root = Path(tempfile.mkdtemp())
+    Emulator(endpoint=endpoint, region="us-east-1", root=root).publish_local_image()
     facility = FacilityFactory(slug="bench-cloud", kind="cloud", backend="aws", backend_settings={
-        "region": "us-east-1", "head_instance_type": "t3.large", "bucket": "portal-bench-cloud"})
+        "region": "us-east-1", "head_instance_type": "t3.large", "bucket": "portal-bench-cloud",
+        "image_ssm_parameter": LOCAL_IMAGE_PARAMETER})
     NodeTypeFactory(facility=facility, name="g5.xlarge", instance_type="g5.xlarge",
                     accelerators_per_node=1)
     user = get_user_model().objects.create(username="bench")
@@ -69,8 +76,8 @@ def local_loop(endpoint: str) -> dict:
     cluster = Cluster.objects.get(allocation=alloc)
     data = stage_synthetic_dataset(cluster=cluster)
     sync = lambda: cluster_sync(cluster_id=cluster.pk)  # noqa: E731
-    agent = subprocess.Popen([sys.executable, "-m", "launcher.cloud.agent", "--endpoint", endpoint,
-                              "--root", tempfile.mkdtemp(), "--poll", "0.3"], cwd=ROOT,
+    agent = subprocess.Popen([sys.executable, "-m", "launcher.cloud.emulator", "run", "--endpoint",
+                              endpoint, "--root", str(root), "--poll", "0.3"], cwd=ROOT,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              env={**os.environ, "OMP_NUM_THREADS": "1"})
     try:
@@ -84,8 +91,8 @@ def local_loop(endpoint: str) -> dict:
               and backend.get_json(f"{task.prefix}checkpoint-meta.json"), sync)
         node = CloudTask.objects.get(pk=task.pk).node
         t1 = time.monotonic()
-        faults.interrupt(backend, notice_prefix=f"{cluster.prefix}instances/",
-                         task_prefix=task.prefix, instance_id=node.instance_id)
+        faults.interrupt(backend, emulator_root=root, task_prefix=task.prefix,
+                         instance_id=node.instance_id)
         _wait(lambda: Interruption.objects.filter(node=node, resumed_at__isnull=False).exists()
               or CloudTask.objects.get(pk=task.pk).state in CloudTask.FINAL, sync)
         resumed = time.monotonic() - t1
@@ -136,7 +143,7 @@ def main() -> int:
     finally:
         server.stop()
         runner.teardown_databases(old)
-    print("Cloud launcher on the local loop (moto + local agent, CPU trainer, sync every 1 s)")
+    print("Cloud launcher on the local loop (moto + instance emulator, CPU trainer, sync every 1 s)")
     print(f"  task launch call (head + spot worker rows, RunInstances x2): {loop['launch_call_s']:6.2f} s")
     print(f"  launch -> job running on the worker:                         {loop['to_running_s']:6.2f} s")
     print(f"  spot notice -> job running again from the S3 checkpoint:     {loop['notice_to_resumed_s']:6.2f} s")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from launcher.backends.slurm_parse import parse_sacct_usage  # noqa: E402
+from launcher.slurm.parse import parse_sacct_usage  # noqa: E402
 
 STATES = ["COMPLETED", "FAILED", "CANCELLED by 1001", "TIMEOUT", "RUNNING"]
 

@@ -118,9 +118,9 @@ def activation(facility, user, project) -> tuple[list[float], list[float], list]
 
     from allocations import services as alloc_services
     from allocations.models import Allocation, AllocationRequest
-    from launcher import facilities
+    from launcher.slurm import connection
 
-    backend = facilities.slurm_backend(facility)
+    backend = connection.slurm_backend(facility)
     loop, base, made = [], [], []
     for _ in range(REPEATS):
         t0 = time.perf_counter()
@@ -150,12 +150,13 @@ def activation(facility, user, project) -> tuple[list[float], list[float], list]
 def job_start(allocation, user) -> tuple[list[float], list[float]]:
     """job submitted -> running, and a bare sbatch + squeue poll."""
     from allocations.models import Allocation
-    from launcher import facilities, services
+    from launcher import services
+    from launcher.slurm import connection
     from launcher.models import Job
 
     Allocation.objects.filter(pk=allocation.pk).update(status="active")
     allocation.refresh_from_db()
-    backend = facilities.slurm_backend(allocation.facility)
+    backend = connection.slurm_backend(allocation.facility)
     params = {"model": "resnet18", "epochs": 1, "size": 32, "synthetic_n": 24, "threads": 1,
               "bootstrap": 20}
     loop, base = [], []
@@ -194,7 +195,7 @@ def ingestion(allocation) -> tuple[float, float, int]:
     from django.utils import timezone
 
     from allocations.models import UsageRecord
-    from launcher.backends.slurm_parse import parse_sacct_usage
+    from launcher.slurm.parse import parse_sacct_usage
     from launcher.services.accounting import usage_ingest_rows
 
     start = dt.datetime(2026, 1, 1)
@@ -232,7 +233,7 @@ def main() -> int:
     from django.contrib.auth import get_user_model
 
     from allocations.models import Project, ProjectMembership
-    from launcher import facilities
+    from launcher.slurm import connection
 
     user = get_user_model().objects.create(username="bench-researcher")
     project = Project.objects.create(code="BEN-SLU-001", title="bench", pi=user)
@@ -248,7 +249,7 @@ def main() -> int:
     finally:
         worker.terminate()
         worker.wait(timeout=30)
-        backend = facilities.slurm_backend(facility)
+        backend = connection.slurm_backend(facility)
         for allocation in made:
             backend.ssh.run(["scancel", f"--account={allocation.account_name}"])
             backend.ssh.run(["sacctmgr", "-i", "delete", "account", f"name={allocation.account_name}"])

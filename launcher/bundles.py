@@ -5,7 +5,11 @@ A bundle is a folder holding
   run.py    picks its cell (SLURM_ARRAY_TASK_ID, 0 for a single job), makes the synthetic
             dataset once if asked (under a lock, shared by every cell), then execs
             `python -m launcher.workloads.ctxray train ...` so the trainer itself receives
-            Slurm's --signal (it checkpoints on SIGUSR1/SIGTERM and exits 75)
+            Slurm's --signal (it checkpoints on SIGUSR1/SIGTERM and exits 75); for a job with
+            N > 1 GPUs it runs `python -m torch.distributed.run --standalone
+            --nproc_per_node=N -m launcher.workloads.ctxray train ...` instead (DDP, one process
+            per GPU), passes Slurm's signal on to the trainer processes and exits 75 when they
+            checkpointed
   job.json  the cells' argument lists and the data spec (user values live only here, as JSON)
   pkg/      the workload package (launcher/__init__.py, launcher/workloads/, no Django)
 
@@ -20,38 +24,80 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import params as launch_params
 from . import sweepgrid
+from .backends.base import BackendError
 
 WORKLOAD_SRC = Path(__file__).resolve().parent / "workloads"
-SYNTHETIC = {"synthetic-ct": "ct", "synthetic-xray": "xray"}
+SYNTHETIC = launch_params.SYNTHETIC
 
 _JOB_SH = """#!/bin/bash
 # Written by the portal. Arguments: PYTHON PYTHONPATH. No user value appears in this text.
+# Everything the job writes (checkpoints, metrics, logs) is private to the service account:
+# other projects' jobs running as the same account cannot be kept out this way, but other
+# accounts on the cluster can (docs/security.md).
+umask 077
 set -u
 export PYTHONPATH="$PWD/pkg${2:+:$2}"
 exec "$1" run.py
 """
 
 _RUN_PY = '''"""Run one cell of this bundle (written by the portal; standard library only)."""
-import fcntl, json, os, subprocess, sys
+import fcntl, json, os, signal, subprocess, sys
 
 spec = json.load(open("job.json"))
 index = int(os.environ.get("SLURM_ARRAY_TASK_ID") or 0)
 cell = spec["cells"][index]
+nproc = int(spec.get("nproc") or 1)
 if spec.get("synth"):
     with open(".synth.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not os.path.exists(os.path.join(spec["data"], "dataset.json")):
             subprocess.run([sys.executable, "-m", "launcher.workloads.ctxray", "synth", *spec["synth"]],
                            check=True)
-print(f"portal: cell {index}: {' '.join(cell)}", flush=True)
-os.execv(sys.executable, [sys.executable, "-m", "launcher.workloads.ctxray", *cell])
+print(f"portal: cell {index}: {' '.join(cell)}" + (f" (torchrun, {nproc} processes)" if nproc > 1 else ""),
+      flush=True)
+trainer = ["-m", "launcher.workloads.ctxray", *cell]
+if nproc == 1:
+    os.execv(sys.executable, [sys.executable, *trainer])  # the trainer gets Slurm's --signal itself
+
+# One process per GPU under torchrun (DDP: NCCL on CUDA, gloo on CPU). Slurm's --signal (USR1)
+# reaches this script only: pass it to every trainer process (torchrun's children, each in its
+# own session), which checkpoints and exits 75; torchrun then ends and reports them.
+child = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                          f"--nproc_per_node={nproc}", *trainer])
+
+def workers():
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1]) == child.pid:
+                found.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            pass
+    return found
+
+def forward(signum, frame):
+    for pid in workers():
+        try:
+            os.kill(pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            pass
+
+signal.signal(signal.SIGUSR1, forward)
+signal.signal(signal.SIGTERM, forward)
+code = child.wait()
+out = cell[cell.index("--out") + 1]
+try:
+    state = json.load(open(os.path.join(out, "progress.json"))).get("state")
+except (OSError, ValueError):
+    state = None
+sys.exit(75 if state == "preempted" else 0 if state == "succeeded" and code == 0 else (code or 1))
 '''
 
-# Keys of a job's params that map onto `ctxray train` flags (others are portal-side).
-TRAIN_KEYS = ("model", "epochs", "lr", "lr_step", "weight_decay", "batch_size", "patience",
-              "size", "dims", "folds", "fold", "seed", "deterministic", "threads", "workers",
-              "augment", "lung_crop", "bootstrap", "progress_every")
+# Keys of a job's params that map onto `ctxray train` flags (the rest, dataset and synthetic_n,
+# are portal-side): launcher/params.py's table, the one list of training parameters.
+TRAIN_KEYS = tuple(k for k in launch_params.PARAMS if k != "synthetic_n")
 
 
 def out_dir(index: int) -> str:
@@ -59,13 +105,19 @@ def out_dir(index: int) -> str:
 
 
 def data_spec(params: Mapping[str, Any]) -> tuple[str, list[str] | None]:
-    """(data path on the compute side, synth arguments or None) for a job's `dataset`."""
+    """(data path on the compute side, synth arguments or None) for a job's `dataset`: the
+    synthetic set's generator, or the path the portal resolved and confined at launch
+    (`data_path`, launcher/datasets.py; a user never sets it)."""
+    if params.get("data_path"):
+        return str(params["data_path"]), None
     dataset = params.get("dataset", "synthetic-ct")
     if dataset in SYNTHETIC:
         n, size, seed = params.get("synthetic_n", 24), params.get("size", 32), params.get("seed", 0)
         return "data", ["--out", "data", "--modality", SYNTHETIC[dataset], "--n", str(n),
                         "--size", str(max(int(size), 16)), "--seed", str(seed)]
-    return str(dataset), None
+    # A job from before datasets were registered (a raw path): never run it as it stands.
+    raise BackendError(f"dataset {dataset!r} is not a registered dataset of the project",
+                       transient=False)
 
 
 def cell_args(cell: Mapping[str, Any], index: int, data: str) -> list[str]:
@@ -79,13 +131,14 @@ def single_cell(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def write_bundle(*, cells: Sequence[Mapping[str, Any]], params: Mapping[str, Any],
-                 into: Path | None = None) -> Path:
+                 into: Path | None = None, gpus: int = 1) -> Path:
     """Write a bundle folder for these cells (one for a job, all of a sweep's) and return it.
-    The caller removes it after staging (`shutil.rmtree`)."""
+    With `gpus` > 1 each cell trains under torchrun with one process per GPU (what Slurm
+    charges for is what runs). The caller removes it after staging (`shutil.rmtree`)."""
     folder = Path(into or tempfile.mkdtemp(prefix="portal-bundle-"))
     data, synth = data_spec(params)
     spec = {"cells": [cell_args(c, i, data) for i, c in enumerate(cells)], "data": data,
-            "synth": synth}
+            "synth": synth, "nproc": max(int(gpus), 1)}
     (folder / "job.json").write_text(json.dumps(spec, indent=1))
     (folder / "job.sh").write_text(_JOB_SH)
     (folder / "job.sh").chmod(0o755)

@@ -27,3 +27,51 @@ def leaderboard_figure(rows: list[dict[str, Any]], metric: str, top: int = 20) -
                                   "arrayminus": minus}}],
             "layout": {"title": {"text": f"Mean {metric} over folds (95% interval)"}, "height": 360,
                        "margin": {"l": 50, "r": 20, "t": 40, "b": 120}}}
+
+
+METRIC_LABELS = (("accuracy", "Accuracy"), ("precision", "Precision"), ("recall", "Recall (sensitivity)"),
+                 ("specificity", "Specificity"), ("f1", "F1"), ("roc_auc", "ROC AUC"))
+LEVELS = (("patient", "per patient"), ("slice", "per image"))
+
+
+def metrics_panel(job: Job) -> dict[str, Any] | None:
+    """What the job page's metrics panel shows, from the trainer's metrics.json: each metric per
+    patient and per image with its 95% bootstrap interval, the confusion matrices, the basis."""
+    m = job.metrics or {}
+    if not isinstance(m.get("patient"), dict):
+        return None
+    levels = [(key, label) for key, label in LEVELS if isinstance(m.get(key), dict)]
+    rows = [{"name": name, "label": label,
+             "cells": [(m[key].get(name) or {}) if isinstance(m[key].get(name), dict) else {}
+                       for key, _ in levels]} for name, label in METRIC_LABELS]
+    confusion = [{"level": label, "n": m[key].get("n"), **(m[key].get("confusion_matrix") or {})}
+                 for key, label in levels if m[key].get("confusion_matrix")]
+    boot = m.get("bootstrap") or {}
+    return {"levels": [label for _, label in levels], "rows": rows, "confusion": confusion,
+            "evaluated_on": m.get("evaluated_on", "val"), "samples": m.get("samples") or {},
+            "resamples": boot.get("resamples"), "method": boot.get("method", "percentile"),
+            "threshold": m.get("threshold"), "best_epoch": m.get("best_epoch"),
+            "epochs_run": m.get("epochs_run"), "loss": m.get("loss")}
+
+
+def roc_figure(job: Job) -> dict[str, Any] | None:
+    """The ROC curve per patient and per image, with the chance diagonal."""
+    m = job.metrics or {}
+    data = []
+    for key, label in LEVELS:
+        level = m.get(key) if isinstance(m.get(key), dict) else {}
+        roc = level.get("roc") or {}
+        auc = (level.get("roc_auc") or {}).get("value") if isinstance(level.get("roc_auc"), dict) else None
+        if roc.get("fpr") and roc.get("tpr"):
+            name = f"{label}" + (f" (AUC {auc:.3f})" if isinstance(auc, (int, float)) else "")
+            data.append({"type": "scatter", "mode": "lines", "name": name, "x": roc["fpr"], "y": roc["tpr"],
+                         "line": {"shape": "hv"}})
+    if not data:
+        return None
+    data.append({"type": "scatter", "mode": "lines", "name": "chance", "x": [0, 1], "y": [0, 1],
+                 "line": {"dash": "dot", "color": "#8c959f"}})
+    return {"data": data, "layout": {"title": {"text": "ROC curve"}, "height": 340,
+                                     "margin": {"l": 50, "r": 20, "t": 40, "b": 40},
+                                     "legend": {"x": 0.45, "y": 0.08, "bgcolor": "rgba(255,255,255,0.8)"},
+                                     "xaxis": {"title": {"text": "false positive rate"}, "range": [0, 1]},
+                                     "yaxis": {"title": {"text": "true positive rate"}, "range": [0, 1.02]}}}

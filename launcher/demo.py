@@ -1,6 +1,6 @@
 """Demo data for the launcher (called by `manage.py seed_demo`; idempotent): completes the
 `local-slurm` facility's backend settings from what `make services` wrote, with the keys
-launcher/facilities.py reads."""
+launcher/slurm/connection.py reads."""
 from __future__ import annotations
 
 import sys
@@ -23,6 +23,9 @@ def local_slurm_settings() -> dict:
         # python of the same version runs with the venv's site-packages on PYTHONPATH.
         "python": f"/usr/bin/python{version}",
         "python_path": f"{sys.prefix}/lib/python{version}/site-packages",
+        # Project datasets live in <storage_root>/<project code>/ (relative: the SSH user's
+        # home); see docs/security.md.
+        "storage_root": "portal-project-data",
     }
 
 

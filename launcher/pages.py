@@ -5,24 +5,30 @@ from typing import Any
 
 from allocations.models import Allocation
 
-from . import selectors
-from .forms import LaunchForm
+from . import access, params, selectors
+from .backends.registry import Capability, supports
+from .forms import LaunchForm, SweepForm
 
 
 def launch_form_for(allocation: Allocation, user: Any) -> LaunchForm | None:
-    """An empty launch form when `user` may launch on this allocation (a member; active)."""
+    """An empty launch form when `user` may launch on this allocation (a member or staff;
+    active; its facility's backend can submit work)."""
     if allocation.status != Allocation.Status.ACTIVE:
         return None
-    if not selectors.launchable_allocations(user).filter(pk=allocation.pk).exists():
+    if not supports(allocation.facility, Capability.SUBMIT):
         return None
-    return LaunchForm()
+    if not access.can_act(user, allocation):
+        return None
+    return LaunchForm(allocation=allocation)
 
 
 def allocation_sections(allocation: Allocation, user: Any) -> list[dict[str, Any]]:
     """The jobs and sweeps sections of /allocations/<id>/, with the launch form for members of
-    an active allocation (three queries; the caller already checked that `user` may see it)."""
+    an active allocation (three queries; the selectors refuse a user who may not see it)."""
     return [{"template": "launcher/allocation_sections.html",
              "data": {"allocation_id": allocation.pk,
-                      "launch_form": launch_form_for(allocation, user),
-                      "jobs": list(selectors.allocation_jobs(allocation)),
-                      "sweeps": list(selectors.allocation_sweeps(allocation))}}]
+                      "launch_form": (form := launch_form_for(allocation, user)),
+                      "sweep_form": SweepForm(allocation=allocation) if form is not None else None,
+                      "default_job": params.DEFAULT_JOB,
+                      "jobs": list(selectors.allocation_jobs(allocation, by=user)),
+                      "sweeps": list(selectors.allocation_sweeps(allocation, by=user))}}]

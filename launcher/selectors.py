@@ -2,55 +2,98 @@
 Others' objects are simply absent (404). Aggregates are SQL, never Python loops over rows."""
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, DecimalField, Q, QuerySet, Sum, Value
+from django.db.models import Count, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from allocations.models import Allocation, Project
-from allocations.selectors import User, allocation_usage_totals, visible_allocations
+from allocations.selectors import User, allocation_ledger, member_project_ids, visible_allocations
 
-from . import sweepgrid
+from . import access, sweepgrid
 from .models import Job, Sweep
 
 
+def _scoped(qs: QuerySet, user: User) -> QuerySet:
+    """The rows of projects the user is a member of; everything for reviewers and staff
+    (launcher/access.py)."""
+    if not user.is_authenticated:
+        return qs.none()
+    if access.sees_all(user):
+        return qs
+    return qs.filter(allocation__project_id__in=member_project_ids(user))
+
+
 def visible_jobs(user: User) -> QuerySet[Job]:
-    """Jobs of allocations the user can see (reviewers: all)."""
-    allocations = visible_allocations(user).values("pk")
-    return Job.objects.select_related("allocation__project", "allocation__facility",
-                                      "created_by").filter(allocation__in=allocations)
+    """Jobs the user may see: their projects' (reviewers and staff: all)."""
+    return _scoped(Job.objects.select_related("allocation__project", "allocation__facility",
+                                              "created_by"), user)
 
 
 def visible_sweeps(user: User) -> QuerySet[Sweep]:
-    allocations = visible_allocations(user).values("pk")
-    return Sweep.objects.select_related("allocation__project", "allocation__facility",
-                                        "created_by").filter(allocation__in=allocations)
+    """Sweeps the user may see: their projects' (reviewers and staff: all)."""
+    return _scoped(Sweep.objects.select_related("allocation__project", "allocation__facility",
+                                                "created_by"), user)
+
+
+def job_log(*, job_id: int, by: User) -> Job:
+    """A job with its log tail, for someone who may see it (NotVisible, a 404, otherwise)."""
+    job = visible_jobs(by).filter(pk=job_id).first()
+    if job is None:
+        raise access.NotVisible("Not found.")
+    return job
+
+
+def sees_allocations(user: User) -> QuerySet[Allocation]:
+    """Allocations whose work the user may see (to name one in a launch: acting on it is the
+    service's to check)."""
+    qs = Allocation.objects.select_related("facility", "node_type", "project")
+    if not user.is_authenticated:
+        return qs.none()
+    return qs if access.sees_all(user) else qs.filter(project_id__in=member_project_ids(user))
 
 
 def launchable_allocations(user: User) -> QuerySet[Allocation]:
-    """Allocations the user may launch against: members of the project only (not reviewers)."""
+    """Allocations the user may launch against: members of the project, and staff."""
+    qs = Allocation.objects.select_related("facility", "node_type", "project")
     if not user.is_authenticated:
-        return Allocation.objects.none()
-    return Allocation.objects.select_related("facility", "node_type", "project").filter(
-        project__in=Project.objects.filter(memberships__user=user))
+        return qs.none()
+    if access.acts_on_all(user):
+        return qs
+    return qs.filter(project_id__in=member_project_ids(user))
 
 
 def reserved_gpu_hours(allocation_id: int) -> Decimal:
-    """GPU-hours promised to unfinished jobs but not charged yet (their estimate less what
-    accounting has already recorded for them)."""
-    hours = DecimalField(max_digits=14, decimal_places=3)
-    row = Job.objects.filter(allocation_id=allocation_id).exclude(state__in=Job.FINAL).aggregate(
-        est=Coalesce(Sum("estimate_gpu_hours"), Value(Decimal(0)), output_field=hours),
-        used=Coalesce(Sum("gpu_seconds"), Value(0)))
-    return max(Decimal(row["est"]) - Decimal(row["used"]) / 3600, Decimal(0))
+    """GPU-hours promised to unfinished jobs but not charged yet: per job, its estimate less
+    what has been charged for it, never below zero (launcher/ledger.py)."""
+    return allocation_ledger(allocation_id).gpu_hours_reserved
 
 
 def remaining_gpu_hours(allocation: Allocation) -> Decimal:
-    """Granted minus charged minus reserved by unfinished jobs (never below zero)."""
-    used = allocation_usage_totals(allocation.pk)["gpu_hours"]
-    left = Decimal(allocation.gpu_hours) - used - reserved_gpu_hours(allocation.pk)
-    return max(left, Decimal(0)).quantize(Decimal("0.001"))
+    """Granted minus charged minus reserved by unfinished jobs (never below zero), exact."""
+    return allocation_ledger(allocation.pk).gpu_hours_remaining
+
+
+# sacct lags squeue: a job's record may arrive a while after the job was seen final.
+USAGE_LAG = dt.timedelta(hours=6)
+
+
+def allocations_owing_usage(*, backends: Iterable[str]) -> QuerySet[Allocation]:
+    """Allocations on these backends whose usage must still be read: live ones, and any other
+    (expired, closed, exhausted, suspended) until all its jobs are final and the last one
+    finished longer than USAGE_LAG ago. Usage is charged whatever the allocation's state."""
+    recent = timezone.now() - USAGE_LAG
+    owing = Job.objects.filter(Q(finished_at__gte=recent) | ~Q(state__in=Job.FINAL)
+                               ).values("allocation")
+    return (Allocation.objects.select_related("facility")
+            .filter(facility__backend__in=list(backends))
+            .exclude(account_name="").filter(Q(status__in=Allocation.LIVE) | Q(pk__in=owing))
+            .exclude(status__in=(Allocation.Status.FAILED,), activated_at=None)
+            .order_by("pk"))
 
 
 def sweep_counts(sweep: Sweep) -> dict[str, int]:
@@ -72,14 +115,40 @@ def sweep_leaderboard(sweep: Sweep, *, sort_by: str | None = None,
                                  sort_by=sort_by or sweep.sort_by, level=level)
 
 
-def allocation_jobs(allocation: Allocation, *, limit: int = 50) -> QuerySet[Job]:
-    """The allocation's single jobs, newest first (caller already checked visibility)."""
+def allocation_jobs(allocation: Allocation, *, by: User, limit: int = 50) -> QuerySet[Job]:
+    """The allocation's single jobs, newest first, for someone who may see them (NotVisible,
+    a 404, otherwise)."""
+    access.check_can_see(by, allocation)
     return allocation.jobs.filter(sweep__isnull=True).select_related("created_by")[:limit]
 
 
-def allocation_sweeps(allocation: Allocation, *, limit: int = 20) -> QuerySet[Sweep]:
-    """The allocation's sweeps with finished and running cell counts (one query)."""
+def allocation_sweeps(allocation: Allocation, *, by: User, limit: int = 20) -> QuerySet[Sweep]:
+    """The allocation's sweeps with finished and running cell counts (one query), for someone
+    who may see them (NotVisible, a 404, otherwise)."""
+    access.check_can_see(by, allocation)
     return allocation.sweeps.annotate(
         cells_done=Count("jobs", filter=Q(jobs__state__in=Job.FINAL)),
         cells_running=Count("jobs", filter=Q(jobs__state=Job.State.RUNNING)),
     ).order_by("-created_at")[:limit]
+
+
+def sweep_estimate(*, allocation: Allocation, grid: dict[str, Any], params: dict[str, Any], gpus: int,
+                   wall_time_minutes: int) -> dict[str, Any]:
+    """What launching this sweep would reserve (the same numbers `sweep_launch` checks), its
+    basis in words, and whether it fits the GPU-hours left. Launches nothing."""
+    from .estimates import CURRENCY, estimate_sweep
+
+    spec = sweepgrid.validate(grid)
+    estimate = estimate_sweep(allocation=allocation, params=params, fixed=spec.fixed, cells=spec.size,
+                              gpus=gpus, wall_time_minutes=wall_time_minutes)
+    remaining = remaining_gpu_hours(allocation)
+    return {"cells": spec.size, "per_cell_gpu_hours": estimate.per_cell.gpu_hours,
+            "total_gpu_hours": estimate.total.gpu_hours, "total_cost": estimate.total.cost,
+            "currency": CURRENCY, "source": estimate.per_cell.source,
+            "basis": estimate.basis(gpus=gpus, wall_time_minutes=wall_time_minutes),
+            "remaining_gpu_hours": remaining, "fits": estimate.total.gpu_hours <= remaining}
+
+
+def sweep_gpu_seconds(sweep: Sweep) -> int:
+    """GPU-seconds charged to the sweep's cells so far (one query)."""
+    return sweep.jobs.aggregate(total=Coalesce(Sum("gpu_seconds"), Value(0)))["total"]

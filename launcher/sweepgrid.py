@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import itertools
 import math
-import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from .stats import bounded_interval
 
 #: Models the workload can train (launcher.workloads.ctxray.config.MODEL_NAMES; a test keeps
 #: the two lists equal). densenet161 is built from MONAI's DenseNet class with its own layout.
@@ -19,12 +20,6 @@ MODELS = ("densenet121", "densenet161", "densenet169", "densenet201", "resnet18"
 MAX_CELLS = 5000
 METRIC_NAMES = ("accuracy", "precision", "recall", "specificity", "f1", "roc_auc")
 AXES = ("model", "lr", "lr_step", "weight_decay")
-
-# Two-sided 95% Student t critical values by degrees of freedom; 1.96 beyond the table.
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-         10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
-         18: 2.101, 19: 2.093, 20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
-
 
 class GridError(ValueError):
     """A sweep spec that cannot be run; the message names the field and what is wrong."""
@@ -96,9 +91,12 @@ def validate(spec: Mapping[str, Any]) -> GridSpec:
     bad = [m for m in models if m not in MODELS]
     if bad:
         raise GridError(f"models: unknown {', '.join(bad)}; choose from {', '.join(MODELS)}")
-    weight_decays = tuple(float(w) for w in spec.get("weight_decays") or ())
-    if not weight_decays or any(isinstance(w, bool) or not 0 <= w < 1 for w in weight_decays):
+    raw_decays = spec.get("weight_decays") or ()
+    if (not isinstance(raw_decays, (list, tuple)) or not raw_decays
+            or any(isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w < 1
+                   for w in raw_decays)):
         raise GridError("weight_decays: give a non-empty list of numbers in [0, 1)")
+    weight_decays = tuple(float(w) for w in raw_decays)
     folds = spec.get("folds", 1)
     if isinstance(folds, bool) or not isinstance(folds, int) or not 1 <= folds <= 20:
         raise GridError("folds: an integer from 1 to 20")
@@ -157,17 +155,6 @@ def combo_key(cell: Mapping[str, Any]) -> tuple:
     return tuple(cell[a] for a in AXES)
 
 
-def t_interval(values: list[float]) -> tuple[float, list[float] | None]:
-    """Mean and two-sided 95% Student t interval (None with fewer than two values)."""
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, None
-    df = len(values) - 1
-    t = _T975.get(df) or next((v for k, v in sorted(_T975.items()) if k >= df), 1.96)
-    half = t * statistics.stdev(values) / math.sqrt(len(values))
-    return mean, [mean - half, mean + half]
-
-
 def metric_value(metrics: Mapping[str, Any], name: str, level: str = "patient") -> float | None:
     """A metric from a metrics.json (``{level: {name: {"value": x}}}``) or a flat {name: x}."""
     source = metrics.get(level, metrics) if isinstance(metrics.get(level), Mapping) else metrics
@@ -182,7 +169,8 @@ def leaderboard(results: Iterable[tuple[Mapping[str, Any], Mapping[str, Any] | N
     """Rank hyper-parameter combinations by the mean over folds of `sort_by`, best first.
 
     results: (cell, metrics or None for a cell without results yet). Each row carries the combo,
-    the folds done and expected, and each metric's {"mean", "ci" (t interval), "n"}.
+    the folds done and expected, and each metric's {"mean", "ci", "n"}: the 95% interval
+    stays inside [0, 1] (launcher/stats.py says how).
     """
     if sort_by not in metrics:
         raise GridError(f"sort_by: unknown metric {sort_by!r}; choose from {', '.join(metrics)}")
@@ -200,7 +188,7 @@ def leaderboard(results: Iterable[tuple[Mapping[str, Any], Mapping[str, Any] | N
     for row in groups.values():
         values = row.pop("_values")
         for m in metrics:
-            mean, ci = t_interval(values[m]) if values[m] else (None, None)
+            mean, ci = bounded_interval(values[m]) if values[m] else (None, None)
             row[m] = {"mean": mean, "ci": ci, "n": len(values[m])}
         rows.append(row)
     rows.sort(key=lambda r: (r[sort_by]["mean"] is None, -(r[sort_by]["mean"] or 0.0)))

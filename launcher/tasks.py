@@ -9,10 +9,11 @@ import logging
 
 from celery import shared_task
 
-from allocations.models import Allocation, Facility
+from allocations.models import Allocation
 
-from . import services
+from . import selectors, services
 from .backends.base import BackendError
+from .backends.registry import Capability, backend_for, backends_with
 from .provisioning import allocation_provision
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,19 @@ def provision_allocation(self, allocation_id: int) -> str | None:
 def sync_allocation_account(allocation_id: int) -> str:
     """Block, unblock or re-cap the allocation's account to match its state and grant."""
     allocation = Allocation.objects.select_related("facility").filter(pk=allocation_id).first()
-    return services.allocation_sync_slurm(allocation=allocation) if allocation else "gone"
+    return services.allocation_sync(allocation=allocation) if allocation else "gone"
+
+
+@shared_task(name="launcher.sync_project_members", **_RETRY)
+def sync_project_members(project_id: int) -> dict[int, str]:
+    """Add and remove the project's members on the backend accounts of its live allocations."""
+    return services.project_sync_members(project_id=project_id)
+
+
+@shared_task(name="launcher.failing_jobs_digest")
+def failing_jobs_digest() -> int:
+    """Beat (hourly): one email to staff listing jobs that failed since the last one."""
+    return services.failing_jobs_digest_send()
 
 
 @shared_task(name="launcher.submit_job", **_RETRY)
@@ -76,14 +89,17 @@ def poll_jobs() -> dict[str, int]:
 
 @shared_task(name="launcher.ingest_usage")
 def ingest_usage() -> int:
-    """Beat: charge Slurm usage to every allocation that has an account and recent work."""
+    """Beat: charge usage to every allocation whose backend reports usage (Slurm's sacct, the
+    local runner's measured wall time), each record once: live ones, and expired or closed
+    ones until every job is final and recorded (selectors.allocations_owing_usage)."""
     offered = 0
-    allocations = Allocation.objects.select_related("facility").filter(
-        facility__backend=Facility.Backend.SLURM).exclude(account_name="").filter(
-        status__in=Allocation.LIVE)
-    for allocation in allocations:
+    for allocation in selectors.allocations_owing_usage(
+            backends=backends_with(Capability.USAGE)):
+        backend = backend_for(allocation.facility)
+        if Capability.USAGE not in backend.capabilities:
+            continue  # not configured (served by `manual`)
         try:
-            offered += services.usage_ingest_slurm(allocation=allocation)
+            offered += backend.usage(allocation=allocation)
         except BackendError as error:
             log.warning("usage of allocation %s not read (%s); next time", allocation.pk, error)
     return offered

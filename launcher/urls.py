@@ -7,4 +7,5 @@ urlpatterns = [
     path("jobs/<int:pk>/cancel/", views.job_cancel, name="job-cancel"),
     path("sweeps/<int:pk>/", views.sweep_detail, name="sweep-detail"),
     path("allocations/<int:pk>/launch/", views.allocation_launch, name="allocation-launch"),
+    path("allocations/<int:pk>/sweep/", views.allocation_sweep, name="allocation-sweep"),
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -13,31 +14,33 @@ from allocations.transitions import InvalidTransition
 
 from allocations.selectors import visible_allocations
 
-from . import charts, selectors, services
+from . import access, charts, selectors, services, sweepgrid
 from .backends.base import BackendError
-from .forms import LaunchForm
+from .datasets import DatasetRefused
+from .forms import LaunchForm, SweepForm
+from .ledger import with_reservation
+from .models import Job
+from .params import ParamsError
 from .services import LaunchConflict
 
 
 @login_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    job = get_object_or_404(selectors.visible_jobs(request.user), pk=pk)
+    job = get_object_or_404(with_reservation(selectors.visible_jobs(request.user)), pk=pk)
+    job.reserved_hours = job.reserved_seconds / 3600
     return render(request, "launcher/job_detail.html", {
         "job": job, "loss": charts.loss_figure(job), "progress": job.progress or {},
-        "can_cancel": not job.is_final and selectors.launchable_allocations(request.user)
-        .filter(pk=job.allocation_id).exists()})
+        "panel": charts.metrics_panel(job), "roc": charts.roc_figure(job),
+        "can_cancel": not job.is_final and access.can_act(request.user, job.allocation)})
 
 
 @login_required
 @require_POST
 def job_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(selectors.visible_jobs(request.user), pk=pk)
-    if not selectors.launchable_allocations(request.user).filter(pk=job.allocation_id).exists():
-        messages.error(request, "Only members of the project can cancel its jobs.")
-        return redirect("job-detail", pk)
     try:
         services.job_cancel(job=job, by=request.user)
-    except (InvalidTransition, BackendError) as error:
+    except (InvalidTransition, BackendError, PermissionDenied) as error:
         messages.error(request, str(error))
     else:
         messages.success(request, f"Job #{job.pk} cancelled.")
@@ -49,12 +52,23 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
     sweep = get_object_or_404(selectors.visible_sweeps(request.user), pk=pk)
     board = selectors.sweep_leaderboard(sweep)
     counts = selectors.sweep_counts(sweep)
-    finished = sum(counts[s] for s in ("succeeded", "failed", "cancelled", "timeout"))
+    finished = sum(counts[s] for s in Job.FINAL)
     return render(request, "launcher/sweep_detail.html", {
-        "sweep": sweep, "counts": counts, "finished": finished, "board": board[:100],
+        "sweep": sweep, "counts": counts, "finished": finished, "done": finished >= sweep.size,
+        "charged": selectors.sweep_gpu_seconds(sweep), "board": board[:100],
         "figure": charts.leaderboard_figure(board, sweep.sort_by),
         "cells": sweep.jobs.order_by("array_index").only(
-            "pk", "array_index", "state", "params", "state_reason", "progress")[:200]})
+            "pk", "sweep_id", "array_index", "state", "params", "state_reason", "progress")[:200]})
+
+
+def _member_allocation(request: HttpRequest, pk: int):
+    """The allocation if the user may launch on it; else None with a message (others': 404)."""
+    allocation = get_object_or_404(visible_allocations(request.user), pk=pk)
+    if not access.can_act(request.user, allocation):
+        messages.error(request, "Only members of the project (or staff) can launch jobs on its "
+                                "allocations.")
+        return None
+    return allocation
 
 
 @login_required
@@ -62,22 +76,71 @@ def allocation_launch(request: HttpRequest, pk: int) -> HttpResponse:
     """The launch form of an allocation (also shown on its page): the same `job_launch` service
     as POST /api/v1/jobs/. Field errors re-render the form; a refusal (the API's 409: not active,
     not enough GPU-hours left) goes back to the allocation page as a message."""
-    allocation = get_object_or_404(visible_allocations(request.user), pk=pk)
-    if not selectors.launchable_allocations(request.user).filter(pk=pk).exists():
-        messages.error(request, "Only members of the project can launch jobs on its allocations.")
+    allocation = _member_allocation(request, pk)
+    if allocation is None:
         return redirect(f"/allocations/{pk}/")
-    form = LaunchForm(request.POST or None)
+    form = LaunchForm(request.POST or None, allocation=allocation)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
             job = services.job_launch(by=request.user, allocation=allocation, gpus=data["gpus"],
                                       wall_time_minutes=data["wall_time_minutes"],
                                       params=data["params"])
+        except ParamsError as error:
+            for field, message in error.errors.items():
+                form.add_error(field if field in form.fields else None, message)
         except LaunchConflict as error:
             messages.error(request, error.message)
             return redirect(f"/allocations/{pk}/")
-        messages.success(request, f"Job #{job.pk} launched; it is being submitted.")
-        return redirect("job-detail", job.pk)
+        except PermissionDenied as error:
+            messages.error(request, str(error))
+            return redirect(f"/allocations/{pk}/")
+        except DatasetRefused as error:
+            form.add_error("dataset", str(error))
+        else:
+            messages.success(request, f"Job #{job.pk} launched.")
+            return redirect("job-detail", job.pk)
     return render(request, "launcher/launch.html", {"allocation": allocation, "form": form},
                   status=400 if form.is_bound else 200)
 
+
+@login_required
+def allocation_sweep(request: HttpRequest, pk: int) -> HttpResponse:
+    """The sweep form of an allocation (also on its page), the same `sweep_launch` service as
+    POST /api/v1/sweeps/. "Estimate" (or `?preset=claire` to fill in the CLAIRE grid) shows the
+    total before anything launches; "Launch sweep" launches; a refusal (409) is a message here."""
+    allocation = _member_allocation(request, pk)
+    if allocation is None:
+        return redirect(f"/allocations/{pk}/")
+    preset = request.GET.get("preset")
+    initial = SweepForm.preset_initial(preset) if preset in sweepgrid.PRESETS else None
+    form = SweepForm(request.POST or None, allocation=allocation, initial=initial)
+    estimate = None
+    if not form.is_bound and initial:
+        form = SweepForm(initial_data(form), allocation=allocation)
+    if form.is_bound and form.is_valid():
+        v = form.cleaned_data["validated"]
+        estimate = selectors.sweep_estimate(allocation=allocation, grid=v["grid"], params=v["params"],
+                                            gpus=v["gpus"], wall_time_minutes=v["wall_time_minutes"])
+        if request.method == "POST" and "launch" in request.POST:
+            try:
+                sweep = services.sweep_launch(
+                    by=request.user, allocation=allocation, grid=v["grid"], gpus=v["gpus"],
+                    wall_time_minutes=v["wall_time_minutes"], params=v["params"],
+                    concurrency=v["concurrency"], name=v["name"])
+            except (LaunchConflict, PermissionDenied) as error:
+                messages.error(request, getattr(error, "message", str(error)))
+            except DatasetRefused as error:
+                form.add_error("dataset", str(error))
+            else:
+                messages.success(request, f"Sweep #{sweep.pk} launched: {sweep.size} runs.")
+                return redirect("sweep-detail", sweep.pk)
+    return render(request, "launcher/sweep_form.html",
+                  {"allocation": allocation, "form": form, "estimate": estimate},
+                  status=400 if form.is_bound and form.errors else 200)
+
+
+def initial_data(form: SweepForm) -> dict:
+    """A preset's initial values as submitted data, so its estimate shows at once."""
+    data = {name: form.get_initial_for_field(field, name) for name, field in form.fields.items()}
+    return {k: v for k, v in data.items() if v is not None}

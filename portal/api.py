@@ -1,14 +1,22 @@
 """API plumbing shared by every app: the error mapping of DESIGN.md and the token view."""
 from __future__ import annotations
 
+from django.contrib.auth import authenticate
+from django.contrib.auth.signals import user_logged_in
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.authtoken.models import Token
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
+from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from allocations.transitions import InvalidTransition
 from launcher.services.errors import LaunchConflict, LaunchRefused
+
+from .apiconf import JSONParser
+from .security import lockout_response
 
 
 def _validation_payload(exc: DjangoValidationError) -> dict:
@@ -29,24 +37,53 @@ def exception_handler(exc, context):
     if isinstance(exc, LaunchConflict):
         return Response({"detail": exc.message, **exc.data}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, LaunchRefused):
-        return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(exc.errors(), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, DjangoValidationError):
         return Response(_validation_payload(exc), status=status.HTTP_400_BAD_REQUEST)
     return drf_exception_handler(exc, context)
 
 
 class TokenSerializer(serializers.Serializer):
-    token = serializers.CharField()
+    token = serializers.CharField(read_only=True)
 
 
-class TokenView(ObtainAuthToken):
-    """POST {username, password} -> {token}. Wrong credentials are a 400 with a message.
+class TokenInputSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=4096, trim_whitespace=False)
+
+
+class TokenView(APIView):
+    """POST {username, password} -> {token}. Wrong credentials are a 400 with a message; after
+    too many failures for that username from that address, a 429 (django-axes), even with the
+    right password.
 
     It authenticates by the credentials in the body only: a browser session cookie must not
     make it demand a CSRF token (scripts often run beside a logged-in browser)."""
 
     authentication_classes: list = []
+    permission_classes: list = []
+    parser_classes = [JSONParser]
+    api_conflicts = False  # no state to conflict with (portal.schema)
 
+    @extend_schema(request=TokenInputSerializer, responses={
+        200: TokenSerializer,
+        400: OpenApiResponse(description="Missing fields, or wrong username or password "
+                                         "(`non_field_errors`)."),
+        429: OpenApiResponse(description="Too many failed logins for this username from this "
+                                         "address: locked out for a while (docs/security.md)."),
+    })
     def post(self, request, *args, **kwargs):
-        response = super().post(request, *args, **kwargs)
-        return Response({"token": response.data["token"]})
+        data = TokenInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        # Django's request, not DRF's: django-axes marks a lockout on the request it is given,
+        # and its middleware reads the mark from Django's.
+        user = authenticate(request=request._request, **data.validated_data)
+        if getattr(request._request, "axes_locked_out", False):
+            return lockout_response(request._request)
+        if user is None or not user.is_active:
+            raise ValidationError({"non_field_errors": [
+                "Unable to log in with provided credentials."]})
+        token, _ = Token.objects.get_or_create(user=user)
+        # A token is a login: its signal records it and clears the failure count (axes).
+        user_logged_in.send(sender=user.__class__, request=request._request, user=user)
+        return Response({"token": token.key})

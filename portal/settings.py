@@ -5,6 +5,7 @@ email. Tests and production set DATABASE_URL and CELERY_BROKER_URL to PostgreSQL
 """
 from __future__ import annotations
 
+import datetime as dt
 import os
 from pathlib import Path
 
@@ -38,6 +39,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "rest_framework",
     "rest_framework.authtoken",
+    "axes",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -55,10 +57,14 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "portal.errors.SingleQueryValuesMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "portal.security.ContentSecurityPolicyMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -87,11 +93,25 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default has a web server and a worker writing at once. Deferred SQLite
+    # transactions that read and then write fail at once with "database is locked" when two
+    # meet; IMMEDIATE ones queue for the write lock (up to `timeout` seconds), and WAL lets
+    # readers go on while one writes.
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE", "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+# django-axes first: it refuses a locked-out login before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "portal.security.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
@@ -122,8 +142,49 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # Cookie-free paths stay fast; sessions in the cache would lose logins on a Redis flush, so
 # they stay in the database (one indexed lookup per request).
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = PORTAL_BASE_URL.startswith("https://")
-CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+# HTTPS settings follow PORTAL_BASE_URL: served over https, cookies are Secure, plain http is
+# redirected and browsers are told to keep to https (HSTS); `make run` on http://127.0.0.1
+# keeps working. Each can be set from the environment (docs/security.md).
+_HTTPS = PORTAL_BASE_URL.startswith("https://")
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", _HTTPS)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", _HTTPS)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", _HTTPS)
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", 31_536_000 if _HTTPS else 0))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", _HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+if env_bool("SECURE_PROXY_SSL_HEADER", False):  # behind a proxy that terminates TLS
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # the container's health check speaks plain http
+# Security headers: Django's defaults, stated so they are seen, plus a CSP of our own.
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+PORTAL_CSP = {
+    "default-src": "'self'",
+    "script-src": "'self'",
+    # plotly.js (from the pinned plotly package) adds two <style> elements of fixed content:
+    # allowed by their hashes, not by 'unsafe-inline' (tests/portal/test_browser_csp.py).
+    "style-src": "'self' 'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=' "
+                 "'sha256-ji27qzEtxXZW+7dun6UwjHXJ18e6WAin1VvNtkzIE/o='",
+    "img-src": "'self' data:",
+    "font-src": "'self' data:",
+    "connect-src": "'self'",
+    "object-src": "'none'",
+    "base-uri": "'self'",
+    "form-action": "'self'",
+    "frame-ancestors": "'none'",
+}
+
+# Login throttling (django-axes): the login page, the admin's and POST /api/v1/auth/token/.
+# After AXES_FAILURE_LIMIT failures in a row for one username from one address, that pair is
+# refused (429, even with the right password) until the cool-off has passed.
+AXES_FAILURE_LIMIT = int(os.environ.get("AXES_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = dt.timedelta(minutes=int(os.environ.get("AXES_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "portal.security.lockout_response"
+AXES_VERBOSE = False
 
 for _key, _value in email_config(os.environ.get("EMAIL_URL", "console://")).items():
     globals()[_key] = _value
@@ -142,6 +203,10 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(_queue_dir / "control"),
         "store_processed": False,
     }
+# The local backend (launcher/local/): job folders, and how many run at once on a facility
+# that sets no `slots` and has no node type (docs/architecture.md).
+LOCAL_JOBS_DIR = Path(os.environ.get("PORTAL_LOCAL_JOBS_DIR", VAR_DIR / "local-jobs"))
+LOCAL_JOB_SLOTS = int(os.environ.get("PORTAL_LOCAL_JOB_SLOTS", "2"))
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
@@ -157,6 +222,9 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     # Cloud clusters: interruptions within 15 s, cost as it accrues, idle stop; orphans.
     "cloud-sync": {"task": "cloud.sync_all", "schedule": 5.0},
     "cloud-reconcile": {"task": "cloud.reconcile", "schedule": 60.0},
+    # Weekly usage digests (each person's once a week is up) and the failing-jobs digest.
+    "allocations-usage-digests": {"task": "allocations.send_usage_digests", "schedule": 3600.0},
+    "launcher-failing-jobs-digest": {"task": "launcher.failing_jobs_digest", "schedule": 3600.0},
 }
 
 REST_FRAMEWORK = {
@@ -166,9 +234,12 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "portal.apiconf.Pagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON only: one content type per request body in the schema, others are a 415.
+    "DEFAULT_PARSER_CLASSES": ["portal.apiconf.JSONParser"],
+    # Every operation documents the errors it can return (portal/schema.py, docs/api.md).
+    "DEFAULT_SCHEMA_CLASS": "portal.schema.PortalAutoSchema",
     "EXCEPTION_HANDLER": "portal.api.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
@@ -188,6 +259,16 @@ SPECTACULAR_SETTINGS = {
         "RequestKindEnum": "allocations.models.request.AllocationRequest.Kind",
         "RequestStatusEnum": "allocations.models.request.AllocationRequest.Status",
         "AllocationStatusEnum": "allocations.models.allocation.Allocation.Status",
+        "JobStateEnum": "launcher.models.job.Job.State",
+        "SensitivityEnum": "allocations.models.catalogue.Sensitivity",
+        "BenchmarkStrategyEnum": "benchmarks.recommender.types.STRATEGIES",
+        "JobWorkloadEnum": "launcher.models.job.Job.Workload",
+        "TrainModelEnum": "launcher.sweepgrid.MODELS",
+        "ProjectRoleEnum": "allocations.models.project.ProjectMembership.Role",
+        "ClusterStateEnum": "launcher.cloud.models.Cluster.State",
+        "NodeStateEnum": "launcher.cloud.models.Node.State",
+        "NodeRoleEnum": "launcher.cloud.models.Node.Role",
+        "CloudTaskStateEnum": "launcher.cloud.models.CloudTask.State",
     },
 }
 

@@ -1,15 +1,19 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from . import views
+from .reports import views as report_views
+from .staff import views as staff_views
 from .api import TokenView
 
 api_patterns = [
     path("auth/token/", TokenView.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The split view serves its start-up script as a file: the CSP allows no inline script.
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    path("reports/usage/", report_views.UsageReportView.as_view(), name="api-usage-report"),
     path("", include("allocations.api.urls")),
     path("", include("portal.onboarding.api_urls")),
     path("", include("portal.knowledge.api_urls")),
@@ -21,6 +25,10 @@ api_patterns = [
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("healthz", views.healthz, name="healthz"),
+    path("staff/", staff_views.staff_home, name="staff-home"),
+    path("reports/usage/", report_views.usage_report_page, name="usage-report"),
+    path("staff/allocations/<int:pk>/<slug:action>/", staff_views.staff_allocation_action,
+         name="staff-allocation-action"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
@@ -32,3 +40,7 @@ urlpatterns = [
     path("", include("launcher.urls")),
     path("", include("launcher.cloud.urls")),
 ]
+
+# JSON under /api/, the usual pages elsewhere (portal/errors.py).
+handler404 = "portal.errors.page_not_found"
+handler500 = "portal.errors.server_error"

@@ -7,17 +7,32 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from allocations.models import Project
-from allocations.selectors import member_project_ids, my_allocations, my_requests
+from allocations.selectors import is_reviewer, member_project_ids, my_allocations, my_requests
+
+from .staff.selectors import staff_home
+
+
+REQUEST_COLUMNS = ("kind", "status", "gpu_hours", "granted_gpu_hours", "updated_at", "project__code",
+                   "facility__name")
+ALLOCATION_COLUMNS = ("kind", "status", "gpu_hours", "end_date", "project__code",
+                      "facility__name")
 
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """My projects, my recent requests with their status, my allocations with usage bars."""
+    """My projects, my recent requests with their status, my allocations with usage bars.
+    Reviewers and admins see the staff home here instead (`?view=mine` for their own)."""
     user = request.user
+    if is_reviewer(user) and request.GET.get("view") != "mine":
+        return render(request, "portal/staff_home.html", staff_home(user))
+    # Only the columns the page shows: most of a dashboard view's time is the ORM compiling
+    # and converting columns nobody reads (docs/performance.md). The query-count tests catch a
+    # template that reaches for a deferred field.
     context = {
-        "projects": Project.objects.filter(pk__in=member_project_ids(user)).order_by("code")[:50],
-        "requests": my_requests(user)[:20],
-        "allocations": my_allocations(user)[:20],
+        "projects": Project.objects.filter(pk__in=member_project_ids(user)).order_by("code")
+        .only("code", "title", "research_area", "pi_name")[:50],
+        "requests": my_requests(user).only(*REQUEST_COLUMNS)[:20],
+        "allocations": my_allocations(user).only(*ALLOCATION_COLUMNS)[:20],
     }
     return render(request, "portal/dashboard.html", context)
 

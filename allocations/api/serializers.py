@@ -8,6 +8,8 @@ from rest_framework import serializers
 from ..models import (
     Allocation, AllocationRequest, Facility, NodeType, Project, ProjectMembership, Sensitivity,
 )
+from ..ledger import Ledger, ledger_of
+from ..models.project import project_code_validator
 from ..selectors import visible_allocations, visible_projects
 
 
@@ -30,7 +32,8 @@ class FacilitySerializer(serializers.ModelSerializer):
         model = Facility
         fields = [
             "slug", "name", "kind", "backend", "description", "documentation_url",
-            "trial_gpu_hours_cap", "trial_days", "trial_auto_approve", "latest_end_date",
+            "trial_gpu_hours_cap", "trial_days", "trial_auto_approve", "full_gpu_hours_max",
+            "latest_end_date",
             "allowed_sensitivity", "gpu_hour_rate", "offers_notebooks", "offers_root",
             "offers_public_web", "node_types",
         ]
@@ -53,17 +56,23 @@ class ProjectSerializer(serializers.ModelSerializer):
         fields = ["id", "code", "title", "research_area", "pi", "pi_name", "pi_email",
                   "members", "created_at"]
         read_only_fields = ["id", "pi", "members", "created_at"]
-        # Uniqueness is the service's to check, with a clear message.
-        extra_kwargs = {"code": {"validators": []}, "pi_name": {"required": False},
+        # Uniqueness is the service's to check, with a clear message; the format stays here
+        # (so the schema carries its pattern).
+        extra_kwargs = {"code": {"validators": [project_code_validator]},
+                        "pi_name": {"required": False},
                         "pi_email": {"required": False}}
 
 
 class MemberInputSerializer(serializers.Serializer):
-    username = serializers.CharField()
+    username = serializers.CharField(max_length=254, help_text="A username or an email address.")
     role = serializers.ChoiceField(choices=ProjectMembership.Role.choices,
                                    default=ProjectMembership.Role.MEMBER)
     cluster_username = serializers.RegexField(r"^[a-z_][a-z0-9_-]{0,31}$", required=False,
                                               allow_blank=True, default="")
+
+
+class MemberRoleSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=ProjectMembership.Role.choices)
 
 
 class RequestOutputSerializer(serializers.ModelSerializer):
@@ -80,8 +89,8 @@ class RequestOutputSerializer(serializers.ModelSerializer):
             "id", "project", "project_code", "facility", "node_type", "kind", "purpose",
             "extends", "gpu_hours", "cpu_hours", "cloud_budget", "start_date", "end_date",
             "data_sensitivity", "justification", "status", "requested_by", "submitted_at",
-            "reviewed_by", "reviewed_at", "decision_comment", "allocation", "created_at",
-            "updated_at",
+            "reviewed_by", "reviewed_at", "decision_comment", "granted_gpu_hours", "allocation",
+            "created_at", "updated_at",
         ]
         read_only_fields = fields
 
@@ -147,38 +156,65 @@ class CommentSerializer(serializers.Serializer):
 
 
 class ApproveSerializer(CommentSerializer):
-    gpu_hours = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    # 0 is allowed for an extension or closure that asked for no hours; the service checks.
+    gpu_hours = serializers.IntegerField(min_value=0, required=False, allow_null=True)
 
 
 class AllocationSerializer(serializers.ModelSerializer):
+    """An allocation with its ledger, exact (allocations/ledger.py): charged GPU-seconds as an
+    integer; GPU-hours derived from seconds, unrounded; money to the cent-hundredth it is
+    recorded in. `*_remaining` is granted less charged less reserved by unfinished work."""
+
     facility = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     node_type = serializers.CharField(source="node_type.name", default=None, read_only=True)
     project_code = serializers.CharField(source="project.code", read_only=True)
+    gpu_seconds_used = serializers.SerializerMethodField()
+    gpu_seconds_reserved = serializers.SerializerMethodField()
     gpu_hours_used = serializers.SerializerMethodField()
+    gpu_hours_reserved = serializers.SerializerMethodField()
     gpu_hours_remaining = serializers.SerializerMethodField()
     spend = serializers.SerializerMethodField()
+    cost_reserved = serializers.SerializerMethodField()
     budget_remaining = serializers.SerializerMethodField()
 
     class Meta:
         model = Allocation
         fields = [
             "id", "project", "project_code", "facility", "node_type", "kind", "status",
-            "status_reason", "gpu_hours", "gpu_hours_used", "gpu_hours_remaining", "cpu_hours",
-            "budget", "spend", "budget_remaining", "start_date", "end_date", "account_name",
-            "created_at", "activated_at",
+            "status_reason", "gpu_hours", "gpu_seconds_used", "gpu_seconds_reserved",
+            "gpu_hours_used", "gpu_hours_reserved", "gpu_hours_remaining", "cpu_hours",
+            "budget", "spend", "cost_reserved", "budget_remaining", "start_date", "end_date",
+            "account_name", "created_at", "activated_at",
         ]
         read_only_fields = fields
 
+    def _ledger(self, obj) -> Ledger:
+        cached = getattr(obj, "_ledger", None)
+        if cached is None:
+            cached = obj._ledger = ledger_of(obj)
+        return cached
+
+    def get_gpu_seconds_used(self, obj) -> int:
+        return self._ledger(obj).gpu_seconds_used
+
+    def get_gpu_seconds_reserved(self, obj) -> float:
+        return float(self._ledger(obj).gpu_seconds_reserved)
+
     def get_gpu_hours_used(self, obj) -> float:
-        return round(float(obj.gpu_hours_used), 2)
+        return float(self._ledger(obj).gpu_hours_used)
+
+    def get_gpu_hours_reserved(self, obj) -> float:
+        return float(self._ledger(obj).gpu_hours_reserved)
 
     def get_gpu_hours_remaining(self, obj) -> float:
-        return round(max(float(obj.gpu_hours - obj.gpu_hours_used), 0.0), 2)
+        return float(self._ledger(obj).gpu_hours_remaining)
 
     def get_spend(self, obj) -> float:
-        return round(float(obj.spend), 2)
+        return float(self._ledger(obj).spend)
+
+    def get_cost_reserved(self, obj) -> float:
+        return float(self._ledger(obj).cost_reserved)
 
     def get_budget_remaining(self, obj) -> float | None:
-        if obj.budget is None:
-            return None
-        return round(max(float(obj.budget - obj.spend), 0.0), 2)
+        left = self._ledger(obj).budget_remaining
+        return None if left is None else float(left)

@@ -4,7 +4,8 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.db.models import Sum
 from django.db.models.functions import TruncDate
-from drf_spectacular.utils import extend_schema
+from django.http import Http404
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -23,6 +24,14 @@ class FacilityViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = Facility.objects.filter(is_active=True).prefetch_related("node_types")
 
 
+MEMBER_ERRORS = {
+    400: OpenApiResponse(description="Per-field messages, e.g. `{\"username\": [...]}`."),
+    403: OpenApiResponse(description="Only the project's PI or a manager (a PI for PIs)."),
+    404: OpenApiResponse(description="No such project for you, or no such member."),
+    409: OpenApiResponse(description="The project would be left without a PI."),
+}
+
+
 class ProjectViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin,
                      viewsets.ReadOnlyModelViewSet):
     serializer_class = s.ProjectSerializer
@@ -37,27 +46,46 @@ class ProjectViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin,
         serializer.instance = services.project_create(by=self.request.user, **data)
 
     def perform_update(self, serializer):
-        from django.core.exceptions import PermissionDenied
+        # Through the service (permission, audit event), never serializer.save().
+        serializer.instance = services.project_update(
+            project=serializer.instance, by=self.request.user, **serializer.validated_data)
 
-        if not selectors.can_manage_project(self.request.user, serializer.instance):
-            raise PermissionDenied("Only the project's PI or a manager can edit it.")
-        data = serializer.validated_data
-        if "code" in data and data["code"] != serializer.instance.code:
-            raise services.PolicyError("The project code cannot change.", field="code")
-        serializer.save()
-
-    @extend_schema(request=s.MemberInputSerializer, responses=s.ProjectSerializer)
+    @extend_schema(request=s.MemberInputSerializer,
+                   responses={200: s.ProjectSerializer, **MEMBER_ERRORS},
+                   summary="Add a member by username or email (PI or manager)")
     @action(detail=True, methods=["post"])
     def members(self, request, pk=None):
         project = self.get_object()
         data = s.MemberInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        user = get_user_model().objects.filter(username=data.validated_data["username"]).first()
-        if user is None:
-            raise services.PolicyError("No user with that username.", field="username")
-        services.project_add_member(project=project, by=request.user, user=user,
+        user = services.user_find(identifier=data.validated_data["username"])
+        services.project_member_add(project=project, by=request.user, user=user,
                                     role=data.validated_data["role"],
                                     cluster_username=data.validated_data["cluster_username"])
+        return self._project(project)
+
+    @extend_schema(methods=["patch"], request=s.MemberRoleSerializer,
+                   responses={200: s.ProjectSerializer, **MEMBER_ERRORS},
+                   summary="Change a member's role (409 for the last PI stepping down)")
+    @extend_schema(methods=["delete"], request=None, responses={204: None, **MEMBER_ERRORS},
+                   summary="Remove a member (409 for the last PI)")
+    @action(detail=True, methods=["patch", "delete"],
+                    url_path=r"members/(?P<username>[^/]+)", url_name="member")
+    def member(self, request, pk=None, username=None):
+        project = self.get_object()
+        user = get_user_model().objects.filter(username=username).first()
+        if user is None or not project.memberships.filter(user=user).exists():
+            raise Http404
+        if request.method == "DELETE":
+            services.project_member_remove(project=project, by=request.user, user=user)
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        data = s.MemberRoleSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.project_member_role_change(project=project, by=request.user, user=user,
+                                            role=data.validated_data["role"])
+        return self._project(project)
+
+    def _project(self, project):
         return Response(s.ProjectSerializer(self.get_queryset().get(pk=project.pk)).data)
 
 
@@ -96,6 +124,10 @@ class RequestViewSet(viewsets.ModelViewSet):
             raise services.PolicyError("A request cannot move to another project.", "project")
         req = services.request_update(request=req, by=request.user, **data)
         return self._out(req)
+
+    @extend_schema(request=s.RequestInputSerializer, responses=s.RequestOutputSerializer)
+    def partial_update(self, request, *args, **kwargs):
+        return self.update(request, *args, partial=True, **kwargs)
 
     def _out(self, req, code=status.HTTP_200_OK):
         fresh = self.get_queryset().get(pk=req.pk)

@@ -1,7 +1,9 @@
 """The allocations domain: catalogue, projects, requests, allocations, usage, audit events."""
 from .allocation import Allocation
 from .catalogue import Facility, NodeType, Sensitivity
+from .dataset import Dataset
 from .event import Event
+from .preference import NotificationPreference
 from .project import Project, ProjectMembership
 from .request import AllocationRequest
 from .usage import UsageRecord
@@ -9,8 +11,10 @@ from .usage import UsageRecord
 __all__ = [
     "Allocation",
     "AllocationRequest",
+    "Dataset",
     "Event",
     "Facility",
+    "NotificationPreference",
     "NodeType",
     "Project",
     "ProjectMembership",

@@ -23,6 +23,9 @@ class Allocation(models.Model):
     # States in which the allocation still counts as open (blocks a second trial, can be used
     # or come back into use).
     LIVE = (Status.PROVISIONING, Status.ACTIVE, Status.SUSPENDED, Status.EXHAUSTED)
+    # States in which nothing may run on the allocation: backends block its account, stop its
+    # workers and refuse launches (the one home of this rule).
+    BLOCKED = (Status.SUSPENDED, Status.EXHAUSTED, Status.EXPIRED, Status.CLOSED)
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="allocations")
     facility = models.ForeignKey(Facility, on_delete=models.PROTECT, related_name="allocations")

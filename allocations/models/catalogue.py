@@ -45,6 +45,10 @@ class Facility(models.Model):
     trial_gpu_hours_cap = models.PositiveIntegerField(default=400)
     trial_days = models.PositiveIntegerField(default=90, validators=[MinValueValidator(1)])
     trial_auto_approve = models.BooleanField(default=False)
+    # The most GPU-hours one full request may ask for here (a national Tier-2 call grants up
+    # to about 100,000); beyond it the request is refused on `gpu_hours`, never mailed out.
+    full_gpu_hours_max = models.PositiveIntegerField(
+        "largest full request (GPU-hours)", default=100_000, validators=[MinValueValidator(1)])
     latest_end_date = models.DateField(null=True, blank=True)
     allowed_sensitivity = models.JSONField(default=_default_tiers)
     gpu_hour_rate = models.DecimalField(

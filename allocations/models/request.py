@@ -19,6 +19,8 @@ class AllocationRequest(models.Model):
         RENEWAL = "renewal", "Renewal"
         TOP_UP = "top_up", "Top-up of an existing allocation"
         TRIAL_CONVERSION = "trial_conversion", "Conversion of a trial"
+        EXTENSION = "extension", "Extension of the end date"
+        CLOSURE = "closure", "Early closure"
 
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
@@ -29,6 +31,8 @@ class AllocationRequest(models.Model):
         WITHDRAWN = "withdrawn", "Withdrawn"
 
     EDITABLE = (Status.DRAFT, Status.CHANGES_REQUESTED)
+    # Purposes that change an existing allocation (`extends`) rather than grant a new one.
+    CHANGES = (Purpose.TOP_UP, Purpose.EXTENSION, Purpose.CLOSURE)
     OPEN = (Status.DRAFT, Status.SUBMITTED, Status.CHANGES_REQUESTED)
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="requests")
@@ -71,6 +75,8 @@ class AllocationRequest(models.Model):
     )
     reviewed_at = models.DateTimeField(null=True, blank=True)
     decision_comment = models.TextField(blank=True)
+    # What the approval granted (possibly fewer GPU-hours than asked); empty until approved.
+    granted_gpu_hours = models.PositiveIntegerField(null=True, blank=True)
     # The allocation this request produced (or topped up) once approved.
     allocation = models.ForeignKey(
         "allocations.Allocation",

@@ -1,10 +1,16 @@
 """Every write to the allocations domain goes through one of these functions."""
 from .allocations import (
-    allocation_activate, allocation_close, allocation_exhaust, allocation_expire, allocation_fail,
-    allocation_reprovision, allocation_resume, allocation_suspend,
+    allocation_activate, allocation_await_staff, allocation_close, allocation_exhaust,
+    allocation_expire, allocation_fail, allocation_reprovision, allocation_resume,
+    allocation_staff_action, allocation_suspend,
 )
+from .datasets import dataset_create, dataset_delete, dataset_update
 from .errors import PolicyError
-from .projects import project_add_member, project_create
+from .preferences import preference_set
+from .projects import (
+    MembershipConflict, project_create, project_update, project_member_add, project_member_remove,
+    project_member_role_change, user_find,
+)
 from .requests import (
     request_approve, request_create, request_reject, request_request_changes, request_submit,
     request_update, request_withdraw,
@@ -12,10 +18,13 @@ from .requests import (
 from .usage import usage_check_thresholds, usage_record_many
 
 __all__ = [
-    "PolicyError",
-    "allocation_activate", "allocation_close", "allocation_exhaust", "allocation_expire",
+    "PolicyError", "preference_set",
+    "dataset_create", "dataset_delete", "dataset_update",
+    "allocation_activate", "allocation_await_staff", "allocation_close", "allocation_exhaust",
+    "allocation_expire", "allocation_staff_action",
     "allocation_fail", "allocation_reprovision", "allocation_resume", "allocation_suspend",
-    "project_add_member", "project_create",
+    "MembershipConflict", "project_create", "project_update", "project_member_add", "project_member_remove",
+    "project_member_role_change", "user_find",
     "request_approve", "request_create", "request_reject", "request_request_changes",
     "request_submit", "request_update", "request_withdraw",
     "usage_check_thresholds", "usage_record_many",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -14,18 +15,23 @@ from .. import signals
 from ..models import Allocation
 from ..states import ALLOCATION_MOVES
 from ..transitions import record_event, transition
+from .notify import notify_after_commit
 
 Status = Allocation.Status
 
 
-def _move(allocation: Allocation, *, to: str, by=None, comment: str = "", **updates) -> Allocation:
+def _move(allocation: Allocation, *, to: str, by=None, comment: str = "", notify: str = "",
+          **updates) -> Allocation:
     old = allocation.status
-    transition(allocation, to=to, table=ALLOCATION_MOVES, actor=by, comment=comment, **updates)
+    event = transition(allocation, to=to, table=ALLOCATION_MOVES, actor=by, comment=comment,
+                       **updates)
     transaction.on_commit(
         lambda: signals.allocation_status_changed.send(
             Allocation, allocation_id=allocation.pk, from_state=old, to_state=to
         )
     )
+    if notify:
+        notify_after_commit(notify, event.pk)
     return allocation
 
 
@@ -39,8 +45,26 @@ def allocation_activate(*, allocation: Allocation, account_name: str = "", by=No
 
 @transaction.atomic
 def allocation_fail(*, allocation: Allocation, reason: str) -> Allocation:
-    """Provisioning could not be done; the reason is kept for admins and the requester."""
-    return _move(allocation, to=Status.FAILED, status_reason=reason, comment=reason)
+    """Provisioning could not be done; the reason is kept for admins and the requester, and
+    staff are emailed (they repair the cause and retry provisioning)."""
+    return _move(allocation, to=Status.FAILED, status_reason=reason, comment=reason,
+                 notify="allocation_failed")
+
+
+@transaction.atomic
+def allocation_await_staff(*, allocation: Allocation, reason: str) -> Allocation:
+    """The facility cannot be provisioned by the portal (a manual backend, or one not
+    configured yet): the allocation stays `provisioning` with the reason, audited, and staff
+    are emailed to activate it by hand. Idempotent: a second call with the same reason (a task
+    retry) records and sends nothing."""
+    updated = Allocation.objects.filter(pk=allocation.pk, status=Status.PROVISIONING).exclude(
+        status_reason=reason).update(status_reason=reason)
+    allocation.status_reason = reason if updated else allocation.status_reason
+    if updated:
+        event = record_event(allocation, actor=None, from_state=Status.PROVISIONING,
+                             to_state=Status.PROVISIONING, comment=reason)
+        notify_after_commit("allocation_waiting", event.pk)
+    return allocation
 
 
 @transaction.atomic
@@ -51,6 +75,18 @@ def allocation_reprovision(*, allocation: Allocation, by) -> Allocation:
         lambda: signals.allocation_provisioning.send(Allocation, allocation_id=allocation.pk)
     )
     return allocation
+
+
+def allocation_staff_action(*, allocation: Allocation, by, action: str) -> Allocation:
+    """An admin's one-click move from the staff home: `activate` a manual allocation that staff
+    have set up, or `retry` a failed one. Admins (is_staff) only."""
+    if not (by.is_staff or by.is_superuser):
+        raise PermissionDenied("Only admins can activate or retry allocations.")
+    if action == "activate":
+        return allocation_activate(allocation=allocation, by=by)
+    if action == "retry":
+        return allocation_reprovision(allocation=allocation, by=by)
+    raise ValueError(f"unknown action {action!r}")
 
 
 @transaction.atomic
@@ -84,17 +120,26 @@ def allocation_close(*, allocation: Allocation, by=None, comment: str = "") -> A
 def allocation_top_up(
     *, allocation: Allocation, gpu_hours: int, by, end_date: dt.date | None = None
 ) -> Allocation:
-    """Add GPU-hours (and extend the end date if later); an exhausted allocation is active
-    again. Runs inside the approving transaction."""
-    updates = {"gpu_hours": F("gpu_hours") + Decimal(gpu_hours), "alerted_thresholds": []}
+    """Add GPU-hours and/or move the end date later (a top-up or an extension); an exhausted
+    allocation with more hours, or an expired one with a later end date, is active again.
+    Runs inside the approving transaction; backends re-cap after commit."""
+    old_end = allocation.end_date
+    updates: dict = {"gpu_hours": F("gpu_hours") + Decimal(gpu_hours)}
+    if gpu_hours:
+        updates["alerted_thresholds"] = []
     if end_date and end_date > allocation.end_date:
         updates["end_date"] = end_date
     Allocation.objects.filter(pk=allocation.pk).update(**updates)
     allocation.refresh_from_db()
+    parts = [f"Top-up of {gpu_hours} GPU-hours"] if gpu_hours else []
+    if allocation.end_date != old_end:
+        parts.append(f"end date {old_end.isoformat()} -> {allocation.end_date.isoformat()}")
     record_event(allocation, actor=by, from_state=allocation.status, to_state=allocation.status,
-                 comment=f"Top-up of {gpu_hours} GPU-hours.")
-    if allocation.status == Status.EXHAUSTED:
+                 comment="; ".join(parts) + ".")
+    if allocation.status == Status.EXHAUSTED and gpu_hours:
         _move(allocation, to=Status.ACTIVE, by=by, comment="Active again after a top-up.")
+    elif allocation.status == Status.EXPIRED and allocation.end_date >= timezone.localdate():
+        _move(allocation, to=Status.ACTIVE, by=by, comment="Active again after an extension.")
     transaction.on_commit(
         lambda: signals.allocation_grant_changed.send(Allocation, allocation_id=allocation.pk)
     )

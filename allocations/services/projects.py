@@ -1,13 +1,35 @@
-"""Project writes."""
+"""Project writes: creation and the member list (add, change role, remove).
+
+Only the project's PI, a manager or an admin may change members; each change is one audited
+Event on the project, and after commit `project_members_changed` tells the launcher to mirror
+the member list to the backend accounts of the project's allocations (Slurm associations).
+"""
 from __future__ import annotations
 
+import re
+
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
+from .. import signals
 from ..models import Project, ProjectMembership
 from ..selectors import can_manage_project
-from ..transitions import record_event
+from ..transitions import InvalidTransition, record_event
 from .errors import PolicyError
+
+Role = ProjectMembership.Role
+# A POSIX login name, as Slurm accepts it for an association.
+CLUSTER_USERNAME_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+
+
+class MembershipConflict(InvalidTransition):
+    """A member change that would leave the project in a state it must not be in (HTTP 409),
+    e.g. without a PI."""
+
+    def __init__(self, membership: ProjectMembership, to_state: str, message: str) -> None:
+        super().__init__(membership, membership.role, to_state)
+        self.args = (message,)
 
 
 @transaction.atomic
@@ -24,24 +46,172 @@ def project_create(
         pi_email=pi_email.strip() or by.email,
     )
     project.full_clean()
-    ProjectMembership.objects.create(project=project, user=by, role=ProjectMembership.Role.PI)
+    ProjectMembership.objects.create(project=project, user=by, role=Role.PI)
     record_event(project, actor=by, from_state="", to_state="created")
     return project
 
 
+PROJECT_EDITABLE = ("title", "research_area", "pi_name", "pi_email")
+
+
 @transaction.atomic
-def project_add_member(
-    *, project: Project, by, user, role: str = ProjectMembership.Role.MEMBER,
-    cluster_username: str = "",
-) -> ProjectMembership:
-    """Add (or change the role of) a member. Only the PI, a manager or an admin may."""
+def project_update(*, project: Project, by, **fields: str) -> Project:
+    """Edit a project's description (title, research area, PI name and email), audited with
+    the fields that changed. Only the PI, a manager or an admin may; the code never changes
+    (PolicyError on `code`). Nothing is saved if a value is invalid."""
     if not can_manage_project(by, project):
-        raise PermissionDenied("Only the project's PI or a manager can add members.")
-    if role not in ProjectMembership.Role.values:
-        raise PolicyError(f"Choose one of {', '.join(ProjectMembership.Role.values)}.", "role")
-    membership, _ = ProjectMembership.objects.update_or_create(
-        project=project, user=user, defaults={"role": role, "cluster_username": cluster_username}
+        raise PermissionDenied("Only the project's PI or a manager can edit it.")
+    code = fields.pop("code", None)
+    if code is not None and code.strip().upper() != project.code:
+        raise PolicyError("The project code cannot change.", field="code")
+    unknown = set(fields) - set(PROJECT_EDITABLE)
+    if unknown:
+        raise TypeError(f"Unknown project fields: {sorted(unknown)}")
+    locked = Project.objects.select_for_update().get(pk=project.pk)
+    changes = []
+    for key, value in fields.items():
+        value = value.strip()
+        if getattr(locked, key) != value:
+            changes.append(f"{key}: {getattr(locked, key)!r} -> {value!r}")
+            setattr(locked, key, value)
+    if not changes:
+        return locked
+    locked.full_clean()
+    locked.save(update_fields=[k for k in fields if k in PROJECT_EDITABLE])
+    record_event(locked, actor=by, from_state="", to_state="edited", comment="; ".join(changes))
+    return locked
+
+
+def _check_manager(project: Project, by) -> None:
+    if not can_manage_project(by, project):
+        raise PermissionDenied("Only the project's PI or a manager can change its members.")
+
+
+def _check_role(role: str) -> None:
+    if role not in Role.values:
+        raise PolicyError(f"Choose one of {', '.join(Role.values)}.", field="role")
+
+
+def _members_changed(project: Project) -> None:
+    transaction.on_commit(
+        lambda: signals.project_members_changed.send(Project, project_id=project.pk)
+    )
+
+
+def _cluster_username(user, given: str) -> str:
+    """The member's login on HPC facilities: as given, else the portal username when it is a
+    valid login name (most sites use the same one), else none (no Slurm association)."""
+    given = (given or "").strip()
+    if given:
+        if not CLUSTER_USERNAME_RE.match(given):
+            raise PolicyError("Use a login name: lower-case letters, digits, _ and -.",
+                              field="cluster_username")
+        return given
+    name = user.get_username()
+    return name if CLUSTER_USERNAME_RE.match(name) else ""
+
+
+def user_find(*, identifier: str):
+    """The active user with this username or (unique) email, or a PolicyError on `username`."""
+    identifier = (identifier or "").strip()
+    users = get_user_model().objects.filter(is_active=True)
+    user = users.filter(username=identifier).first()
+    if user is None and "@" in identifier:
+        matches = list(users.filter(email__iexact=identifier)[:2])
+        user = matches[0] if len(matches) == 1 else None
+    if user is None:
+        raise PolicyError(f"No user {identifier!r}: ask them to log in once, then add them by "
+                          "username or email.", field="username")
+    return user
+
+
+@transaction.atomic
+def project_member_add(
+    *, project: Project, by, user, role: str = Role.MEMBER, cluster_username: str = "",
+) -> ProjectMembership:
+    """Add a member (PI, manager or admin only). Someone already a member is a 400 on
+    `username` (change their role instead). Audited; backend accounts follow after commit."""
+    _check_manager(project, by)
+    _check_role(role)
+    if role == Role.PI and not by.is_superuser and not _is_pi(by, project):
+        raise PermissionDenied("Only a PI can make someone else a PI.")
+    Project.objects.select_for_update().filter(pk=project.pk).first()
+    if ProjectMembership.objects.filter(project=project, user=user).exists():
+        raise PolicyError(f"{user.get_username()} is already a member; change their role "
+                          "instead.", field="username")
+    membership = ProjectMembership.objects.create(
+        project=project, user=user, role=role,
+        cluster_username=_cluster_username(user, cluster_username),
     )
     record_event(project, actor=by, from_state="", to_state="member_added",
                  comment=f"{user.get_username()} as {role}")
+    _members_changed(project)
     return membership
+
+
+def _is_pi(user, project: Project) -> bool:
+    return ProjectMembership.objects.filter(project=project, user=user, role=Role.PI).exists()
+
+
+def _locked_membership(project: Project, user) -> ProjectMembership:
+    Project.objects.select_for_update().filter(pk=project.pk).first()
+    membership = ProjectMembership.objects.filter(project=project, user=user).first()
+    if membership is None:
+        raise PolicyError(f"{user.get_username()} is not a member of {project.code}.",
+                          field="username")
+    return membership
+
+
+def _check_keeps_a_pi(membership: ProjectMembership, to: str) -> None:
+    if membership.role != Role.PI:
+        return
+    others = ProjectMembership.objects.filter(project_id=membership.project_id,
+                                              role=Role.PI).exclude(pk=membership.pk)
+    if not others.exists():
+        raise MembershipConflict(membership, to, "A project needs a PI: make someone else PI "
+                                                 "before this one leaves or changes role.")
+
+
+@transaction.atomic
+def project_member_role_change(*, project: Project, by, user, role: str) -> ProjectMembership:
+    """Change a member's role (PI, manager or admin only; only a PI makes or unmakes PIs). The
+    last PI cannot step down (409). Audited."""
+    _check_manager(project, by)
+    _check_role(role)
+    membership = _locked_membership(project, user)
+    if role == membership.role:
+        return membership
+    if Role.PI in (role, membership.role) and not by.is_superuser and not _is_pi(by, project):
+        raise PermissionDenied("Only a PI can make or unmake PIs.")
+    _check_keeps_a_pi(membership, role)
+    old = membership.role
+    ProjectMembership.objects.filter(pk=membership.pk).update(role=role)
+    membership.role = role
+    if role == Role.PI and project.pi_id != user.pk and not _is_pi(project.pi, project):
+        Project.objects.filter(pk=project.pk).update(pi=user)
+    record_event(project, actor=by, from_state=old, to_state="member_role_changed",
+                 comment=f"{user.get_username()}: {old} -> {role}")
+    return membership
+
+
+@transaction.atomic
+def project_member_remove(*, project: Project, by, user) -> None:
+    """Remove a member (PI, manager or admin; anyone may leave by themselves). A manager cannot
+    remove a PI, and the last PI cannot leave (409). Audited; after commit the member's backend
+    associations are removed, so they can no longer submit on the project's accounts."""
+    if by.pk != user.pk:
+        _check_manager(project, by)
+    membership = _locked_membership(project, user)
+    if membership.role == Role.PI and by.pk != user.pk and not by.is_superuser \
+            and not _is_pi(by, project):
+        raise PermissionDenied("Only a PI can remove a PI.")
+    _check_keeps_a_pi(membership, "removed")
+    if project.pi_id == user.pk:
+        successor = ProjectMembership.objects.filter(project=project, role=Role.PI).exclude(
+            pk=membership.pk).order_by("added_at").first()
+        Project.objects.filter(pk=project.pk).update(pi=successor.user_id)
+    membership.delete()
+    record_event(project, actor=by, from_state=membership.role, to_state="member_removed",
+                 comment=user.get_username())
+    _members_changed(project)
+

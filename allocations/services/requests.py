@@ -57,6 +57,9 @@ def request_create(*, by, project: Project, submit: bool = False, **fields: Any)
     # rule.
     Project.objects.select_for_update().filter(pk=project.pk).first()
     req = AllocationRequest(project=project, requested_by=by, **fields)
+    if req.purpose == AllocationRequest.Purpose.CLOSURE and not can_manage_project(by, project):
+        raise PermissionDenied("Only the project's PI or a manager can ask to close an "
+                               "allocation early.")
     _check_policy(req)
     req.save()
     record_event(req, actor=by, from_state="", to_state=Status.DRAFT)
@@ -128,11 +131,13 @@ def request_approve(
 ) -> Allocation:
     """Grant a submitted request, possibly with fewer GPU-hours, and start provisioning."""
     _check_reviewer(request, by)
-    if gpu_hours is not None and not 0 < gpu_hours <= request.gpu_hours:
+    lowest = 0 if request.purpose in AllocationRequest.CHANGES else 1
+    if gpu_hours is not None and not lowest <= gpu_hours <= request.gpu_hours:
         raise PolicyError(
-            f"Grant between 1 and the {request.gpu_hours} GPU-hours requested.", field="gpu_hours"
-        )
-    return _approve(request, by=by, gpu_hours=gpu_hours or request.gpu_hours, comment=comment)
+            f"Grant between {lowest} and the {request.gpu_hours} GPU-hours requested.",
+            field="gpu_hours")
+    return _approve(request, by=by, gpu_hours=request.gpu_hours if gpu_hours is None else gpu_hours,
+                    comment=comment)
 
 
 def _approve(req: AllocationRequest, *, by, gpu_hours: int, comment: str) -> Allocation:
@@ -140,10 +145,14 @@ def _approve(req: AllocationRequest, *, by, gpu_hours: int, comment: str) -> All
         comment = f"Granted {gpu_hours} of the {req.gpu_hours} GPU-hours requested."
     event = transition(req, to=Status.APPROVED, table=REQUEST_MOVES, actor=by, comment=comment,
                        reviewed_by_id=getattr(by, "pk", None), reviewed_at=timezone.now(),
-                       decision_comment=comment)
-    if req.purpose == AllocationRequest.Purpose.TOP_UP:
+                       decision_comment=comment, granted_gpu_hours=gpu_hours)
+    Purpose = AllocationRequest.Purpose
+    if req.purpose in (Purpose.TOP_UP, Purpose.EXTENSION):
         allocation = allocation_top_up(allocation=req.extends, gpu_hours=gpu_hours, by=by,
                                        end_date=req.end_date)
+    elif req.purpose == Purpose.CLOSURE:
+        allocation = allocation_close(allocation=req.extends, by=by,
+                                      comment=f"Closed early on request #{req.pk}.")
     else:
         allocation = _grant(req, gpu_hours=gpu_hours, by=by)
     AllocationRequest.objects.filter(pk=req.pk).update(allocation=allocation)

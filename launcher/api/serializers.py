@@ -1,106 +1,269 @@
-"""Input and output shapes of the jobs and sweeps API. Input is validated per field (400)."""
+"""Input and output shapes of the jobs and sweeps API. Input is validated per field (400); the
+fields, bounds and cross-field rules come from launcher/params.py, the one home the browser
+forms and the launch services read too."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
 from allocations.models import Allocation
 
-from .. import bundles, sweepgrid
+from .. import params as P
+from .. import sweepgrid
 from ..models import Job, Sweep
 
-# A cluster-side dataset path: absolute, plain characters only (it reaches the job as JSON and
-# argv, never a shell, but a clear refusal beats a confusing failure on the node).
-_PATH_RE = re.compile(r"^/[A-Za-z0-9._/-]{1,250}$")
+# A dataset reference: a synthetic set, or one of the project's datasets by id or name (the
+# service looks it up and resolves its path). Never a path: nothing with a slash gets here.
+_REF_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
 
 def _dataset(value: str) -> str:
-    if value in bundles.SYNTHETIC or _PATH_RE.match(value):
+    if value in P.SYNTHETIC or _REF_RE.match(value):
         return value
     raise serializers.ValidationError(
-        f"Use {', '.join(bundles.SYNTHETIC)} or an absolute path on the cluster.")
+        f"Name one of the project's datasets (by id or name) or {' or '.join(P.SYNTHETIC)};"
+        " paths are not accepted.")
+
+
+def param_field(name: str, **kwargs: Any) -> serializers.Field:
+    """The DRF field for one train parameter of launcher/params.py (bounds included)."""
+    spec = P.PARAMS[name]
+    kwargs.setdefault("required", False)
+    if spec.help:
+        kwargs.setdefault("help_text", spec.help)
+    if spec.choices:
+        return serializers.ChoiceField(choices=list(spec.choices), **kwargs)
+    if spec.kind is bool:
+        return serializers.BooleanField(**kwargs)
+    if spec.kind is str:
+        return serializers.CharField(max_length=40, **kwargs)
+    field = serializers.IntegerField if spec.kind is int else serializers.FloatField
+    return field(min_value=spec.low, max_value=spec.high, **kwargs)
+
+
+def _errors_to_fields(errors: dict[str, str]) -> dict[str, Any]:
+    """ParamsError keys (`name` or `fixed.name`) as a nested DRF error dict."""
+    out: dict[str, Any] = {}
+    for key, message in errors.items():
+        head, _, tail = key.partition(".")
+        if tail:
+            out.setdefault(head, {})[tail] = [message]
+        else:
+            out[head] = [message]
+    return out
 
 
 class TrainParams(serializers.Serializer):
-    """`ctxray train` parameters (docs/workload.md)."""
+    """`ctxray train` parameters (docs/workload.md). Omitted ones take the default job's values
+    (launcher/params.py DEFAULT_JOB) or, beyond those, the trainer's own defaults."""
 
-    model = serializers.ChoiceField(choices=sweepgrid.MODELS, default="densenet121")
-    epochs = serializers.IntegerField(min_value=1, max_value=500, default=10)
-    dataset = serializers.CharField(default="synthetic-ct", validators=[_dataset])
-    synthetic_n = serializers.IntegerField(min_value=8, max_value=5000, required=False)
-    size = serializers.IntegerField(min_value=16, max_value=512, required=False)
-    dims = serializers.ChoiceField(choices=[2, 3], required=False)
-    lr = serializers.FloatField(min_value=1e-7, max_value=1.0, required=False)
-    lr_step = serializers.IntegerField(min_value=1, max_value=500, required=False)
-    weight_decay = serializers.FloatField(min_value=0, max_value=0.99, required=False)
-    batch_size = serializers.IntegerField(min_value=1, max_value=4096, required=False)
-    patience = serializers.IntegerField(min_value=1, max_value=500, required=False)
-    folds = serializers.IntegerField(min_value=1, max_value=20, required=False)
-    fold = serializers.IntegerField(min_value=0, max_value=19, required=False)
-    seed = serializers.IntegerField(min_value=0, max_value=2**31 - 1, required=False)
-    threads = serializers.IntegerField(min_value=1, max_value=256, required=False)
-    bootstrap = serializers.IntegerField(min_value=10, max_value=10000, required=False)
-    progress_every = serializers.IntegerField(min_value=1, max_value=10000, required=False)
-    deterministic = serializers.BooleanField(required=False)
-    augment = serializers.BooleanField(required=False)
-    wall_time_minutes = serializers.IntegerField(min_value=1, max_value=7 * 24 * 60, required=False)
+    dataset = serializers.CharField(default=P.DEFAULT_JOB["dataset"], validators=[_dataset],
+                                    help_text="synthetic-ct, synthetic-xray, or an absolute path on the cluster.")
+    wall_time_minutes = serializers.IntegerField(
+        min_value=P.WALL_TIME_MINUTES[0], max_value=P.WALL_TIME_MINUTES[1], required=False,
+        help_text="Accepted here too for scripts; the top-level field wins.")
+
+    def get_fields(self):
+        fields = super().get_fields()
+        for name, spec in P.PARAMS.items():
+            if spec.job:
+                fields[name] = param_field(name)
+        return fields
 
     def validate(self, attrs):
-        if "fold" in attrs and attrs["fold"] >= attrs.get("folds", 1):
-            raise serializers.ValidationError({"fold": "Must be below folds."})
-        return attrs
+        return P.with_defaults(attrs)
 
 
-class SweepGrid(serializers.JSONField):
+class FixedParams(serializers.Serializer):
+    """Train arguments shared by every cell of a sweep (sweepgrid.FIXED_ALLOWED)."""
+
+    def get_fields(self):
+        return {name: param_field(name) for name in sweepgrid.FIXED_ALLOWED}
+
+
+class GridAxes(serializers.Serializer):
+    """An explicit grid: every combination of the lists, times `folds` (one training run each)."""
+
+    models = serializers.ListField(child=serializers.ChoiceField(choices=list(sweepgrid.MODELS)),
+                                   min_length=1)
+    lrs = serializers.ListField(child=serializers.FloatField(min_value=1e-7, max_value=1.0), min_length=1)
+    lr_steps = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=500), min_length=1)
+    weight_decays = serializers.ListField(child=serializers.FloatField(min_value=0, max_value=0.99),
+                                          min_length=1)
+    folds = serializers.IntegerField(min_value=1, max_value=20, default=1)
+    fixed = FixedParams(required=False)
+
+
+class GridPreset(serializers.Serializer):
+    """A named grid (`claire`: 4 DenseNets x 3 lrs x 3 steps x 3 weight decays x 5 folds = 540
+    runs); any of the explicit grid's fields given beside it override the preset's."""
+
+    preset = serializers.ChoiceField(choices=list(sweepgrid.PRESETS))
+
+    def get_fields(self):
+        fields = {"preset": super().get_fields()["preset"]}
+        for name, field in GridAxes().get_fields().items():
+            field.required = False
+            if name == "folds":
+                field.default = serializers.empty
+            fields[name] = field
+        return fields
+
+
+_GRID_SCHEMA = PolymorphicProxySerializer(component_name="SweepGrid", serializers=[GridAxes, GridPreset],
+                                          resource_type_field_name=None)
+
+
+@extend_schema_field(_GRID_SCHEMA)
+class SweepGrid(serializers.Field):
+    """The grid, checked by the matching shape's serializer (per-field messages) and then by
+    sweepgrid.validate (repeats, the cell limit)."""
+
     def to_internal_value(self, data):
-        value = super().to_internal_value(data)
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("Give an object: the grid's lists, or {\"preset\": \"claire\"}.")
+        shape = GridPreset if "preset" in data else GridAxes
+        checked = shape(data=data)
+        if not checked.is_valid():
+            raise serializers.ValidationError(checked.errors)
         try:
-            sweepgrid.validate(value)
+            sweepgrid.validate(data)
         except sweepgrid.GridError as error:
+            field, _, message = str(error).partition(": ")
+            if field in GridAxes().fields and message:
+                raise serializers.ValidationError({field: [message]}) from None
             raise serializers.ValidationError(str(error)) from None
+        return dict(data)
+
+    def to_representation(self, value):
         return value
 
 
-class LaunchInput(serializers.Serializer):
-    """POST jobs/: a training job, or (workload "sweep") a grid of them."""
-
+class _AllocationScoped(serializers.Serializer):
     allocation = serializers.PrimaryKeyRelatedField(queryset=Allocation.objects.none())  # scoped in the view
-    workload = serializers.ChoiceField(choices=["ctxray-train", "sweep"], default="ctxray-train")
-    gpus = serializers.IntegerField(min_value=1, max_value=64, default=1)
-    wall_time_minutes = serializers.IntegerField(min_value=1, max_value=7 * 24 * 60, required=False)
-    params = TrainParams(default=dict)
-    grid = SweepGrid(required=False)
-    concurrency = serializers.IntegerField(min_value=1, max_value=1000, default=4)
-    name = serializers.CharField(max_length=120, required=False, default="")
+    gpus = serializers.IntegerField(min_value=P.GPUS[0], max_value=P.GPUS[1], default=P.DEFAULT_GPUS)
+    wall_time_minutes = serializers.IntegerField(
+        min_value=P.WALL_TIME_MINUTES[0], max_value=P.WALL_TIME_MINUTES[1], required=False,
+        help_text=f"Per run; default {P.DEFAULT_WALL_TIME_MINUTES}. The estimate is GPUs x wall time "
+                  "unless the recommender predicts less.")
 
     def __init__(self, *args, allocations=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["allocation"].queryset = allocations
+        self.fields["allocation"].queryset = allocations if allocations is not None else Allocation.objects.none()
 
-    def validate(self, attrs):
-        if attrs["workload"] == "sweep" and "grid" not in attrs:
-            raise serializers.ValidationError({"grid": "A sweep needs a grid (or {\"preset\": \"claire\"})."})
-        params = dict(attrs["params"])
-        attrs["wall_time_minutes"] = attrs.get("wall_time_minutes") or params.pop(
-            "wall_time_minutes", 60)
+    def _wall_time(self, attrs):
+        params = dict(attrs.get("params") or {})
+        attrs["wall_time_minutes"] = (attrs.get("wall_time_minutes") or params.pop("wall_time_minutes", None)
+                                      or P.DEFAULT_WALL_TIME_MINUTES)
         params.pop("wall_time_minutes", None)
         attrs["params"] = params
         return attrs
 
 
+class SweepParams(TrainParams):
+    """A sweep's shared parameters: the data, and any train argument the grid does not set."""
+
+    def validate(self, attrs):
+        return attrs  # combinations are checked with the grid, in SweepInput.validate
+
+
+class SweepInput(_AllocationScoped):
+    """POST sweeps/: a grid of training runs against an allocation."""
+
+    grid = SweepGrid()
+    params = SweepParams(required=False, default=dict)
+    concurrency = serializers.IntegerField(min_value=P.CONCURRENCY[0], max_value=P.CONCURRENCY[1],
+                                           default=P.DEFAULT_CONCURRENCY,
+                                           help_text="How many cells may run at once.")
+    name = serializers.CharField(max_length=120, required=False, default="", allow_blank=True)
+
+    def validate(self, attrs):
+        return _validate_sweep(self._wall_time(attrs))
+
+
+def _validate_sweep(attrs: dict[str, Any]) -> dict[str, Any]:
+    if attrs["params"].get("dataset", P.DEFAULT_JOB["dataset"]) in P.SYNTHETIC:
+        attrs["params"] = {**P.DEFAULT_SWEEP_PARAMS, **attrs["params"]}
+    spec = sweepgrid.validate(attrs["grid"])
+    try:
+        P.check_sweep(attrs["params"], spec, gpus=attrs["gpus"])
+    except P.ParamsError as error:
+        raise serializers.ValidationError(sweep_errors(error.errors)) from None
+    return attrs
+
+
+def sweep_errors(errors: dict[str, str]) -> dict[str, Any]:
+    """check_sweep's keys placed where the sweep body has them: grid.folds, grid.fixed.<name>,
+    params.<name>."""
+    out: dict[str, Any] = {}
+    for key, message in errors.items():
+        if key == "folds" or key.startswith("fixed."):
+            grid = out.setdefault("grid", {})
+            if key == "folds":
+                grid["folds"] = [message]
+            else:
+                grid.setdefault("fixed", {})[key.split(".", 1)[1]] = [message]
+        else:
+            out.setdefault("params", {})[key] = [message]
+    return out
+
+
+class LaunchInput(_AllocationScoped):
+    """POST jobs/: a training job, or (workload "sweep") a grid of them, as POST sweeps/ takes."""
+
+    workload = serializers.ChoiceField(choices=["ctxray-train", "sweep"], default="ctxray-train")
+    params = TrainParams(default=dict)
+    grid = SweepGrid(required=False)
+    concurrency = serializers.IntegerField(min_value=P.CONCURRENCY[0], max_value=P.CONCURRENCY[1],
+                                           default=P.DEFAULT_CONCURRENCY)
+    name = serializers.CharField(max_length=120, required=False, default="", allow_blank=True)
+
+    def validate(self, attrs):
+        if attrs["workload"] == "sweep":
+            if "grid" not in attrs:
+                raise serializers.ValidationError({"grid": "A sweep needs a grid (or {\"preset\": \"claire\"})."})
+            return _validate_sweep(self._wall_time(attrs))
+        attrs = self._wall_time(attrs)
+        attrs["params"] = P.with_defaults(attrs["params"])
+        errors = P.combination_errors(attrs["params"], gpus=attrs["gpus"])
+        if errors:
+            raise serializers.ValidationError({"params": _errors_to_fields(errors)})
+        return attrs
+
+
+class SweepEstimateOut(serializers.Serializer):
+    cells = serializers.IntegerField()
+    per_cell_gpu_hours = serializers.DecimalField(max_digits=12, decimal_places=3)
+    total_gpu_hours = serializers.DecimalField(max_digits=14, decimal_places=3)
+    total_cost = serializers.DecimalField(max_digits=14, decimal_places=4)
+    currency = serializers.CharField()
+    source = serializers.CharField(help_text="measured, recommender or wall-time")
+    basis = serializers.CharField()
+    remaining_gpu_hours = serializers.DecimalField(max_digits=14, decimal_places=3)
+    fits = serializers.BooleanField()
+
+
+# The recommender's prediction at launch (launcher/estimates.py), beside the estimate.
+PREDICTION_FIELDS = ["estimate_basis", "estimate_confidence", "estimate_neighbour",
+                     "predicted_hours", "predicted_images_per_s"]
+
+
 class JobOut(serializers.ModelSerializer):
     percent = serializers.FloatField(read_only=True)
     state_label = serializers.CharField(source="get_state_display", read_only=True)
+    is_final = serializers.BooleanField(read_only=True)
     url = serializers.SerializerMethodField()
 
     class Meta:
         model = Job
         fields = ["id", "allocation", "sweep", "workload", "params", "gpus", "wall_time_minutes",
                   "estimate_gpu_hours", "estimate_cost", "estimate_source", "state", "state_label",
-                  "state_reason", "scheduler_id", "array_index", "exit_code", "progress", "percent",
-                  "metrics", "gpu_seconds", "created_at", "submitted_at", "started_at",
-                  "finished_at", "url"]
+                  "is_final", "state_reason", "scheduler_id", "array_index", "exit_code", "progress",
+                  "percent", "metrics", "gpu_seconds", "created_at", "submitted_at", "started_at",
+                  "finished_at", "url", *PREDICTION_FIELDS]
 
     def get_url(self, job: Job) -> str:
         return f"/jobs/{job.pk}/"
@@ -112,8 +275,36 @@ class JobListOut(JobOut):
 
 
 class SweepOut(serializers.ModelSerializer):
+    grid = serializers.JSONField(help_text="The grid as launched (see SweepGrid).")
+    url = serializers.SerializerMethodField()
+
     class Meta:
         model = Sweep
         fields = ["id", "allocation", "name", "grid", "params", "size", "gpus",
                   "wall_time_minutes", "concurrency", "scheduler_id", "estimate_gpu_hours",
-                  "estimate_cost", "sort_by", "created_at"]
+                  "estimate_cost", "sort_by", "created_at", "url"]
+
+    def get_url(self, sweep: Sweep) -> str:
+        return f"/sweeps/{sweep.pk}/"
+
+
+
+class SweepDetailOut(SweepOut):
+    """sweeps/{id}/: the sweep with its cells counted by state and its leaderboard."""
+
+    counts = serializers.DictField(child=serializers.IntegerField(), read_only=True)
+    leaderboard = serializers.ListField(child=serializers.DictField(), read_only=True)
+
+    class Meta(SweepOut.Meta):
+        fields = [*SweepOut.Meta.fields, "counts", "leaderboard"]
+
+
+class SweepCancelOut(serializers.Serializer):
+    id = serializers.IntegerField(read_only=True)
+    cancelled = serializers.IntegerField(read_only=True, help_text="How many cells were cancelled")
+
+
+class JobLogOut(serializers.Serializer):
+    id = serializers.IntegerField(read_only=True)
+    state = serializers.ChoiceField(choices=Job.State.choices, read_only=True)
+    log = serializers.CharField(read_only=True, help_text="The tail of the job's log")

@@ -1,69 +1,127 @@
 """Jobs and sweeps API: thin views over the launcher's selectors and services."""
 from __future__ import annotations
 
+import django_filters
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from .. import selectors, services, sweepgrid
+from ..params import ParamsError
 from ..services import LaunchConflict
-from .serializers import JobListOut, JobOut, LaunchInput, SweepOut
+from ..models import Job
+from .serializers import JobLogOut, SweepCancelOut, SweepDetailOut
+from .serializers import (JobListOut, JobOut, LaunchInput, SweepEstimateOut, SweepInput, SweepOut,
+                          sweep_errors)
+
+_CONFLICT = OpenApiResponse(description="Not allowed now: the allocation is not active, or the "
+                                        "estimate exceeds the GPU-hours (or budget) left; the body "
+                                        "carries the numbers.")
+_BAD = OpenApiResponse(description="Per-field messages, nested as the body is (params.<field>, grid.<field>).")
+
+
+class JobFilter(django_filters.FilterSet):
+    allocation = django_filters.NumberFilter(field_name="allocation_id", max_value=2**63 - 1,
+                                             label="Only this allocation's jobs")
+
+    class Meta:
+        model = Job
+        fields = ["allocation"]
 
 
 def _conflict(error: LaunchConflict) -> Response:
     return Response({"detail": error.message, **error.data}, status=status.HTTP_409_CONFLICT)
 
 
+def _launch_sweep(request, v) -> Response:
+    try:
+        sweep = services.sweep_launch(
+            by=request.user, allocation=v["allocation"], grid=v["grid"], gpus=v["gpus"],
+            wall_time_minutes=v["wall_time_minutes"], params=v["params"],
+            concurrency=v["concurrency"], name=v["name"])
+    except LaunchConflict as error:
+        return _conflict(error)
+    except ParamsError as error:
+        return Response(sweep_errors(error.errors), status=status.HTTP_400_BAD_REQUEST)
+    return Response(SweepOut(sweep).data, status=status.HTTP_201_CREATED)
+
+
 class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """jobs/ (list; POST launches a job or a sweep), jobs/{id}/, jobs/{id}/cancel/, jobs/{id}/log/."""
 
+    filterset_class = JobFilter
+
     def get_queryset(self):
-        qs = selectors.visible_jobs(self.request.user)
-        allocation = self.request.query_params.get("allocation")
-        if allocation and allocation.isdigit():
-            qs = qs.filter(allocation_id=int(allocation))
-        return qs
+        return selectors.visible_jobs(self.request.user)
 
     def get_serializer_class(self):
         return JobListOut if self.action == "list" else JobOut
 
+    @extend_schema(request=LaunchInput, responses={201: JobOut, 400: _BAD, 409: _CONFLICT},
+                   description="Launch a training job (or, with workload \"sweep\" and a grid, a "
+                               "sweep: POST sweeps/ is the sweep's own path).")
     def create(self, request):
         data = LaunchInput(data=request.data,
-                           allocations=selectors.launchable_allocations(request.user))
+                           allocations=selectors.sees_allocations(request.user))
         data.is_valid(raise_exception=True)
         v = data.validated_data
+        if v["workload"] == "sweep":
+            return _launch_sweep(request, v)
         try:
-            if v["workload"] == "sweep":
-                sweep = services.sweep_launch(
-                    by=request.user, allocation=v["allocation"], grid=v["grid"], gpus=v["gpus"],
-                    wall_time_minutes=v["wall_time_minutes"], params=v["params"],
-                    concurrency=v["concurrency"], name=v["name"])
-                return Response(SweepOut(sweep).data, status=status.HTTP_201_CREATED)
             job = services.job_launch(by=request.user, allocation=v["allocation"], gpus=v["gpus"],
                                       wall_time_minutes=v["wall_time_minutes"], params=v["params"])
         except LaunchConflict as error:
             return _conflict(error)
+        except ParamsError as error:
+            return Response({"params": {k: [m] for k, m in error.errors.items()}},
+                            status=status.HTTP_400_BAD_REQUEST)
         return Response(JobOut(job).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(request=None, responses=JobOut)
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         job = services.job_cancel(job=self.get_object(), by=request.user)
         return Response(JobOut(job).data)
 
+    @extend_schema(responses=JobLogOut)
     @action(detail=True, methods=["get"])
     def log(self, request, pk=None):
-        job = self.get_object()
+        job = selectors.job_log(job_id=self.get_object().pk, by=request.user)
         return Response({"id": job.pk, "state": job.state, "log": job.log_tail})
 
 
 class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """sweeps/, sweeps/{id}/ (with progress counts and the leaderboard), sweeps/{id}/cancel/."""
+    """sweeps/ (list; POST launches a grid), sweeps/estimate/, sweeps/{id}/ (with progress counts
+    and the leaderboard), sweeps/{id}/cancel/."""
 
     serializer_class = SweepOut
 
     def get_queryset(self):
         return selectors.visible_sweeps(self.request.user)
 
+    @extend_schema(request=SweepInput, responses={201: SweepOut, 400: _BAD, 409: _CONFLICT})
+    def create(self, request):
+        """Launch a sweep: one training run per grid cell, checked on its total estimate."""
+        data = SweepInput(data=request.data, allocations=selectors.sees_allocations(request.user))
+        data.is_valid(raise_exception=True)
+        return _launch_sweep(request, data.validated_data)
+
+    @extend_schema(request=SweepInput, responses={200: SweepEstimateOut, 400: _BAD})
+    @action(detail=False, methods=["post"])
+    def estimate(self, request):
+        """What POST sweeps/ with this body would cost (cells x per-cell GPU-hours, with its
+        basis) and whether it fits what is left; launches nothing."""
+        data = SweepInput(data=request.data, allocations=selectors.sees_allocations(request.user))
+        data.is_valid(raise_exception=True)
+        return Response(SweepEstimateOut(selectors.sweep_estimate(**_estimate_args(data.validated_data))).data)
+
+    @extend_schema(responses=SweepDetailOut, parameters=[
+        OpenApiParameter("sort_by", OpenApiTypes.STR, enum=list(sweepgrid.METRIC_NAMES),
+                         description="Leaderboard metric (default: the sweep's own)"),
+        OpenApiParameter("level", OpenApiTypes.STR,
+                         description="Metrics level in metrics.json (default `patient`)")])
     def retrieve(self, request, pk=None):
         sweep = self.get_object()
         try:
@@ -74,9 +132,13 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         return Response({**SweepOut(sweep).data, "counts": selectors.sweep_counts(sweep),
                          "leaderboard": board})
 
+    @extend_schema(request=None, responses=SweepCancelOut)
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         cancelled = services.sweep_cancel(sweep=self.get_object(), by=request.user)
         return Response({"id": int(pk), "cancelled": cancelled})
 
 
+def _estimate_args(v) -> dict:
+    return {"allocation": v["allocation"], "grid": v["grid"], "params": v["params"], "gpus": v["gpus"],
+            "wall_time_minutes": v["wall_time_minutes"]}

@@ -45,6 +45,17 @@ class Job(models.Model):
     estimate_gpu_hours = models.DecimalField(max_digits=12, decimal_places=3, default=0)
     estimate_cost = models.DecimalField(max_digits=12, decimal_places=4, default=0)
     estimate_source = models.CharField(max_length=40, blank=True)
+    # The recommender's prediction at launch (launcher/estimates.py): its basis in a sentence,
+    # confidence, the benchmark result it rests on, and one run's predicted wall hours and
+    # throughput, unclamped by the wall time (kept to measure the recommender's error).
+    estimate_basis = models.TextField(blank=True)
+    estimate_confidence = models.CharField(max_length=10, blank=True)
+    estimate_neighbour = models.CharField(max_length=300, blank=True)
+    predicted_hours = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    predicted_images_per_s = models.FloatField(null=True, blank=True)
+    # What this run measured, written back once it succeeded (launcher/services/measurement.py).
+    benchmark_result = models.OneToOneField("benchmarks.BenchmarkResult", null=True, blank=True,
+                                            on_delete=models.SET_NULL, related_name="job")
 
     state = models.CharField(max_length=12, choices=State.choices, default=State.QUEUED,
                              db_index=True)
@@ -62,7 +73,14 @@ class Job(models.Model):
     progress = models.JSONField(default=dict, blank=True)
     metrics = models.JSONField(null=True, blank=True)
     gpu_seconds = models.BigIntegerField(default=0)
+    # Mean utilisation (percent) the trainer sampled over its run: of the GPUs through NVML
+    # where it had GPUs, else of the CPU (source says which); empty if it reported none.
+    utilisation_mean = models.FloatField(null=True, blank=True)
+    utilisation_source = models.CharField(max_length=3, blank=True,
+                                          choices=[("gpu", "GPU"), ("cpu", "CPU")])
     log_tail = models.TextField(blank=True)
+    # When staff were told of this job's failure (the failing-jobs digest tells each once).
+    failure_alerted_at = models.DateTimeField(null=True, blank=True)
     # Preemption (running -> preempted -> pending): how often the job was resubmitted from its
     # checkpoint, and the GPU-seconds of its earlier attempts (gpu_seconds includes them).
     resumes = models.PositiveSmallIntegerField(default=0)

@@ -1,15 +1,18 @@
 // Live job page: polls the job's JSON (the API, session auth) and updates the progress bar,
-// state, ETA, loss curve and log until the job is final. Without JS the page is complete as
+// state, ETA, loss curve and log until the job is final; then it fetches the page once more and
+// swaps in the parts that only a final job has (the metrics panel, no Cancel button, the charged
+// GPU-hours), drops the launch banner, and stops polling. Without JS the page is complete as
 // rendered; this only keeps it current.
 (function () {
   var root = document.getElementById('job');
   if (!root || !window.fetch) { return; }
   var every = parseInt(root.dataset.pollMs || '2000', 10);
+  var FINAL = ['succeeded', 'failed', 'cancelled', 'timeout'];
   var final = root.dataset.final === 'true';
   function text(id, value) { var el = document.getElementById(id); if (el) { el.textContent = value; } }
-  function get(url) {
-    return fetch(url, {credentials: 'same-origin', headers: {'Accept': 'application/json'}})
-      .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.json(); });
+  function get(url, type) {
+    return fetch(url, {credentials: 'same-origin', headers: {'Accept': type || 'application/json'}})
+      .then(function (r) { if (!r.ok) { throw new Error(r.status); } return type ? r.text() : r.json(); });
   }
   function render(job) {
     var p = job.progress || {};
@@ -20,10 +23,9 @@
     if (badge) { badge.textContent = job.state_label; badge.className = 'status status-' + job.state; }
     text('job-reason', job.state_label + (job.state_reason ? ': ' + job.state_reason : ''));
     text('job-epoch', (p.epoch || '-') + ' of ' + (p.epochs || (job.params || {}).epochs || '-'));
-    text('job-loss', p.loss != null ? p.loss.toFixed(4) : '-');
-    text('job-throughput', p.images_per_s ? p.images_per_s.toFixed(1) + ' images/s' : '-');
-    text('job-eta', p.eta_s != null ? Math.round(p.eta_s) + ' s' : '-');
-    text('job-charged', job.gpu_seconds + ' GPU-seconds');
+    text('job-loss', p.loss != null ? Number(p.loss).toFixed(4) : '-');
+    text('job-throughput', p.images_per_s ? Number(p.images_per_s).toFixed(1) + ' images/s' : '-');
+    text('job-eta', p.eta_s != null && FINAL.indexOf(job.state) < 0 ? Math.round(p.eta_s) + ' s' : '-');
     var history = p.history || [];
     var chart = document.getElementById('chart-loss');
     if (chart && window.Plotly && history.length) {
@@ -31,14 +33,29 @@
         x: history.map(function (h) { return h[0]; }), y: history.map(function (h) { return h[1]; })}],
         chart.layout || {title: {text: 'Training loss'}, height: 300});
     }
-    final = ['succeeded', 'failed', 'cancelled', 'timeout'].indexOf(job.state) >= 0;
+    return FINAL.indexOf(job.state) >= 0;
+  }
+  // The server's rendering of a final job, swapped in part by part (one template, no copy in JS).
+  function settle() {
+    return get(window.location.pathname, 'text/html').then(function (html) {
+      var fresh = new DOMParser().parseFromString(html, 'text/html');
+      ['job-metrics', 'job-actions', 'job-facts', 'job-state', 'job-log', 'job-numbers'].forEach(function (id) {
+        var now = document.getElementById(id), next = fresh.getElementById(id);
+        if (now && next) { now.replaceWith(document.importNode(next, true)); }
+      });
+      var banner = document.querySelector('.messages');
+      if (banner) { banner.remove(); }
+      root.dataset.final = 'true';
+      if (window.portalCharts) { window.portalCharts.draw(document.getElementById('job-metrics')); }
+    });
   }
   function tick() {
     get(root.dataset.apiUrl).then(function (job) {
-      render(job);
-      return get(root.dataset.logUrl);
-    }).then(function (log) {
-      if (log.log) { text('job-log', log.log); }
+      var done = render(job);
+      return get(root.dataset.logUrl).then(function (log) {
+        if (log.log) { text('job-log', log.log); }
+        if (done) { return settle().then(function () { final = true; }); }
+      });
     }).catch(function () { /* a missed poll is retried on the next tick */ })
       .then(function () { if (!final) { setTimeout(tick, every); } });
   }

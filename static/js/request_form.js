@@ -11,6 +11,9 @@
     });
     var refresh = function () {
       var name = facility.options[facility.selectedIndex] ? facility.options[facility.selectedIndex].text : '';
+      // A facility staff set up by hand is labelled "Name (not connected: ...)"; its node
+      // types are labelled "Name: node".
+      name = name.replace(/ \(not connected[^)]*\)$/, '');
       var chosen = node.value;
       node.innerHTML = '';
       all.forEach(function (o) {

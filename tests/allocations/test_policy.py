@@ -140,7 +140,7 @@ def test_a_full_request_needs_a_real_justification(project, facility, researcher
                                 gpu_hours=1000, start_date=TODAY(),
                                 end_date=TODAY() + dt.timedelta(days=30),
                                 justification="Need GPUs.")
-    assert "at least 25 words" in refused.value.message_dict["justification"][0]
+    assert "at least 25 different words" in refused.value.message_dict["justification"][0]
 
 
 @pytest.mark.parametrize("start,end,message", [

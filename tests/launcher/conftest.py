@@ -18,8 +18,8 @@ from typing import TypeVar
 import pytest
 
 from launcher.backends.base import BackendError
-from launcher.backends.slurm import SlurmBackend
-from launcher.backends.ssh import SSHConnection, SSHTarget
+from launcher.slurm.backend import SlurmBackend
+from launcher.slurm.ssh import SSHConnection, SSHTarget
 
 T = TypeVar("T")
 SERVICES_ENV = Path(os.environ.get("PORTAL_SERVICES_DIR", "/var/lib/portal-services")) / "services.env"

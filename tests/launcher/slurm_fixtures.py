@@ -12,7 +12,8 @@ import pytest
 from django.utils import timezone
 
 from allocations.models import Allocation, ProjectMembership
-from launcher import facilities, services
+from launcher import services
+from launcher.slurm import connection
 from launcher.models import Job
 from tests.factories import FacilityFactory
 from tests.launcher.conftest import read_services_env, unique_name, wait_for
@@ -38,7 +39,7 @@ def slurm_facility(db, services_env):
                                gpu_hour_rate=Decimal("0.50"),
                                backend_settings=slurm_settings(services_env))
     yield facility
-    facilities.forget(facility.pk)
+    connection.forget(facility.pk)
 
 
 def make_allocation(project, facility, *, gpu_hours: int = 10, status: str = "provisioning"):
@@ -49,7 +50,7 @@ def make_allocation(project, facility, *, gpu_hours: int = 10, status: str = "pr
 
 
 def drop_account(facility, name: str) -> None:
-    backend = facilities.slurm_backend(facility)
+    backend = connection.slurm_backend(facility)
     backend.ssh.run(["scancel", f"--account={name}"])
     backend.ssh.run(["sacctmgr", "-i", "delete", "account", f"name={name}"])
 
@@ -71,7 +72,7 @@ def drop_workdirs(facility, allocation) -> None:
     folders = sorted({w for w in Job.objects.filter(allocation=allocation).values_list("workdir", flat=True)
                       if "/portal-jobs/portal-" in w and ".." not in w})
     if folders:
-        facilities.slurm_backend(facility).ssh.run(["rm", "-rf", "--", *folders])
+        connection.slurm_backend(facility).ssh.run(["rm", "-rf", "--", *folders])
 
 
 TINY = {"model": "resnet18", "epochs": 2, "size": 32, "synthetic_n": 24, "threads": 1,

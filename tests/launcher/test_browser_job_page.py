@@ -49,12 +49,12 @@ def test_the_progress_bar_follows_the_running_job(page, live_server, project, re
     Job.objects.filter(pk=job.pk).update(
         progress=progress(3, 5, 0.41, 120, [[4, 0.7], [14, 0.55], [25, 0.41]]), log_tail="epoch 3")
 
-    page.wait_for_function("document.getElementById('job-progress').value == 62.5")
+    page.wait_for_function("() => document.getElementById('job-progress').value == 62.5")
     assert page.locator("#job-eta").inner_text() == "120 s"
     assert page.locator("#job-loss").inner_text() == "0.4100"
-    page.wait_for_function("document.querySelectorAll('#chart-loss .scatterlayer .point').length == 3")
-    page.wait_for_function("document.getElementById('job-log').textContent.includes('epoch 3')")
+    page.wait_for_function("() => document.querySelectorAll('#chart-loss .scatterlayer .point').length == 3")
+    page.wait_for_function("() => document.getElementById('job-log').textContent.includes('epoch 3')")
 
     Job.objects.filter(pk=job.pk).update(state="succeeded")
-    page.wait_for_function("document.querySelector('#job-state .status').textContent == 'Succeeded'")
+    page.wait_for_function("() => document.querySelector('#job-state .status').textContent == 'Succeeded'")
     assert bar(page) == 100.0

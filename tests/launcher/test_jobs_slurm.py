@@ -8,11 +8,12 @@ from decimal import Decimal
 
 import pytest
 
-from allocations.models import UsageRecord
+from allocations.models import Dataset, UsageRecord
 from allocations.selectors import allocation_usage_totals
-from launcher import facilities, services
+from launcher import services
+from launcher.slurm import connection
 from launcher.backends.base import BackendError
-from launcher.backends.slurm import SlurmBackend
+from launcher.slurm.backend import SlurmBackend
 from launcher.models import Job
 from tests.launcher.conftest import make_target
 from tests.launcher.slurm_fixtures import TINY, poll_until, slurm_allocation, slurm_facility  # noqa: F401
@@ -30,13 +31,15 @@ def launch(allocation, user, **params):
 
 
 def test_a_training_job_runs_to_success_reports_progress_and_is_charged(slurm_allocation, researcher):
-    job = launch(slurm_allocation, researcher, gpus=2)
+    # Two GPUs train as two DDP processes (torchrun), each on half of the 18 training images.
+    job = launch(slurm_allocation, researcher, gpus=2, batch_size=4)
     assert job.state == "pending" and job.scheduler_id.isdigit()
 
-    job = poll_until(job, Job.FINAL, timeout=180)
+    job = poll_until(job, Job.FINAL, timeout=300)
 
     assert job.state == "succeeded", (job.state_reason, job.log_tail)
     assert job.progress["state"] == "succeeded" and job.progress["epoch"] == 2
+    assert job.progress["world_size"] == 2
     assert job.progress["history"], "loss points are kept for the curve"
     assert job.metrics["patient"]["accuracy"]["ci"] and job.metrics["synthetic_data"] is True
     assert "portal: cell 0" in job.log_tail
@@ -63,7 +66,7 @@ def test_cancel_stops_a_running_job_and_a_second_cancel_conflicts(slurm_allocati
     services.job_cancel(job=job, by=researcher)
 
     assert job.state == "cancelled"
-    backend = facilities.slurm_backend(slurm_allocation.facility)
+    backend = connection.slurm_backend(slurm_allocation.facility)
     from tests.launcher.conftest import wait_for
     wait_for(lambda: backend.status([job.scheduler_id])[job.scheduler_id].state.value == "cancelled",
              what="Slurm to cancel it")
@@ -72,9 +75,25 @@ def test_cancel_stops_a_running_job_and_a_second_cancel_conflicts(slurm_allocati
 
 
 def test_a_failing_job_is_failed_with_its_exit_code(slurm_allocation, researcher):
-    job = launch(slurm_allocation, researcher, dataset="/nonexistent/data")
+    # A registered dataset whose folder exists (so the launch accepts it) but holds no images:
+    # the trainer, given the resolved path as --data, fails on the node.
+    facility = slurm_allocation.facility
+    ssh = connection.slurm_backend(facility).ssh
+    root = f"portal-test-data-{slurm_allocation.account_name}"
+    assert ssh.run(["mkdir", "-p", f"{root}/{slurm_allocation.project.code}/empty"]).ok()
+    facility.backend_settings = {**facility.backend_settings, "storage_root": root}
+    facility.save()
+    Dataset.objects.create(project=slurm_allocation.project, name="empty", location="empty",
+                           modality="ct", sensitivity="public")
+    try:
+        job = launch(slurm_allocation, researcher, dataset="empty")
+        job = poll_until(job, Job.FINAL)
+        mode = ssh.run(["stat", "-c", "%a", job.workdir]).stdout.strip()
+    finally:
+        ssh.run(["rm", "-rf", "--", root])
 
-    job = poll_until(job, Job.FINAL)
+    assert job.params["data_path"].endswith(f"/{root}/{slurm_allocation.project.code}/empty")
+    assert mode == "700"  # the job's folder is private to the service account
 
     assert job.state == "failed" and job.exit_code == 2
     assert job.state_reason == "exit code 2"
@@ -86,7 +105,7 @@ def test_a_failing_job_is_failed_with_its_exit_code(slurm_allocation, researcher
 def test_a_job_beyond_the_accounts_cap_waits_with_the_schedulers_reason(slurm_allocation, researcher):
     # The portal thinks 10 GPU-hours are left; the cluster's cap says 1 GPU-minute (usage the
     # portal has not ingested yet, or a cap cut by the site): Slurm holds the job.
-    facilities.slurm_backend(slurm_allocation.facility).set_cap(
+    connection.slurm_backend(slurm_allocation.facility).set_cap(
         name=slurm_allocation.account_name, gpu_minutes=1)
     job = launch(slurm_allocation, researcher)
 
@@ -102,10 +121,10 @@ def test_a_job_beyond_the_accounts_cap_waits_with_the_schedulers_reason(slurm_al
 def test_resubmitting_after_a_dropped_connection_finds_the_job_by_its_token(
         slurm_allocation, researcher, services_env, monkeypatch):
     facility = slurm_allocation.facility
-    conf = facilities.slurm_settings(facility)
+    conf = connection.slurm_settings(facility)
     dropping = SlurmBackend(DropsAfterSbatch(make_target(services_env, retries=0)),
                             cluster=conf["cluster"], partition=conf["partition"])
-    monkeypatch.setattr("launcher.slurm_runner.slurm_backend", lambda f: dropping)
+    monkeypatch.setattr("launcher.slurm.runner.slurm_backend", lambda f: dropping)
     job = services.job_launch(by=researcher, allocation=slurm_allocation, gpus=1,
                               wall_time_minutes=5, params={k: v for k, v in TINY.items() if k != "wall_time_minutes"})
 
@@ -119,7 +138,7 @@ def test_resubmitting_after_a_dropped_connection_finds_the_job_by_its_token(
     job = services.job_submit(job_id=job.pk)  # what the task's retry does
 
     assert job.state == "pending"
-    assert jobs_named(facilities.slurm_backend(facility), job.token) == [job.scheduler_id]
+    assert jobs_named(connection.slurm_backend(facility), job.token) == [job.scheduler_id]
     assert "found by its token" in job_events(job)[-1]
 
 

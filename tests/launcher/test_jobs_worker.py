@@ -9,7 +9,8 @@ import signal
 
 import pytest
 
-from launcher import facilities, services, tasks
+from launcher import services, tasks
+from launcher.slurm import connection
 from launcher.models import Job
 from tests.launcher.conftest import wait_for
 from tests.launcher.slurm_fixtures import TINY, slurm_allocation, slurm_facility  # noqa: F401
@@ -30,7 +31,7 @@ def test_a_worker_killed_mid_submit_does_not_submit_twice(slurm_allocation, rese
         os.kill(worker.pid, signal.SIGKILL)
     job.refresh_from_db()
     assert job.state == "submitting" and not job.scheduler_id
-    backend = facilities.slurm_backend(slurm_allocation.facility)
+    backend = connection.slurm_backend(slurm_allocation.facility)
     assert len(jobs_named(backend, job.token)) == 1  # sbatch did go out
     assert job.pk in services.stalled_submissions(older_than=dt.timedelta(0))["jobs"]
 

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from allocations.models import Allocation
 from launcher.models import Job
+from launcher.params import DEFAULT_JOB
 from tests.factories import FacilityFactory
 
 pytestmark = [pytest.mark.django_db]
@@ -49,7 +50,8 @@ def test_a_valid_form_launches_through_the_service(client, researcher, allocatio
     assert response.redirect_chain[-1][0] == f"/jobs/{job.pk}/"
     assert f"Job #{job.pk} launched" in response.content.decode()
     assert job.state == "queued" and job.created_by == researcher and job.gpus == 2
-    assert job.params == {"model": "resnet18", "dataset": "synthetic-ct", "epochs": 2, "lr": 0.001}
+    # What the form left blank is the default job's (launcher/params.py), stored as it will run.
+    assert job.params == {**DEFAULT_JOB, "model": "resnet18", "epochs": 2, "lr": 0.001}
     assert job.wall_time_minutes == 90 and job.estimate_gpu_hours == Decimal("3.000")
 
 
@@ -64,7 +66,7 @@ def test_bad_fields_come_back_one_by_one(client, researcher, allocation):
     for field in ("epochs", "dataset", "gpus"):
         assert f'id="id_{field}_errors"' in page, field
     assert 'id="id_model_errors"' not in page
-    assert "absolute path on the cluster" in page
+    assert "is not one of the available choices" in page  # a path is no dataset
     assert not Job.objects.exists()
 
 
@@ -76,7 +78,7 @@ def test_a_refused_launch_is_a_message_on_the_allocation_page(client, researcher
 
     assert response.redirect_chain[-1][0] == f"/allocations/{allocation.pk}/"
     page = response.content.decode()
-    assert "needs an estimated 80.000 GPU-hours but only 10.000 are left" in page
+    assert "needs an estimated 80.000 GPU-hours but only 10 are left on the allocation (0 reserved" in page
     assert not Job.objects.exists()
 
 

@@ -41,4 +41,4 @@ def test_status_reports_every_component(services_env):
 
     assert run.returncode == 0, run.stdout + run.stderr
     assert [line.split()[0] for line in run.stdout.splitlines()] == [
-        "postgres", "redis", "mariadb", "munge", "slurm", "sshd", "moto"]
+        "postgres", "redis", "mariadb", "munge", "slurm", "sshd", "moto", "emulator"]

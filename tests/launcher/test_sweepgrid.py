@@ -1,10 +1,10 @@
 """The sweep grid: expansion, the CLAIRE preset, validation, train arguments, the leaderboard."""
 
-import statistics
 
 import pytest
 
 from launcher import sweepgrid as sg
+from launcher.stats import bounded_interval
 
 
 def test_claire_preset_expands_to_540_distinct_cells_in_a_fixed_order():
@@ -70,7 +70,7 @@ def _fake_result(acc):
             "slice": {"accuracy": {"value": 0.5}}}
 
 
-def test_leaderboard_averages_folds_with_a_t_interval_and_ranks_best_first():
+def test_leaderboard_averages_folds_with_a_bounded_interval_and_ranks_best_first():
     cells = sg.expand(sg.validate({"models": ["resnet18", "densenet121"], "lrs": [1e-3], "lr_steps": [10],
                                    "weight_decays": [1e-4], "folds": 3}))
     accs = {"resnet18": [0.80, 0.84, 0.82], "densenet121": [0.90, 0.86, 0.94]}
@@ -79,8 +79,8 @@ def test_leaderboard_averages_folds_with_a_t_interval_and_ranks_best_first():
     assert [r["model"] for r in board] == ["densenet121", "resnet18"]
     top = board[0]["accuracy"]
     assert top["mean"] == pytest.approx(0.90) and top["n"] == 3
-    half = 4.303 * statistics.stdev([0.90, 0.86, 0.94]) / 3 ** 0.5
-    assert top["ci"] == pytest.approx([0.90 - half, 0.90 + half])
+    assert top["ci"] == pytest.approx(list(bounded_interval([0.90, 0.86, 0.94])[1]))
+    assert 0.70 < top["ci"][0] < 0.86 and 0.94 < top["ci"][1] < 1
     assert board[0]["folds_done"] == 3 and board[0]["rank"] == 1
     assert sg.leaderboard(results, level="slice")[0]["accuracy"]["mean"] == pytest.approx(0.5)
 
@@ -94,3 +94,11 @@ def test_leaderboard_counts_unfinished_cells_and_puts_empty_rows_last():
     assert board[1]["accuracy"] == {"mean": None, "ci": None, "n": 0}
     with pytest.raises(sg.GridError, match="sort_by"):
         sg.leaderboard(results, sort_by="dice")
+
+
+@pytest.mark.parametrize("decays", [[None], ["0.1"], "0.1", [0.1, True], [1.0]])
+def test_weight_decays_that_are_not_numbers_in_range_are_a_grid_error(decays):
+    """Found by the API fuzzer: `[null]` was a TypeError (a 500), not a 400."""
+    spec = {"models": ["resnet18"], "lrs": [1e-3], "lr_steps": [10], "weight_decays": decays}
+    with pytest.raises(sg.GridError, match="weight_decays"):
+        sg.validate(spec)

@@ -77,7 +77,7 @@ def test_sigterm_checkpoints_and_resume_matches_an_uninterrupted_run(ct_slices, 
     assert ref.wait() == 0, ref.communicate()
     a, b = (json.loads((d / "metrics.json").read_text()) for d in (full, cut))
     assert a["history"] == b["history"] and a["slice"] == b["slice"] and a["patient"] == b["patient"]
-    wa, wb = (torch.load(d / "best.pt", weights_only=False)["model"] for d in (full, cut))
+    wa, wb = (torch.load(d / "best.pt", weights_only=True)["model"] for d in (full, cut))
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
 
 

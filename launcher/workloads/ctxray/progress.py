@@ -1,12 +1,18 @@
-"""OUT/progress.json: what the portal polls to show a running job (epoch, step, loss, speed, ETA)."""
+"""OUT/progress.json: what the portal polls to show a running job (epoch, step, loss, speed, ETA),
+and the run's own measurement (training throughput, peak memory, software) that the portal
+writes back as a benchmark result once the job succeeded."""
 
 from __future__ import annotations
 
 import os
+import platform
+import resource
+import sys
 import time
 from datetime import UTC, datetime
 
 from .checkpoint import write_json
+from .utilisation import UtilisationSampler
 
 PROGRESS = "progress.json"
 
@@ -18,17 +24,44 @@ class Progress:
     are right after a resume too; ETA counts the training steps left (validation not included).
     """
 
-    def __init__(self, out: str, epochs: int, steps_per_epoch: int, images_per_step: int, enabled: bool) -> None:
+    def __init__(self, out: str, epochs: int, steps_per_epoch: int, images_per_step: int, enabled: bool,
+                 world_size: int = 1) -> None:
         self.path = os.path.join(out, PROGRESS)
         self.epochs, self.steps_per_epoch = epochs, steps_per_epoch
         self.images_per_step = images_per_step
         self.enabled = enabled
+        self.world_size = world_size  # processes (GPUs) training together; images_per_s is theirs
         self.started = time.monotonic()
         self.steps_done = 0  # by this process
+        self.utilisation = UtilisationSampler() if enabled else None
+        # Time spent in training steps only (data loading included, validation and
+        # checkpointing not): what "training throughput" means in the benchmark table.
+        self.train_seconds = 0.0
+        self._mark: float | None = None
+
+    def epoch_started(self) -> None:
+        """Call when a training epoch (or its resumed rest) begins: starts the step clock."""
+        self._mark = time.monotonic()
 
     def step_done(self) -> None:
         """Count one training step (call after the optimizer step)."""
         self.steps_done += 1
+        now = time.monotonic()
+        if self._mark is not None:
+            self.train_seconds += now - self._mark
+        self._mark = now
+
+    def train_images_per_s(self) -> float | None:
+        """Training throughput over all ranks: images trained / time in training steps."""
+        if not self.steps_done or self.train_seconds <= 0:
+            return None
+        return round(self.steps_done * self.images_per_step / self.train_seconds, 3)
+
+    def measured(self, device: object) -> dict:
+        """The run's measurement for metrics.json (and the portal's benchmark table)."""
+        return {"train_images_per_s": self.train_images_per_s(), "train_steps": self.steps_done,
+                "train_seconds": round(self.train_seconds, 3),
+                "peak_memory_gb": peak_memory_gb(device), "software": software_versions()}
 
     def _eta(self, state: str, steps_left: int, rate: float) -> float | None:
         if state == "succeeded":
@@ -51,9 +84,43 @@ class Progress:
             "steps_per_epoch": self.steps_per_epoch,
             "loss": loss,
             "images_per_s": round(rate * self.images_per_step, 2) if self.steps_done else None,
+            "train_images_per_s": self.train_images_per_s(),
             "eta_s": self._eta(state, left, rate),
             "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "pid": os.getpid(),
+            "world_size": self.world_size,
         }
+        if self.utilisation is not None:
+            self.utilisation.sample()
+            summary = self.utilisation.summary()
+            if summary:
+                data["utilisation"] = summary
         data.update(extra)
         write_json(self.path, data)
+
+
+def peak_memory_gb(device: object) -> float:
+    """Peak GPU memory allocated by PyTorch (CUDA), else this process's peak resident set."""
+    import torch
+
+    if getattr(device, "type", "cpu") == "cuda" and torch.cuda.is_available():
+        return round(torch.cuda.max_memory_allocated(device) / 2**30, 3)
+    # ru_maxrss is KiB on Linux.
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)
+
+
+def software_versions() -> dict[str, str]:
+    """Versions that move throughput: Python, PyTorch, CUDA/cuDNN, MONAI, the GPU or CPU."""
+    import torch
+
+    out = {"python": platform.python_version(), "torch": torch.__version__,
+           "platform": platform.platform(), "threads": str(torch.get_num_threads())}
+    monai = sys.modules.get("monai")
+    if monai is not None:
+        out["monai"] = getattr(monai, "__version__", "")
+    if torch.cuda.is_available():
+        out.update(cuda=str(torch.version.cuda), cudnn=str(torch.backends.cudnn.version()),
+                   gpu=torch.cuda.get_device_name(0))
+    else:
+        out["cpu"] = platform.processor() or platform.machine()
+    return out

@@ -95,7 +95,8 @@ def _build(cfg: TrainConfig, rt: runtime.Runtime) -> Run:
     loss_fn = nn.CrossEntropyLoss(weight=class_weights(splits.train).to(rt.device))
     train_set = CtXrayDataset(splits.train, cfg, train=True, cache=_cache_ok(cfg, len(splits.train)))
     run = Run(cfg, rt, splits, index.classes, model, runner, optimizer, scheduler, loss_fn, train_set,
-              LoopState(), Progress(cfg.out, cfg.epochs, 0, cfg.batch_size * rt.world, rt.main))
+              LoopState(), Progress(cfg.out, cfg.epochs, 0, cfg.batch_size * rt.world, rt.main,
+                                    world_size=rt.world))
     run.progress.steps_per_epoch = run.steps_per_epoch
     return run
 
@@ -144,6 +145,7 @@ def _train_epoch(run: Run, stop: ckpt.StopFlag) -> bool:
     run.runner.train()
     fmt = runtime.memory_format(rt, cfg.dims)
     loss_sum = torch.tensor(state.loss_sum, dtype=torch.float64, device=rt.device)
+    run.progress.epoch_started()
     for x, y, _ in _loader(run.train_set, sampler, cfg, rt, train=True):
         x = x.to(rt.device, non_blocking=True).contiguous(memory_format=fmt)
         y = y.to(rt.device, non_blocking=True)
@@ -220,6 +222,7 @@ def _evaluate(run: Run) -> dict:
         "best_epoch": run.state.best_epoch + 1, "epochs_run": run.state.epoch,
         "stopped_early": run.state.stopped_early, "history": run.state.history,
         "runtime": run.rt.flags(), "config": run.cfg.to_dict(), "synthetic_data": _is_synthetic(cfg.data),
+        "measured": run.progress.measured(run.rt.device),
     })
     ckpt.write_json(os.path.join(cfg.out, METRICS_FILE), report)
     return report

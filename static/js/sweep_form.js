@@ -1,0 +1,58 @@
+// The sweep form's total estimate, kept current as the grid is edited: the form's values go to
+// POST /api/v1/sweeps/estimate/ (the numbers POST /api/v1/sweeps/ would check; nothing launches).
+// Without JS the "Estimate" button shows the same numbers from the server.
+(function () {
+  var form = document.getElementById('sweep-form');
+  var box = document.getElementById('sweep-estimate');
+  if (!form || !box || !window.fetch) { return; }
+  var timer = null;
+  function list(name, cast) {
+    var el = form.elements[name];
+    return (el && el.value || '').split(',').map(function (v) { return v.trim(); })
+      .filter(Boolean).map(cast);
+  }
+  function num(name) { var el = form.elements[name]; return el && el.value !== '' ? Number(el.value) : undefined; }
+  function body() {
+    var models = Array.prototype.filter.call(form.querySelectorAll('input[name="models"]'), function (c) { return c.checked; })
+      .map(function (c) { return c.value; });
+    var fixed = {};
+    ['epochs', 'patience', 'size', 'batch_size'].forEach(function (k) { if (num(k) !== undefined) { fixed[k] = num(k); } });
+    // form.dataset would be the input named "dataset", hence getAttribute for data-*.
+    var params = {dataset: form.elements.dataset.value};
+    if (num('synthetic_n') !== undefined) { params.synthetic_n = num('synthetic_n'); }
+    return {allocation: Number(form.getAttribute('data-allocation')), gpus: num('gpus'), wall_time_minutes: num('wall_time_minutes'),
+            concurrency: num('concurrency'), params: params,
+            grid: {models: models, lrs: list('lrs', Number), lr_steps: list('lr_steps', Number),
+                   weight_decays: list('weight_decays', Number), folds: num('folds'), fixed: fixed}};
+  }
+  function show(text, bad) {
+    box.textContent = '';
+    var p = document.createElement('p');
+    p.textContent = text;
+    if (bad) { p.className = 'bad'; }
+    box.appendChild(p);
+  }
+  function flat(errors, prefix) {
+    return Object.keys(errors).map(function (k) {
+      var v = errors[k], name = prefix ? prefix + '.' + k : k;
+      return Array.isArray(v) ? name + ': ' + v.join(' ') : (typeof v === 'object' ? flat(v, name) : name + ': ' + v);
+    }).join('; ');
+  }
+  function update() {
+    fetch(form.getAttribute('data-estimate-url'), {method: 'POST', credentials: 'same-origin',
+      headers: {'Content-Type': 'application/json', 'Accept': 'application/json',
+                'X-CSRFToken': form.elements.csrfmiddlewaretoken.value},
+      body: JSON.stringify(body())})
+      .then(function (r) { return r.json().then(function (data) { return {ok: r.ok, data: data}; }); })
+      .then(function (res) {
+        var e = res.data;
+        if (!res.ok) { show('Not launchable yet: ' + flat(e, ''), true); return; }
+        show(e.total_gpu_hours + ' GPU-hours in total, ' + e.currency + ' ' + Number(e.total_cost).toFixed(2) +
+             ': ' + e.basis + ' (' + e.source + '). ' + e.remaining_gpu_hours + ' GPU-hours are left on the allocation' +
+             (e.fits ? '.' : ': this sweep does not fit.'), !e.fits);
+      }).catch(function () { /* keep the last estimate; the Estimate button still works */ });
+  }
+  form.addEventListener('input', function () { clearTimeout(timer); timer = setTimeout(update, 400); });
+  form.addEventListener('change', function () { clearTimeout(timer); timer = setTimeout(update, 400); });
+  update();
+})();
