@@ -111,3 +111,25 @@ def test_instance_time_is_charged_after_the_allocation_is_closed(researcher, all
     charged = UsageRecord.objects.filter(allocation=allocation, detail__node=worker.pk)
     assert sum(r.gpu_seconds for r in charged) >= 9 * 60
     assert set(charged.values_list("job_id", flat=True)) == {job.pk}
+
+
+def test_charges_split_at_hour_marks_add_up_to_the_whole_running_time(researcher, allocation,
+                                                                     cluster):
+    import datetime as dt
+
+    from launcher.cloud.services.costs import node_charge
+
+    job = services.job_launch(by=researcher, allocation=allocation, gpus=1,
+                              wall_time_minutes=60, params=PARAMS)
+    cluster_sync(cluster_id=cluster.pk)
+    worker = Node.objects.get(pk=CloudTask.objects.get(job_id=job.pk).node_id)
+    started = dt.datetime(2026, 11, 23, 9, 59, 50, 600000, tzinfo=dt.timezone.utc)
+    ended = started + dt.timedelta(seconds=600)  # 10:09:50.6, across the 10:00 mark
+    Node.objects.filter(pk=worker.pk).update(running_at=started, ended_at=ended,
+                                             charged_until=None)
+    UsageRecord.objects.filter(detail__node=worker.pk).delete()
+
+    assert node_charge(node_id=worker.pk) == 2  # one record an hour
+    charged = UsageRecord.objects.filter(detail__node=worker.pk)
+    assert sorted(r.gpu_seconds for r in charged) == [10, 590]  # 9.4 s floored alone would be 9
+    assert sum(r.gpu_seconds for r in charged) == 600

@@ -1,6 +1,10 @@
-"""A real Celery worker submits a local job and is killed (-9) while the job trains: the job's
-process runs on (its own session), a new worker's beat tasks find it by its files, see it
-finish, and charge it exactly once."""
+"""A real Celery worker submits a local job and is killed (-9) while the job's trainer runs: the
+job's process runs on (its own session), a new worker's beat tasks find it by its files, see it
+finish, and charge it exactly once.
+
+The trainer is frozen (SIGSTOP) from the moment it exists until the old worker is dead, so the
+kill lands mid-run however fast the machine trains: a short job can otherwise finish between two
+polls of its progress file, and the test would wait for a "running" it never sees."""
 from __future__ import annotations
 
 import math
@@ -16,7 +20,7 @@ from launcher.local.supervisor import proc_start_ticks
 from launcher.models import Job
 from tests.launcher.conftest import wait_for
 from tests.launcher.local_fixtures import (  # noqa: F401
-    cell_of, jobs_dir, launch, local_allocation, local_facility, training_started,
+    cell_of, jobs_dir, launch, local_allocation, local_facility,
 )
 from tests.worker import running_worker
 
@@ -32,11 +36,17 @@ def test_a_worker_killed_mid_run_loses_no_job_and_charges_it_once(local_allocati
     with running_worker(env) as worker:
         job = launch(local_allocation, researcher, MEDIUM)  # the worker submits it
         wait_for(lambda: Job.objects.get(pk=job.pk).workdir, timeout=120, what="submission")
-        wait_for(lambda: training_started(job), timeout=240, what="training")
-        os.kill(worker.pid, signal.SIGKILL)
-        worker.wait()
-    pid = cells.read_json(cell_of(job) / cells.PID)
-    assert proc_start_ticks(pid["pid"]) == pid["start_ticks"]  # the job outlived its worker
+        pid = wait_for(lambda: (cells.read_json(cell_of(job) / cells.PID) or {}).get("child_pid")
+                       and cells.read_json(cell_of(job) / cells.PID), timeout=240, what="trainer")
+        os.kill(pid["child_pid"], signal.SIGSTOP)
+        try:
+            os.kill(worker.pid, signal.SIGKILL)
+            worker.wait()
+            assert proc_start_ticks(pid["pid"]) == pid["start_ticks"]  # outlived its worker
+            assert proc_start_ticks(pid["child_pid"]) is not None
+            assert not (cell_of(job) / cells.EXIT).exists()
+        finally:
+            os.kill(pid["child_pid"], signal.SIGCONT)
 
     with running_worker(env):
         def finished():

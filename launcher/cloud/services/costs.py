@@ -8,6 +8,7 @@ transaction, so re-running a charge (a retried task) never charges a minute twic
 from __future__ import annotations
 
 import datetime as dt
+import math
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.db import transaction
@@ -104,6 +105,13 @@ def _job_of(node: Node) -> int | None:
             .exclude(job_id=None).values_list("job_id", flat=True).first())
 
 
+def _whole_seconds(start: dt.datetime, end: dt.datetime) -> int:
+    """Whole seconds between two instants counted on the clock's second marks, so the records of
+    consecutive chunks add up to the node's whole running time: flooring each chunk's own length
+    would lose up to a second per chunk (a 600 s run split at an hour mark charged as 599)."""
+    return math.floor(end.timestamp()) - math.floor(start.timestamp())
+
+
 def _record(node: Node, start: dt.datetime, end: dt.datetime, *,
             job_id: int | None = None) -> UsageRecord:
     seconds = Decimal(str((end - start).total_seconds()))
@@ -111,7 +119,7 @@ def _record(node: Node, start: dt.datetime, end: dt.datetime, *,
     return UsageRecord(
         allocation_id=node.cluster.allocation_id, source=UsageRecord.Source.CLOUD,
         external_id=f"{node.instance_id}:{start:%Y%m%dT%H%M%S}",
-        period_start=start, period_end=end, gpu_seconds=int(seconds) * node.gpus,
+        period_start=start, period_end=end, gpu_seconds=_whole_seconds(start, end) * node.gpus,
         cpu_seconds=0, cost=cost, job_id=job_id,
         detail={"instance_type": node.instance_type, "market": node.market, "role": node.role,
                 "node": node.pk, "cluster": node.cluster_id,
