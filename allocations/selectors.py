@@ -90,10 +90,10 @@ def my_requests(user: User) -> QuerySet[AllocationRequest]:
 
 
 def my_allocations(user: User) -> QuerySet[Allocation]:
-    return with_usage(
-        Allocation.objects.filter(project_id__in=member_project_ids(user))
-        .select_related("project", "facility")
-    ).order_by("-created_at", "-id")
+    """The dashboard's allocations, newest first, without the ledger: the page attaches the
+    figures of the rows it shows (`ledger_query.attach_ledger`, compiled once)."""
+    return (Allocation.objects.filter(project_id__in=member_project_ids(user))
+            .select_related("project", "facility").order_by("-created_at", "-id"))
 
 
 def review_queue(user: User) -> QuerySet[AllocationRequest]:
@@ -142,7 +142,14 @@ def allocation_ledger(allocation_id: int) -> Ledger:
 
 
 def visible_allocations(user: User) -> QuerySet[Allocation]:
-    qs = with_usage(Allocation.objects.select_related("project", "facility", "node_type"))
+    """The allocations `user` may see, annotated with the ledger (`with_usage`)."""
+    return with_usage(visible_allocation_rows(user))
+
+
+def visible_allocation_rows(user: User) -> QuerySet[Allocation]:
+    """The same rows without the ledger, for a page that attaches the figures of the rows it
+    shows (`ledger_query.attach_ledger`) or only needs to know what `user` may see."""
+    qs = Allocation.objects.select_related("project", "facility", "node_type")
     if not user.is_authenticated:
         return qs.none()
     if is_reviewer(user):

@@ -15,6 +15,7 @@ from .charts import allocation_charts
 from .connection import connection_note
 from .forms import RequestForm, initial_from_query
 from .ledger import ledger_of
+from .ledger_query import attach_ledger
 from .models import AllocationRequest
 from .sections import allocation_sections
 from .transitions import InvalidTransition
@@ -152,7 +153,8 @@ def review_queue(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def allocation_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    allocation = get_object_or_404(selectors.visible_allocations(request.user), pk=pk)
+    allocation = get_object_or_404(selectors.visible_allocation_rows(request.user), pk=pk)
+    attach_ledger([allocation])  # the figures, from the ledger's compiled-once statement
     convert_url = None
     if allocation.kind == "trial" and allocation.status in ("active", "exhausted"):
         convert_url = reverse("request-new") + (

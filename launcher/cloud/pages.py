@@ -8,8 +8,8 @@ from django.db.models.functions import TruncDate
 
 from allocations.charts import GRID, LAYOUT
 from allocations.models import Allocation, UsageRecord
-from allocations.selectors import visible_allocations
 
+from ..access import can_see
 from .models import Cluster
 from .selectors import remaining
 
@@ -39,10 +39,8 @@ def cost_per_day(allocation: Allocation) -> dict:
 def allocation_sections(allocation: Allocation, user) -> list[dict]:
     """Sections for `/allocations/<id>/` (empty unless the allocation has a cluster the user
     may see): {"template": ..., "data": ...} each."""
-    if not visible_allocations(user).filter(pk=allocation.pk).exists():
-        return []
     cluster = Cluster.objects.filter(allocation=allocation).first()
-    if cluster is None:
+    if cluster is None or not can_see(user, allocation):  # the launcher's one rule
         return []
     return [{"template": "cloud/_cost_section.html",
              "data": {"cluster": cluster, "cost": cost_per_day(allocation),
