@@ -63,25 +63,23 @@ class CSVRenderer(renderers.BaseRenderer):
         return data if isinstance(data, str) else ""
 
 
-class ReportRowSerializer(serializers.Serializer):
+class _TotalsSerializer(serializers.Serializer):
+    """What every row of the report adds up: charged GPU-time and cost, jobs, failed, short."""
+
     group = serializers.CharField()
+    gpu_seconds = serializers.IntegerField()
+    gpu_hours = serializers.FloatField()
+    cost = serializers.DecimalField(max_digits=18, decimal_places=4)
+    jobs = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    short = serializers.IntegerField()
+
+
+class ReportRowSerializer(_TotalsSerializer):
     period = serializers.DateField()
-    gpu_seconds = serializers.IntegerField()
-    gpu_hours = serializers.FloatField()
-    cost = serializers.DecimalField(max_digits=18, decimal_places=4)
-    jobs = serializers.IntegerField()
-    failed = serializers.IntegerField()
-    short = serializers.IntegerField()
 
 
-class ReportGroupSerializer(serializers.Serializer):
-    group = serializers.CharField()
-    gpu_seconds = serializers.IntegerField()
-    gpu_hours = serializers.FloatField()
-    cost = serializers.DecimalField(max_digits=18, decimal_places=4)
-    jobs = serializers.IntegerField()
-    failed = serializers.IntegerField()
-    short = serializers.IntegerField()
+class ReportGroupSerializer(_TotalsSerializer):
     short_or_failed_share = serializers.FloatField(allow_null=True)
 
 
