@@ -120,6 +120,14 @@ class UsageReportView(APIView):
 
     renderer_classes = [renderers.JSONRenderer, CSVRenderer]
 
+    def finalize_response(self, request, response, *args, **kwargs):
+        # Errors are JSON (as documented) even when the CSV was asked for.
+        if response.status_code >= 400 and getattr(request, "accepted_renderer", None) is not None \
+                and request.accepted_renderer.format == "csv":
+            request.accepted_renderer = renderers.JSONRenderer()
+            request.accepted_media_type = request.accepted_renderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)
+
     @extend_schema(
         parameters=[ReportQuery,
                     OpenApiParameter("format", OpenApiTypes.STR, enum=["json", "csv"],

@@ -117,6 +117,10 @@ def test_a_pi_sees_only_their_projects_and_others_get_404(api, pi, researcher, w
     assert body["wait"]["jobs"] == 4
     assert _get(api.as_user(researcher)).status_code == 404
     assert _get(api.as_user(pi), group_by="galaxy").status_code == 400
+    for who, params, status in ((researcher, {}, 404), (pi, {"group_by": "galaxy"}, 400)):
+        refused = _get(api.as_user(who), format="csv", **params)  # errors stay JSON, as documented
+        assert refused.status_code == status and refused["Content-Type"] == "application/json"
+        assert refused.json()
     client = Client()
     client.force_login(researcher)
     assert client.get("/reports/usage/").status_code == 404
