@@ -6,18 +6,10 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from allocations.ledger_query import attach_ledger
-from allocations.models import Project
-from allocations.selectors import is_reviewer, member_project_ids, my_allocations, my_requests
+from allocations.selectors import is_reviewer, member_project_ids
 
 from . import dashboard_rows as rows
 from .staff.selectors import staff_home
-
-
-REQUEST_COLUMNS = ("kind", "status", "gpu_hours", "granted_gpu_hours", "updated_at", "project__code",
-                   "facility__name")
-ALLOCATION_COLUMNS = ("kind", "status", "gpu_hours", "end_date", "project__code",
-                      "facility__name")
 
 
 @login_required
@@ -27,19 +19,12 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     user = request.user
     if is_reviewer(user) and request.GET.get("view") != "mine":
         return render(request, "portal/staff_home.html", staff_home(user))
-    # Only the columns the page shows, and the ledger from its compiled-once statement: most of
-    # a dashboard view's time was the ORM compiling (docs/performance.md). The query-count tests
-    # catch a template that reaches for a deferred field.
-    projects = list(Project.objects.filter(pk__in=member_project_ids(user)).order_by("code")
-                    .only("code", "title", "research_area", "pi_name")[:50])
-    requests = list(my_requests(user).only(*REQUEST_COLUMNS)[:20])
-    allocations = attach_ledger(my_allocations(user).only(*ALLOCATION_COLUMNS)[:20])
-    # The rows are rendered in Python (portal/dashboard_rows.py): the template engine's per-row
-    # work was most of the page's time.
-    context = {"projects": projects, "requests": requests, "allocations": allocations,
-               "project_items": rows.project_items(projects),
-               "request_rows": rows.request_rows(requests),
-               "allocation_rows": rows.allocation_rows(allocations)}
+    # Rows from statements compiled once, rendered in Python (portal/dashboard_rows.py): the
+    # ORM's compiling and the template engine's per-row work were most of the page's time.
+    tables = rows.tables(member_project_ids(user))
+    context = {"projects": tables.counts["projects"], "requests": tables.counts["requests"],
+               "allocations": tables.counts["allocations"], "project_items": tables.projects,
+               "request_rows": tables.requests, "allocation_rows": tables.allocations}
     return render(request, "portal/dashboard.html", context)
 
 

@@ -2,12 +2,17 @@
 ledger figure never rounded to zero, granted against requested, links to each object."""
 from __future__ import annotations
 
+import datetime as dt
 from decimal import Decimal
 
 import pytest
+from django.contrib.humanize.templatetags.humanize import intcomma
+from django.template.defaultfilters import date as date_format
+from django.template.defaultfilters import floatformat
 from django.test import Client
 
 from allocations.models import UsageRecord
+from portal import dashboard_rows as rows
 from tests.factories import AllocationFactory, RequestFactory
 
 pytestmark = pytest.mark.django_db
@@ -36,3 +41,19 @@ def test_rows_escape_what_people_typed_and_show_exact_figures(researcher, projec
     assert f'href="/requests/{request.pk}/"' in html
     assert '200 <span class="muted">of 300</span>' in html
     assert f'href="/projects/{project.pk}/"><strong>ABC-DEF-001</strong></a>' in html
+
+
+@pytest.mark.parametrize("value", ["0", "0.49", "0.5", "1.5", "2.5", "12.49", "1234.5", "99999.99"])
+def test_whole_hours_read_as_the_templates_floatformat(value):
+    assert rows._whole(Decimal(value)) == floatformat(Decimal(value), 0)
+
+
+@pytest.mark.parametrize("value", [0, 7, 999, 1000, 25000, 1234567])
+def test_grouped_figures_read_as_the_templates_intcomma(value):
+    assert rows._grouped(value) == intcomma(value)
+
+
+def test_dates_read_as_the_templates_date_filter():
+    for month in range(1, 13):
+        day = dt.date(2027, month, 5 if month % 2 else 28)
+        assert rows._date(day) == date_format(day, "d M Y")
