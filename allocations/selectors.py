@@ -4,7 +4,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
 from django.contrib.contenttypes.models import ContentType
 from django.db.models import (
     DecimalField, ExpressionWrapper, F, OuterRef, Q, QuerySet, Subquery, Sum, Value,
@@ -15,8 +15,23 @@ from .ledger import MONEY, SECONDS, Ledger, ledger_of, reserved_expressions
 from .models import (
     Allocation, AllocationRequest, Dataset, Event, Project, ProjectMembership, UsageRecord,
 )
+from .prepared import Statement
 
 User = AbstractBaseUser | AnonymousUser
+
+# Asked on every page (navigation, scoping): compiled once (prepared.py).
+REVIEWER_GROUP = Statement(
+    lambda p: Group.objects.filter(user__id=p.value("user"), name=settings.PORTAL_REVIEWERS_GROUP)
+    .values_list("pk", flat=True)[:1], key=lambda: settings.PORTAL_REVIEWERS_GROUP)
+MEMBER_PROJECTS = Statement(lambda p: ProjectMembership.objects.filter(user_id=p.value("user"))
+                            .values_list("project_id", flat=True))
+MEMBERSHIP = Statement(lambda p: ProjectMembership.objects.filter(
+    project_id=p.value("project"), user_id=p.value("user"))[:1])
+ALLOCATION = Statement(lambda p: Allocation.objects.filter(pk=p.value("pk"))
+                       .select_related("project", "facility", "node_type"))
+EVENTS = Statement(lambda p: Event.objects.filter(content_type_id=p.value("type"),
+                                                  object_id=p.value("object"))
+                   .select_related("actor"))
 
 
 def is_reviewer(user: User) -> bool:
@@ -27,7 +42,7 @@ def is_reviewer(user: User) -> bool:
         return True
     cached = getattr(user, "_is_reviewer", None)
     if cached is None:
-        cached = user.groups.filter(name=settings.PORTAL_REVIEWERS_GROUP).exists()
+        cached = bool(REVIEWER_GROUP.run(user=user.pk))
         user._is_reviewer = cached
     return cached
 
@@ -43,7 +58,7 @@ def visible_projects(user: User) -> QuerySet[Project]:
 def membership(user: User, project: Project) -> ProjectMembership | None:
     if not user.is_authenticated:
         return None
-    return ProjectMembership.objects.filter(project=project, user=user).first()
+    return MEMBERSHIP.first(project=project.pk, user=user.pk)
 
 
 def can_manage_project(user: User, project: Project) -> bool:
@@ -61,8 +76,7 @@ def member_project_ids(user: User) -> list[int]:
         return []
     cached = getattr(user, "_member_project_ids", None)
     if cached is None:
-        cached = list(ProjectMembership.objects.filter(user=user).values_list("project_id",
-                                                                              flat=True))
+        cached = MEMBER_PROJECTS.run(user=user.pk)
         user._member_project_ids = cached
     return cached
 
@@ -76,24 +90,6 @@ def visible_requests(user: User) -> QuerySet[AllocationRequest]:
     if is_reviewer(user):
         return qs
     return qs.filter(project_id__in=member_project_ids(user))
-
-
-def my_requests(user: User) -> QuerySet[AllocationRequest]:
-    """Requests of the projects the user belongs to (the dashboard's list), newest first.
-    Filtering on a short list of project ids lets PostgreSQL use the (project, created_at)
-    index instead of joining memberships against every request."""
-    return (
-        AllocationRequest.objects.filter(project_id__in=member_project_ids(user))
-        .select_related("project", "facility")
-        .order_by("-created_at", "-id")
-    )
-
-
-def my_allocations(user: User) -> QuerySet[Allocation]:
-    """The dashboard's allocations, newest first, without the ledger: the page attaches the
-    figures of the rows it shows (`ledger_query.attach_ledger`, compiled once)."""
-    return (Allocation.objects.filter(project_id__in=member_project_ids(user))
-            .select_related("project", "facility").order_by("-created_at", "-id"))
 
 
 def review_queue(user: User) -> QuerySet[AllocationRequest]:
@@ -157,6 +153,18 @@ def visible_allocation_rows(user: User) -> QuerySet[Allocation]:
     return qs.filter(project_id__in=member_project_ids(user))
 
 
+def visible_allocation(user: User, pk: int) -> Allocation | None:
+    """One allocation of `visible_allocation_rows` (project, facility and node type joined), or
+    None: the allocation page's read, from a statement compiled once."""
+    if not user.is_authenticated:
+        return None
+    allocation = ALLOCATION.first(pk=pk)
+    if allocation is None or not (is_reviewer(user)
+                                  or allocation.project_id in member_project_ids(user)):
+        return None
+    return allocation
+
+
 def allocation_usage_totals(allocation_id: int) -> dict[str, Decimal]:
     totals = UsageRecord.objects.filter(allocation_id=allocation_id).aggregate(
         gpu_seconds=Coalesce(Sum("gpu_seconds"), Value(0)),
@@ -169,6 +177,11 @@ def timeline(obj) -> QuerySet[Event]:
     """The audit events of one object, oldest first."""
     ct = ContentType.objects.get_for_model(type(obj))
     return Event.objects.filter(content_type=ct, object_id=obj.pk).select_related("actor")
+
+
+def timeline_events(obj) -> list[Event]:
+    """`timeline(obj)`, evaluated, from a statement compiled once."""
+    return EVENTS.run(type=ContentType.objects.get_for_model(type(obj)).pk, object=obj.pk)
 
 
 # Project datasets: members and staff act, reviewers and staff see (the launcher's rule).

@@ -153,7 +153,9 @@ def review_queue(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def allocation_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    allocation = get_object_or_404(selectors.visible_allocation_rows(request.user), pk=pk)
+    allocation = selectors.visible_allocation(request.user, pk)
+    if allocation is None:
+        raise Http404("No allocation matches the given query.")
     attach_ledger([allocation])  # the figures, from the ledger's compiled-once statement
     convert_url = None
     if allocation.kind == "trial" and allocation.status in ("active", "exhausted"):
@@ -173,7 +175,7 @@ def allocation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "allocation": allocation,
         "change_urls": change_urls,
-        "events": selectors.timeline(allocation),
+        "events": selectors.timeline_events(allocation),
         "charts": allocation_charts(allocation),
         "convert_url": convert_url,
         "ledger": ledger_of(allocation),

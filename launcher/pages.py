@@ -30,5 +30,5 @@ def allocation_sections(allocation: Allocation, user: Any) -> list[dict[str, Any
                       "launch_form": (form := launch_form_for(allocation, user)),
                       "sweep_form": SweepForm(allocation=allocation) if form is not None else None,
                       "default_job": params.DEFAULT_JOB,
-                      "jobs": list(selectors.allocation_jobs(allocation, by=user)),
-                      "sweeps": list(selectors.allocation_sweeps(allocation, by=user))}}]
+                      "jobs": selectors.allocation_jobs(allocation, by=user),
+                      "sweeps": selectors.allocation_sweeps(allocation, by=user)}}]

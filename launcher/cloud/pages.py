@@ -8,6 +8,7 @@ from django.db.models.functions import TruncDate
 
 from allocations.charts import GRID, LAYOUT
 from allocations.models import Allocation, UsageRecord
+from allocations.prepared import Statement
 
 from ..access import can_see
 from .models import Cluster
@@ -36,10 +37,13 @@ def cost_per_day(allocation: Allocation) -> dict:
             "total": sum(sum(s.values()) for s in series.values())}
 
 
+CLUSTER = Statement(lambda p: Cluster.objects.filter(allocation_id=p.value("allocation"))[:1])
+
+
 def allocation_sections(allocation: Allocation, user) -> list[dict]:
     """Sections for `/allocations/<id>/` (empty unless the allocation has a cluster the user
     may see): {"template": ..., "data": ...} each."""
-    cluster = Cluster.objects.filter(allocation=allocation).first()
+    cluster = CLUSTER.first(allocation=allocation.pk)
     if cluster is None or not can_see(user, allocation):  # the launcher's one rule
         return []
     return [{"template": "cloud/_cost_section.html",
