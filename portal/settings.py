@@ -111,7 +111,8 @@ AUTH_PASSWORD_VALIDATORS = [
 # django-axes first: it refuses a locked-out login before any password is checked.
 AUTHENTICATION_BACKENDS = [
     "portal.security.LoginThrottleBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's ModelBackend, reading the per-request user from a compiled statement.
+    "portal.sessions.UserBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
@@ -140,7 +141,8 @@ WHITENOISE_USE_FINDERS = True
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # Cookie-free paths stay fast; sessions in the cache would lose logins on a Redis flush, so
-# they stay in the database (one indexed lookup per request).
+# they stay in the database (one indexed lookup per request, compiled once: portal/sessions.py).
+SESSION_ENGINE = "portal.sessions"
 SESSION_COOKIE_HTTPONLY = True
 
 # HTTPS settings follow PORTAL_BASE_URL: served over https, cookies are Secure, plain http is
