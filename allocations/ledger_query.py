@@ -27,7 +27,7 @@ COLUMNS = ("gpu_seconds_used", "spend", "gpu_seconds_reserved", "cost_reserved")
 FIGURES = Statement(
     lambda p: with_usage(Allocation.objects.filter(pk__in=p.ids("ids"))).values_list(
         "pk", *COLUMNS),
-    key=lambda: tuple(id(provider) for provider in ledger._providers))
+    key=lambda: tuple(ledger._providers))  # the providers themselves: an id() can be reused
 
 
 def ledger_figures(ids: Iterable[int], *, using: str = DEFAULT_DB_ALIAS) -> dict[int, dict]:

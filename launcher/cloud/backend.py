@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 
@@ -50,14 +52,16 @@ def facility_image(facility: Facility, role: str) -> tuple[str, str]:
 
 @functools.lru_cache(maxsize=32)
 def _backend(region: str, bucket: str, endpoint: str | None,
-             hooks: tuple[int, ...]) -> AwsBackend:
+             hooks: tuple[Callable[[Any], None], ...]) -> AwsBackend:
     # boto3 clients are thread-safe and slow to build (~50 ms): one per place and hook set.
+    # The key holds the hooks themselves, not their id()s: a hook that has been removed and
+    # freed can leave its address to a new one, which then got the old hook's client (a test
+    # injecting spot status codes saw another test's codes).
     return AwsBackend(region=region, bucket=bucket, endpoint_url=endpoint)
 
 
 def _get(region: str, bucket: str, facility: Facility) -> AwsBackend:
-    return _backend(region, bucket, settings.AWS_ENDPOINT_URL or None,
-                    tuple(id(h) for h in aws.CLIENT_HOOKS))
+    return _backend(region, bucket, settings.AWS_ENDPOINT_URL or None, tuple(aws.CLIENT_HOOKS))
 
 
 def backend_for_facility(facility: Facility) -> AwsBackend:

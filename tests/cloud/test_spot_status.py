@@ -71,3 +71,22 @@ def test_a_rebalance_recommendation_reported_by_the_agent_preempts_the_task(
     cluster_sync(cluster_id=cluster.pk)
     assert CloudTask.objects.get(pk=task.pk).state == "preempted"
     assert Interruption.objects.get(node=task.node).source == "rebalance"
+
+
+def test_each_injected_hook_gets_a_client_of_its_own(cluster):
+    """Clients are cached per hook set. Keyed by id(), a hook removed and freed could hand its
+    address, and so its cached client, to the next one: the next test's injected spot codes
+    were then never seen (a flaky failure in the full suite)."""
+    from launcher.backends import aws
+
+    hooked = []
+    for n in range(6):
+        def hook(client, n=n):
+            hooked.append((n, client.meta.service_model.service_name))
+        aws.CLIENT_HOOKS.append(hook)
+        try:
+            backend_for(cluster)
+        finally:
+            aws.CLIENT_HOOKS.remove(hook)
+        del hook
+    assert sorted({n for n, service in hooked if service == "ec2"}) == list(range(6))
