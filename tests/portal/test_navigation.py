@@ -35,3 +35,11 @@ def test_the_header_links_for_a_member_and_for_a_reviewer(researcher, reviewer):
     assert f'href="{reverse("usage-report")}"' in html
     anonymous = Client().get(reverse("login")).content.decode()
     assert f'<a href="{reverse("login")}">Log in</a>' in anonymous
+
+
+def test_every_page_names_its_icon_and_the_icon_is_served(client):
+    """Without it, browsers ask for /favicon.ico and log a 404 on the first page they load."""
+    html = client.get(reverse("login")).content.decode()
+    assert '<link rel="icon" href="/static/img/favicon.svg" type="image/svg+xml">' in html
+    icon = client.get("/static/img/favicon.svg")
+    assert icon.status_code == 200 and b"<svg" in b"".join(icon.streaming_content)
