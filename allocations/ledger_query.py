@@ -33,7 +33,7 @@ FIGURES = Statement(
 def ledger_figures(ids: Iterable[int], *, using: str = DEFAULT_DB_ALIAS) -> dict[int, dict]:
     """{allocation id: {gpu_seconds_used, spend, gpu_seconds_reserved, cost_reserved}} for the
     given ids, in one query; ids that do not exist are absent."""
-    ids = sorted({int(i) for i in ids})
+    ids = list(ids)
     if not ids:
         return {}
     return {row[0]: dict(zip(COLUMNS, row[1:])) for row in FIGURES.run(ids=ids, using=using)}

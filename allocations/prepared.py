@@ -46,6 +46,11 @@ IDS_SQL = {
 }
 
 
+def _id_list(values: Iterable[Any]) -> list[int]:
+    """A `p.ids` value: distinct integer ids, sorted (the same list whatever the order)."""
+    return sorted({int(i) for i in values})
+
+
 class _Marker:
     """Stands in the compiled parameters for the value called `name`."""
     __slots__ = ("name", "field", "is_list")
@@ -59,7 +64,7 @@ class _Marker:
         except KeyError:
             raise TypeError(f"the statement needs a value for {self.name!r}") from None
         if self.is_list:
-            return json.dumps(sorted({int(i) for i in value}))
+            return json.dumps(_id_list(value))
         return self.field.get_db_prep_value(value, connection)
 
 
@@ -99,7 +104,7 @@ class _Values:
         return self._values[name]
 
     def ids(self, name: str) -> list[int]:
-        return sorted({int(i) for i in self._values[name]})
+        return _id_list(self._values[name])
 
 
 class _Compiled:
@@ -196,8 +201,3 @@ class Statement:
     def first(self, **values: Any) -> Any:
         rows = self.run(**values)
         return rows[0] if rows else None
-
-
-def ids(values: Iterable[Any]) -> list[int]:
-    """Primary keys of model instances (or the ids themselves), for a `p.ids` placeholder."""
-    return [getattr(v, "pk", v) for v in values]

@@ -27,11 +27,18 @@ MEMBER_PROJECTS = Statement(lambda p: ProjectMembership.objects.filter(user_id=p
                             .values_list("project_id", flat=True))
 MEMBERSHIP = Statement(lambda p: ProjectMembership.objects.filter(
     project_id=p.value("project"), user_id=p.value("user"))[:1])
-ALLOCATION = Statement(lambda p: Allocation.objects.filter(pk=p.value("pk"))
-                       .select_related("project", "facility", "node_type"))
-EVENTS = Statement(lambda p: Event.objects.filter(content_type_id=p.value("type"),
-                                                  object_id=p.value("object"))
-                   .select_related("actor"))
+
+
+def _allocation_rows() -> QuerySet[Allocation]:
+    return Allocation.objects.select_related("project", "facility", "node_type")
+
+
+def _events(type_id, object_id) -> QuerySet[Event]:
+    return Event.objects.filter(content_type_id=type_id, object_id=object_id).select_related("actor")
+
+
+ALLOCATION = Statement(lambda p: _allocation_rows().filter(pk=p.value("pk")))
+EVENTS = Statement(lambda p: _events(p.value("type"), p.value("object")))
 
 
 def is_reviewer(user: User) -> bool:
@@ -47,12 +54,17 @@ def is_reviewer(user: User) -> bool:
     return cached
 
 
+def _visible_project_ids(user: User) -> list[int] | None:
+    """The one rule of what a user sees: None for every project (reviewers), otherwise the
+    projects they are a member of (none for an anonymous user)."""
+    if user.is_authenticated and is_reviewer(user):
+        return None
+    return member_project_ids(user)
+
+
 def visible_projects(user: User) -> QuerySet[Project]:
-    if not user.is_authenticated:
-        return Project.objects.none()
-    if is_reviewer(user):
-        return Project.objects.all()
-    return Project.objects.filter(pk__in=member_project_ids(user))
+    ids = _visible_project_ids(user)
+    return Project.objects.all() if ids is None else Project.objects.filter(pk__in=ids)
 
 
 def membership(user: User, project: Project) -> ProjectMembership | None:
@@ -70,6 +82,10 @@ def _member_filter(user: User, prefix: str = "") -> Q:
     return Q(**{f"{prefix}project__memberships__user": user})
 
 
+def is_member(user: User, project_id: int) -> bool:
+    return bool(user.is_authenticated and project_id in member_project_ids(user))
+
+
 def member_project_ids(user: User) -> list[int]:
     """Ids of the projects the user is a member of (one small query, cached per request)."""
     if not user.is_authenticated:
@@ -85,11 +101,8 @@ def visible_requests(user: User) -> QuerySet[AllocationRequest]:
     qs = AllocationRequest.objects.select_related(
         "project", "facility", "node_type", "requested_by", "reviewed_by", "allocation"
     )
-    if not user.is_authenticated:
-        return qs.none()
-    if is_reviewer(user):
-        return qs
-    return qs.filter(project_id__in=member_project_ids(user))
+    ids = _visible_project_ids(user)
+    return qs if ids is None else qs.filter(project_id__in=ids)
 
 
 def review_queue(user: User) -> QuerySet[AllocationRequest]:
@@ -145,22 +158,18 @@ def visible_allocations(user: User) -> QuerySet[Allocation]:
 def visible_allocation_rows(user: User) -> QuerySet[Allocation]:
     """The same rows without the ledger, for a page that attaches the figures of the rows it
     shows (`ledger_query.attach_ledger`) or only needs to know what `user` may see."""
-    qs = Allocation.objects.select_related("project", "facility", "node_type")
-    if not user.is_authenticated:
-        return qs.none()
-    if is_reviewer(user):
-        return qs
-    return qs.filter(project_id__in=member_project_ids(user))
+    ids = _visible_project_ids(user)
+    return _allocation_rows() if ids is None else _allocation_rows().filter(project_id__in=ids)
 
 
 def visible_allocation(user: User, pk: int) -> Allocation | None:
     """One allocation of `visible_allocation_rows` (project, facility and node type joined), or
     None: the allocation page's read, from a statement compiled once."""
-    if not user.is_authenticated:
+    ids = _visible_project_ids(user)
+    if ids == []:
         return None
     allocation = ALLOCATION.first(pk=pk)
-    if allocation is None or not (is_reviewer(user)
-                                  or allocation.project_id in member_project_ids(user)):
+    if allocation is None or (ids is not None and allocation.project_id not in ids):
         return None
     return allocation
 
@@ -175,8 +184,7 @@ def allocation_usage_totals(allocation_id: int) -> dict[str, Decimal]:
 
 def timeline(obj) -> QuerySet[Event]:
     """The audit events of one object, oldest first."""
-    ct = ContentType.objects.get_for_model(type(obj))
-    return Event.objects.filter(content_type=ct, object_id=obj.pk).select_related("actor")
+    return _events(ContentType.objects.get_for_model(type(obj)).pk, obj.pk)
 
 
 def timeline_events(obj) -> list[Event]:

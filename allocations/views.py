@@ -165,7 +165,7 @@ def allocation_detail(request: HttpRequest, pk: int) -> HttpResponse:
             + (f"&node_type={allocation.node_type_id}" if allocation.node_type_id else "")
         )
     change_urls = {}
-    if selectors.membership(request.user, allocation.project) is not None:
+    if selectors.is_member(request.user, allocation.project_id):
         purposes = {"extension": "Extend the end date", "top_up": "Ask for more GPU-hours",
                     "renewal": "Renew for a new period", "closure": "Close early"}
         if allocation.status == "closed":

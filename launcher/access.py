@@ -17,7 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from allocations.models import Allocation
-from allocations.selectors import acts_on_all_projects, member_project_ids, sees_all_projects
+from allocations.selectors import acts_on_all_projects, is_member, sees_all_projects
 
 
 class NotVisible(Http404):
@@ -33,10 +33,6 @@ def sees_all(user: Any) -> bool:
 def acts_on_all(user: Any) -> bool:
     """Staff (and superusers) may act on any project's work."""
     return acts_on_all_projects(user)
-
-
-def is_member(user: Any, project_id: int) -> bool:
-    return bool(user.is_authenticated and project_id in member_project_ids(user))
 
 
 def can_see(user: Any, allocation: Allocation) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from django.contrib.auth import BACKEND_SESSION_KEY
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.sessions.backends.db import SessionStore as DjangoStore
 from django.contrib.sessions.models import Session
@@ -45,7 +46,12 @@ def test_the_user_is_read_as_model_backend_reads_it(researcher, outsider):
 
 def test_pages_follow_the_session_and_the_users_state(researcher):
     client = Client()
-    client.force_login(researcher)
+    login = client.post("/accounts/login/", {"username": researcher.username,
+                                             "password": "pw-for-tests"})
+    assert login.status_code == 302
+    # A login through the form is kept by this store and its user read by this backend.
+    assert isinstance(client.session, SessionStore)
+    assert client.session[BACKEND_SESSION_KEY] == "portal.sessions.UserBackend"
     assert client.get("/").status_code == 200
     researcher.is_active = False
     researcher.save()
