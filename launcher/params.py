@@ -72,6 +72,9 @@ PARAMS: dict[str, Param] = {
 DEFAULT_JOB: dict[str, Any] = {"model": "densenet121", "dataset": "synthetic-ct", "synthetic_n": 300,
                                "size": 64, "epochs": 8, "batch_size": 16, "lr": 1e-3}
 DEFAULT_GPUS = 1
+#: The seed a job trains with unless it names one; every job records its seed in its params, so
+#: "Run again" reproduces it.
+DEFAULT_SEED = 0
 DEFAULT_WALL_TIME_MINUTES = 60
 #: The sweep form's default grid: 2 learning rates x 3 folds of the default job's model and data.
 DEFAULT_SWEEP_GRID: dict[str, Any] = {
@@ -91,10 +94,11 @@ class ParamsError(ValueError):
 
 def with_defaults(params: Mapping[str, Any]) -> dict[str, Any]:
     """A job's params with the default job's values where it gave none: all of them for a
-    synthetic set (so an empty launch is the default job), the model and epochs otherwise."""
+    synthetic set (so an empty launch is the default job), the model and epochs otherwise; the
+    seed always, so every job records the seed it trained with."""
     if params.get("dataset", DEFAULT_JOB["dataset"]) in SYNTHETIC:
-        return {**DEFAULT_JOB, **params}
-    return {**{k: DEFAULT_JOB[k] for k in ("model", "epochs")}, **params}
+        return {**DEFAULT_JOB, "seed": DEFAULT_SEED, **params}
+    return {**{k: DEFAULT_JOB[k] for k in ("model", "epochs")}, "seed": DEFAULT_SEED, **params}
 
 
 def synthetic_patients(n: int) -> tuple[int, int]:

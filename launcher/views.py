@@ -31,7 +31,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "launcher/job_detail.html", {
         "job": job, "loss": charts.loss_figure(job), "progress": job.progress or {},
         "panel": charts.metrics_panel(job), "roc": charts.roc_figure(job),
-        "can_cancel": not job.is_final and access.can_act(request.user, job.allocation)})
+        "can_cancel": not job.is_final and access.can_act(request.user, job.allocation),
+        "can_rerun": access.can_act(request.user, job.allocation)})
 
 
 @login_required
@@ -45,6 +46,19 @@ def job_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         messages.success(request, f"Job #{job.pk} cancelled.")
     return redirect("job-detail", pk)
+
+
+@login_required
+@require_POST
+def job_rerun(request: HttpRequest, pk: int) -> HttpResponse:
+    job = get_object_or_404(selectors.visible_jobs(request.user), pk=pk)
+    try:
+        again = services.job_rerun(job=job, by=request.user)
+    except (LaunchConflict, ParamsError, DatasetRefused, PermissionDenied) as error:
+        messages.error(request, f"Not run again: {error}")
+        return redirect("job-detail", pk)
+    messages.success(request, f"Job #{again.pk} runs job #{job.pk} again, with the same parameters and seed.")
+    return redirect("job-detail", again.pk)
 
 
 @login_required

@@ -49,7 +49,8 @@ def _launch_sweep(request, v) -> Response:
 
 
 class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """jobs/ (list; POST launches a job or a sweep), jobs/{id}/, jobs/{id}/cancel/, jobs/{id}/log/."""
+    """jobs/ (list; POST launches a job or a sweep), jobs/{id}/, jobs/{id}/cancel/, jobs/{id}/rerun/,
+    jobs/{id}/log/."""
 
     filterset_class = JobFilter
 
@@ -84,6 +85,20 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def cancel(self, request, pk=None):
         job = services.job_cancel(job=self.get_object(), by=request.user)
         return Response(JobOut(job).data)
+
+    @extend_schema(request=None, responses={201: JobOut, 400: _BAD, 409: _CONFLICT},
+                   description="Run again: a new job with this job's workload, GPUs, wall time, "
+                               "parameters and seed on the same allocation (docs/launcher.md).")
+    @action(detail=True, methods=["post"])
+    def rerun(self, request, pk=None):
+        try:
+            job = services.job_rerun(job=self.get_object(), by=request.user)
+        except LaunchConflict as error:
+            return _conflict(error)
+        except ParamsError as error:
+            return Response({"params": {k: [m] for k, m in error.errors.items()}},
+                            status=status.HTTP_400_BAD_REQUEST)
+        return Response(JobOut(job).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses=JobLogOut)
     @action(detail=True, methods=["get"])

@@ -8,13 +8,14 @@ from .errors import LaunchConflict
 from .launch import job_launch, sweep_launch
 from .monitor import facilities_with_live_jobs, job_observe, job_record_files, jobs_poll
 from .moves import job_move, job_move_if
+from .rerun import job_rerun
 from .resume import job_resume
 from .submission import job_submit, stalled_submissions, sweep_submit
 
 __all__ = [
     "LaunchConflict", "allocation_provision_slurm", "allocation_sync", "allocation_sync_slurm",
     "facilities_with_live_jobs", "failing_jobs_digest_send", "job_cancel", "job_launch",
-    "job_move", "job_move_if", "job_observe", "job_record_files", "job_resume", "job_submit",
+    "job_move", "job_move_if", "job_observe", "job_record_files", "job_rerun", "job_resume", "job_submit",
     "jobs_poll", "project_sync_members", "stalled_submissions",
     "sweep_cancel", "sweep_launch", "sweep_submit", "usage_ingest_slurm",
     "usage_records_from_rows",

@@ -22,7 +22,9 @@ def ct_slices(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def ct_learnable(tmp_path_factory):
-    """96 synthetic CT slices: enough for a short training to learn the lesions."""
+    """192 synthetic CT slices (64 patients) at the size the test trains at: enough for a short
+    training to learn the lesions whatever the seed, with 42 validation slices to measure it on.
+    (96 slices left 24 for validation, and accuracy over seeds ranged 0.46-0.92.)"""
     out = tmp_path_factory.mktemp("ct_learnable")
-    synthesize(str(out), "ct", n=96, size=48, seed=3)
+    synthesize(str(out), "ct", n=192, size=32, seed=3)
     return out

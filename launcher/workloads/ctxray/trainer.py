@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +19,7 @@ from . import checkpoint as ckpt
 from . import runtime
 from .config import EXIT_PREEMPTED, TrainConfig, UsageError
 from .dataset import CtXrayDataset, EpochSampler, Splits, class_weights, make_splits
+from .fingerprint import data_fingerprint
 from .metrics import full_report
 from .models import build_model
 from .progress import Progress
@@ -222,7 +224,8 @@ def _evaluate(run: Run) -> dict:
         "best_epoch": run.state.best_epoch + 1, "epochs_run": run.state.epoch,
         "stopped_early": run.state.stopped_early, "history": run.state.history,
         "runtime": run.rt.flags(), "config": run.cfg.to_dict(), "synthetic_data": _is_synthetic(cfg.data),
-        "measured": run.progress.measured(run.rt.device),
+        "measured": run.progress.measured(run.rt.device), "seed": cfg.seed,
+        "data_fingerprint": data_fingerprint(cfg.data, [*splits.train, *splits.val, *splits.test]),
     })
     ckpt.write_json(os.path.join(cfg.out, METRICS_FILE), report)
     return report
@@ -242,6 +245,9 @@ def _start(run: Run) -> None:
         raise UsageError(f"{run.cfg.out} already holds a checkpoint: pass --resume, or choose another --out")
     if os.path.exists(path):
         _restore(run, path)
+        if run.rt.main:  # the job's log says that this attempt continued rather than restarted
+            print(f"resumed from the checkpoint in {run.cfg.out} at epoch index {run.state.epoch}, "
+                  f"step {run.state.step}", file=sys.stderr, flush=True)
 
 
 def train(cfg: TrainConfig) -> TrainResult:
