@@ -79,7 +79,9 @@ def test_sigterm_checkpoints_and_resume_matches_an_uninterrupted_run(ct_slices, 
     resumed = _run_cli(["train", "--data", str(ct_slices), "--out", str(cut), "--resume", *SMALL])
     _, err = resumed.communicate()
     assert resumed.returncode == 0, err
-    assert f"resumed from the checkpoint in {cut} at epoch index {stopped['epoch']}" in err
+    # The trainer's log and progress.json speak the same (1-based) epoch and the steps done in it.
+    assert (f"resumed from the checkpoint in {cut} at epoch {stopped['epoch']} of 3, "
+            f"step {stopped['step']}\n") in err, err
     assert ref.wait() == 0, ref.communicate()
     a, b = (json.loads((d / "metrics.json").read_text()) for d in (full, cut))
     assert a["history"] == b["history"] and a["slice"] == b["slice"] and a["patient"] == b["patient"]

@@ -246,8 +246,8 @@ def _start(run: Run) -> None:
     if os.path.exists(path):
         _restore(run, path)
         if run.rt.main:  # the job's log says that this attempt continued rather than restarted
-            print(f"resumed from the checkpoint in {run.cfg.out} at epoch index {run.state.epoch}, "
-                  f"step {run.state.step}", file=sys.stderr, flush=True)
+            print(f"resumed from the checkpoint in {run.cfg.out} at epoch {run.state.epoch + 1} of "
+                  f"{run.cfg.epochs}, step {run.state.step}", file=sys.stderr, flush=True)
 
 
 def train(cfg: TrainConfig) -> TrainResult:
