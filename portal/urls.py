@@ -39,6 +39,7 @@ urlpatterns = [
     path("", include("benchmarks.urls")),
     path("", include("launcher.urls")),
     path("", include("launcher.cloud.urls")),
+    path("", include("portal.tokens.urls")),
 ]
 
 # JSON under /api/, the usual pages elsewhere (portal/errors.py).
