@@ -139,7 +139,9 @@ def logs(job: Annotated[int, typer.Argument(help="The job's id.")],
     if follow and as_json:
         raise typer.BadParameter("--follow prints text; leave out --json", param_hint="--json")
     if follow:
-        follow_log(api, job, lambda text: (sys.stdout.write(text), sys.stdout.flush()))
+        last = follow_log(api, job, lambda text: (sys.stdout.write(text), sys.stdout.flush()))
+        if last["log"] and not last["log"].endswith("\n"):
+            sys.stdout.write("\n")
         return
     data = api.get(f"jobs/{job}/log/")
     if as_json:
