@@ -70,16 +70,17 @@ def follow_job(client: Client, job_id: int) -> dict:
 def follow_sweep(client: Client, sweep_id: int) -> dict:
     """Draw cells finished out of the sweep's size until every cell is final."""
     columns = (TextColumn("sweep {task.fields[id]}"), BarColumn(),
-               TextColumn("{task.completed:.0f}/{task.total:.0f} cells"),
+               TextColumn("{task.fields[cells]} cells"),
                TextColumn("{task.fields[detail]}"))
     with Progress(*columns, console=err, transient=False) as progress:
-        task = progress.add_task("sweep", total=None, id=sweep_id, detail="")
+        task = progress.add_task("sweep", total=None, id=sweep_id, cells="…", detail="")
         while True:
             sweep = client.get(f"sweeps/{sweep_id}/")
             counts = sweep.get("counts") or {}
             done = sum(counts.get(s, 0) for s in FINAL)
             detail = "  ".join(f"{s} {n}" for s, n in counts.items() if n)
-            progress.update(task, total=sweep["size"], completed=done, detail=detail)
+            progress.update(task, total=sweep["size"], completed=done, detail=detail,
+                            cells=f"{done}/{sweep['size']}")
             if done >= sweep["size"]:
                 return sweep
             time.sleep(POLL_SECONDS)

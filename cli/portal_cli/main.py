@@ -109,5 +109,5 @@ def main() -> None:
     except PortalError as error:
         if error.body is not None and "--json" in sys.argv:
             print_json({"status": error.status, "error": error.body})
-        err.print(error.message, style="red", markup=False, highlight=False)
+        err.print(error.message, style="red", markup=False, highlight=False, soft_wrap=True)
         sys.exit(error.code)
