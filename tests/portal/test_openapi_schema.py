@@ -57,13 +57,9 @@ def test_state_moves_and_launches_document_the_409(schema, method, path):
 
 
 def test_request_bodies_are_json_only(schema):
-    """JSON only, except the token request, which takes the form body curl's -d sends too."""
-    form = {("post", "/api/v1/auth/token/")}
     for method, path, operation in operations(schema):
         if "requestBody" in operation:
-            expected = {"application/json"} | (
-                {"application/x-www-form-urlencoded"} if (method, path) in form else set())
-            assert set(operation["requestBody"]["content"]) == expected, (method, path)
+            assert set(operation["requestBody"]["content"]) == {"application/json"}, (method, path)
     patch = schema["paths"]["/api/v1/requests/{id}/"]["patch"]
     assert patch["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(
         "PatchedRequestInputRequest")
