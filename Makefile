@@ -16,13 +16,14 @@ TEST_ENV := DATABASE_URL=postgres://portal:portal@127.0.0.1:5432/portal \
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt
+$(STAMP): requirements.txt requirements-dev.txt cli/pyproject.toml
 	@command -v python3 >/dev/null || (apt-get update -q && apt-get install -y -q python3)
 	@python3 -m venv --help >/dev/null 2>&1 && python3 -c "import ensurepip" 2>/dev/null \
 		|| (apt-get update -q && apt-get install -y -q python3-venv python3-dev build-essential)
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -r requirements-dev.txt
+	$(PIP) install -q -e ./cli  # `portal`, the command line (docs/cli.md)
 	@touch $(STAMP)
 
 services: install

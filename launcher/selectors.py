@@ -16,6 +16,7 @@ from allocations.prepared import Statement
 from allocations.selectors import User, allocation_ledger, member_project_ids, visible_allocations
 
 from . import access, sweepgrid
+from .estimates import CURRENCY, estimate_run
 from .models import Job, Sweep
 
 
@@ -155,6 +156,20 @@ def sweep_estimate(*, allocation: Allocation, grid: dict[str, Any], params: dict
             "currency": CURRENCY, "source": estimate.per_cell.source,
             "basis": estimate.basis(gpus=gpus, wall_time_minutes=wall_time_minutes),
             "remaining_gpu_hours": remaining, "fits": estimate.total.gpu_hours <= remaining}
+
+
+def job_estimate(*, allocation: Allocation, params: dict[str, Any], gpus: int,
+                 wall_time_minutes: int) -> dict[str, Any]:
+    """What launching this job would reserve (the estimate `job_launch` checks, before a
+    cloud backend prices it), its basis, and whether it fits the GPU-hours left. Launches
+    nothing (the command line's `--estimate`)."""
+    estimate = estimate_run(allocation=allocation, params=params, gpus=gpus,
+                            wall_time_minutes=wall_time_minutes)
+    remaining = remaining_gpu_hours(allocation)
+    return {"gpu_hours": estimate.gpu_hours, "cost": estimate.cost, "currency": CURRENCY,
+            "source": estimate.source, "basis": estimate.basis,
+            "predicted_hours": estimate.predicted_hours, "remaining_gpu_hours": remaining,
+            "fits": estimate.gpu_hours <= remaining}
 
 
 def sweep_gpu_seconds(sweep: Sweep) -> int:

@@ -15,7 +15,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from allocations.transitions import InvalidTransition
 from launcher.services.errors import LaunchConflict, LaunchRefused
 
-from .apiconf import JSONParser
+from .apiconf import FormParser, JSONParser
 from .security import lockout_response
 
 
@@ -53,7 +53,8 @@ class TokenInputSerializer(serializers.Serializer):
 
 
 class TokenView(APIView):
-    """POST {username, password} -> {token}. Wrong credentials are a 400 with a message; after
+    """POST {username, password} -> {token}, as JSON or as a form body (what `curl -d
+    username=.. -d password=..` sends). Wrong credentials are a 400 with a message; after
     too many failures for that username from that address, a 429 (django-axes), even with the
     right password.
 
@@ -62,13 +63,18 @@ class TokenView(APIView):
 
     authentication_classes: list = []
     permission_classes: list = []
-    parser_classes = [JSONParser]
+    parser_classes = [JSONParser, FormParser]
     api_conflicts = False  # no state to conflict with (portal.schema)
 
-    @extend_schema(request=TokenInputSerializer, responses={
+    # The schema names the JSON body only, though a form body works too (the description
+    # says so): with two content types openapi-python-client 0.29.1 generates code that does
+    # not import (docs/api.md, "A generated client").
+    @extend_schema(request={"application/json": TokenInputSerializer}, responses={
         200: TokenSerializer,
         400: OpenApiResponse(description="Missing fields, or wrong username or password "
                                          "(`non_field_errors`)."),
+        415: OpenApiResponse(description="The body is neither JSON nor a form "
+                                         "(application/x-www-form-urlencoded)."),
         429: OpenApiResponse(description="Too many failed logins for this username from this "
                                          "address: locked out for a while (docs/security.md)."),
     })

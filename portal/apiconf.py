@@ -31,6 +31,17 @@ class JSONParser(parsers.JSONParser):
         return data
 
 
+class FormParser(parsers.FormParser):
+    """A form body (`curl -d username=.. -d password=..`), read only where a view names it
+    (auth/token/); a NUL character is refused as in JSON."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        data = super().parse(stream, media_type, parser_context)
+        if any(_has_nul(key) or _has_nul(value) for key, values in data.lists() for value in values):
+            raise ParseError("The body contains a NUL character (%00), which no field accepts.")
+        return data
+
+
 class Pagination(PageNumberPagination):
     """Page numbers as the schema says: one positive integer (a 400 otherwise); a page past the
     end is a 404."""

@@ -8,7 +8,7 @@ from allocations.selectors import is_reviewer
 # The site header's links, by route name (reversed once per script prefix, not on every page).
 NAV_ROUTES = ("dashboard", "onboarding", "recommend", "benchmark-list", "knowledge", "request-new",
               "staff-home", "review-queue", "usage-report", "admin:index", "api-docs",
-              "notification-settings", "logout", "login")
+              "notification-settings", "logout", "login", "account-tokens")
 _nav_urls: dict[str, dict[str, str]] = {}
 
 

@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "portal",
     "portal.onboarding",
     "portal.knowledge",
+    "portal.tokens",
 ]
 
 MIDDLEWARE = [
@@ -231,7 +232,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # DRF's tokens and personal API tokens (portal/tokens, docs/security.md).
+        "portal.tokens.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

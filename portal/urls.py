@@ -7,9 +7,11 @@ from . import views
 from .reports import views as report_views
 from .staff import views as staff_views
 from .api import TokenView
+from .tokens.api import MeView
 
 api_patterns = [
     path("auth/token/", TokenView.as_view(), name="api-token"),
+    path("auth/me/", MeView.as_view(), name="api-me"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its start-up script as a file: the CSP allows no inline script.
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
@@ -39,6 +41,7 @@ urlpatterns = [
     path("", include("benchmarks.urls")),
     path("", include("launcher.urls")),
     path("", include("launcher.cloud.urls")),
+    path("", include("portal.tokens.urls")),
 ]
 
 # JSON under /api/, the usual pages elsewhere (portal/errors.py).

@@ -246,6 +246,18 @@ class SweepEstimateOut(serializers.Serializer):
     fits = serializers.BooleanField()
 
 
+class JobEstimateOut(serializers.Serializer):
+    gpu_hours = serializers.DecimalField(max_digits=12, decimal_places=3)
+    cost = serializers.DecimalField(max_digits=14, decimal_places=4)
+    currency = serializers.CharField()
+    source = serializers.CharField(help_text="measured, recommender or wall-time")
+    basis = serializers.CharField()
+    predicted_hours = serializers.DecimalField(max_digits=14, decimal_places=6, allow_null=True,
+                                               help_text="One run's predicted wall hours, if any")
+    remaining_gpu_hours = serializers.DecimalField(max_digits=14, decimal_places=3)
+    fits = serializers.BooleanField()
+
+
 # The recommender's prediction at launch (launcher/estimates.py), beside the estimate.
 PREDICTION_FIELDS = ["estimate_basis", "estimate_confidence", "estimate_neighbour",
                      "predicted_hours", "predicted_images_per_s"]

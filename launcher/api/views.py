@@ -13,6 +13,7 @@ from ..params import ParamsError
 from ..services import LaunchConflict
 from ..models import Job
 from .serializers import JobLogOut, SweepCancelOut, SweepDetailOut
+from .serializers import JobEstimateOut
 from .serializers import (JobListOut, JobOut, LaunchInput, SweepEstimateOut, SweepInput, SweepOut,
                           sweep_errors)
 
@@ -79,6 +80,21 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             return Response({"params": {k: [m] for k, m in error.errors.items()}},
                             status=status.HTTP_400_BAD_REQUEST)
         return Response(JobOut(job).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=LaunchInput, responses={200: JobEstimateOut, 400: _BAD})
+    @action(detail=False, methods=["post"])
+    def estimate(self, request):
+        """What POST jobs/ with this body would reserve (GPU-hours, cost, with its basis) and
+        whether it fits what is left; launches nothing. A sweep's body: POST sweeps/estimate/."""
+        data = LaunchInput(data=request.data, allocations=selectors.sees_allocations(request.user))
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        if v["workload"] == "sweep":
+            return Response({"workload": ["Estimate a sweep with POST sweeps/estimate/."]},
+                            status=status.HTTP_400_BAD_REQUEST)
+        return Response(JobEstimateOut(selectors.job_estimate(
+            allocation=v["allocation"], params=v["params"], gpus=v["gpus"],
+            wall_time_minutes=v["wall_time_minutes"])).data)
 
     @extend_schema(request=None, responses=JobOut)
     @action(detail=True, methods=["post"])

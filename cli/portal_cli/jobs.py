@@ -1,0 +1,158 @@
+"""`portal jobs launch|list|show|logs|cancel`."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from .client import OK, REFUSED
+from .common import JsonOpt, client
+from .follow import follow_job, follow_log, gpu_hours_so_far, job_detail, outcome
+from .output import err, hours, print_json, table
+
+app = typer.Typer(help="Training jobs: launch (and follow), list, show, logs, cancel.",
+                  no_args_is_help=True)
+
+
+def parse_params(pairs: list[str]) -> dict:
+    """`--param key=value` pairs; a value that reads as JSON (numbers, true) is taken as such."""
+    params = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{pair!r}: write key=value", param_hint="--param")
+        try:
+            params[key] = json.loads(value)
+        except ValueError:
+            params[key] = value
+    return params
+
+
+@app.command()
+def launch(
+    allocation: Annotated[int, typer.Option(help="The allocation to run on (see `portal allocations`).")],
+    gpus: Annotated[Optional[int], typer.Option(help="GPUs (default 1).")] = None,
+    wall_time: Annotated[Optional[int], typer.Option(help="Wall time in minutes (default 60); the "
+                                                          "launch reserves GPUs x wall time unless "
+                                                          "the recommender predicts less.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="densenet121, resnet18, ...")] = None,
+    epochs: Annotated[Optional[int], typer.Option()] = None,
+    dataset: Annotated[Optional[str], typer.Option(help="synthetic-ct, synthetic-xray, or one of the "
+                                                        "project's datasets by id or name.")] = None,
+    batch_size: Annotated[Optional[int], typer.Option()] = None,
+    lr: Annotated[Optional[float], typer.Option()] = None,
+    seed: Annotated[Optional[int], typer.Option()] = None,
+    param: Annotated[Optional[list[str]], typer.Option(help="Any other train parameter, key=value "
+                                                            "(repeatable; docs/workload.md).")] = None,
+    estimate: Annotated[bool, typer.Option("--estimate", help="Show what the launch would reserve "
+                                                              "and whether it fits; launch nothing.")] = False,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Draw its progress until it ends; exit "
+                                                                 "0 if it succeeded, 1 if not.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Launch a training job (the default job unless you say otherwise)."""
+    params = parse_params(param or [])
+    for key, value in (("model", model), ("epochs", epochs), ("dataset", dataset),
+                       ("batch_size", batch_size), ("lr", lr), ("seed", seed)):
+        if value is not None:
+            params[key] = value
+    body: dict = {"allocation": allocation, "params": params}
+    if gpus is not None:
+        body["gpus"] = gpus
+    if wall_time is not None:
+        body["wall_time_minutes"] = wall_time
+    api = client()
+    if estimate:
+        found = api.post("jobs/estimate/", body)
+        if as_json:
+            print_json(found)
+        else:
+            fits = "fits" if found["fits"] else "does NOT fit"
+            typer.echo(f"Estimate: {found['gpu_hours']} GPU-hours, {found['cost']} {found['currency']} "
+                       f"({found['source']}); {found['remaining_gpu_hours']} GPU-hours left: it {fits}.")
+            typer.echo(found["basis"])
+        raise typer.Exit(OK if found["fits"] else REFUSED)
+    job = api.post("jobs/", body)
+    if not follow:
+        print_json(job) if as_json else _summary(job, api.settings.url)
+        return
+    if not as_json:
+        err.print(f"Launched job {job['id']}: estimate {job['estimate_gpu_hours']} GPU-hours "
+                  f"({job['estimate_source']}); {api.settings.url}{job['url']}", highlight=False)
+    final = follow_job(api, job["id"])
+    print_json(final) if as_json else _summary(final, api.settings.url)
+    raise typer.Exit(outcome(final["state"]))
+
+
+def _summary(job: dict, url: str) -> None:
+    reason = f" ({job['state_reason']})" if job.get("state_reason") else ""
+    typer.echo(f"job {job['id']}: {job['state']}{reason}  {job_detail(job)}")
+    typer.echo(f"estimate {job['estimate_gpu_hours']} GPU-hours ({job['estimate_source']}); "
+               f"{url}{job['url']}")
+
+
+@app.command("list")
+def list_jobs(
+    allocation: Annotated[Optional[int], typer.Option(help="Only this allocation's jobs.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many, newest first (0: all).")] = 20,
+    as_json: JsonOpt = False,
+) -> None:
+    """Your jobs, newest first."""
+    api = client()
+    if limit:
+        rows = api.get("jobs/", allocation=allocation)["results"][:limit]
+    else:
+        rows = api.all_pages("jobs/", **({"allocation": allocation} if allocation else {}))
+    if as_json:
+        print_json(rows)
+        return
+    table("Jobs", ["id", "allocation", "sweep", "state", "model", "gpus", "estimate", "GPU-h", "created"],
+          [(j["id"], j["allocation"], j["sweep"], j["state"], (j.get("params") or {}).get("model"),
+            j["gpus"], hours(j["estimate_gpu_hours"]), hours((j["gpu_seconds"] or 0) / 3600, 4),
+            (j["created_at"] or "")[:16].replace("T", " ")) for j in rows])
+
+
+@app.command()
+def show(job: Annotated[int, typer.Argument(help="The job's id.")], as_json: JsonOpt = False) -> None:
+    """One job: state, progress, estimate, metrics."""
+    api = client()
+    data = api.get(f"jobs/{job}/")
+    if as_json:
+        print_json(data)
+        return
+    _summary(data, api.settings.url)
+    metrics = data.get("metrics") or {}
+    flat = {k: v for k, v in (metrics.get("patient") or metrics).items() if isinstance(v, (int, float))}
+    if flat:
+        table("Metrics", ["metric", "value"], [(k, f"{v:.4f}") for k, v in flat.items()])
+    typer.echo(f"GPU-hours so far {gpu_hours_so_far(data):.4f}; params {json.dumps(data['params'])}")
+
+
+@app.command()
+def logs(job: Annotated[int, typer.Argument(help="The job's id.")],
+         follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing until it ends.")] = False,
+         as_json: JsonOpt = False) -> None:
+    """The tail of a job's log."""
+    api = client()
+    if follow and as_json:
+        raise typer.BadParameter("--follow prints text; leave out --json", param_hint="--json")
+    if follow:
+        last = follow_log(api, job, lambda text: (sys.stdout.write(text), sys.stdout.flush()))
+        if last["log"] and not last["log"].endswith("\n"):
+            sys.stdout.write("\n")
+        return
+    data = api.get(f"jobs/{job}/log/")
+    if as_json:
+        print_json(data)
+    else:
+        sys.stdout.write(data["log"] if data["log"].endswith("\n") or not data["log"] else data["log"] + "\n")
+
+
+@app.command()
+def cancel(job: Annotated[int, typer.Argument(help="The job's id.")], as_json: JsonOpt = False) -> None:
+    """Cancel a job (a finished one is refused: exit 3)."""
+    data = client().post(f"jobs/{job}/cancel/")
+    print_json(data) if as_json else typer.echo(f"job {data['id']}: {data['state']}")
+

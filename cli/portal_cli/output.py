@@ -1,0 +1,47 @@
+"""Tables for people (Rich), JSON for scripts (`--json`: the API's objects, unchanged)."""
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+out = Console(soft_wrap=False)
+err = Console(stderr=True)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    sys.stdout.flush()
+
+
+def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    grid = Table(title=title, title_justify="left")
+    for name in columns:
+        numeric = name.lower() in NUMERIC
+        grid.add_column(name, justify="right" if numeric else "left", overflow="fold")
+    for row in rows:
+        grid.add_row(*("-" if v is None or v == "" else str(v) for v in row))
+    out.print(grid)
+
+
+NUMERIC = {"id", "granted", "used", "reserved", "left", "gpus", "gpu-h", "estimate", "cells",
+           "cost", "rank", "folds", "epoch", "%"}
+
+
+def hours(value: Any, places: int = 3) -> str:
+    if value is None or value == "":
+        return "-"
+    return f"{float(value):,.{places}f}"
+
+
+def duration(seconds: Any) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(float(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"

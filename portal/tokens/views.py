@@ -1,0 +1,44 @@
+"""/account/tokens/: a person's personal API tokens (make, list, revoke)."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.cache import add_never_cache_headers
+from django.views.decorators.http import require_POST
+
+from . import selectors, services
+
+
+@login_required
+def token_list(request: HttpRequest) -> HttpResponse:
+    """The list and the form; a POST makes a token and shows its key on this one response."""
+    context: dict = {"errors": {}, "name": "", "days": services.DEFAULT_EXPIRY_DAYS}
+    status = 200
+    if request.method == "POST":
+        context["name"] = request.POST.get("name", "")
+        days = request.POST.get("days", "")
+        context["days"] = int(days) if days.isdigit() else days
+        try:
+            token, key = services.token_create(
+                user=request.user, name=context["name"],
+                days=int(days) if days.isdigit() and len(days) < 5 else -1)
+        except ValidationError as error:
+            context["errors"] = error.message_dict
+            status = 400
+        else:
+            context.update(new_token=token, new_key=key, name="")
+    context.update(tokens=selectors.user_tokens(request.user), expiry_days=services.EXPIRY_DAYS)
+    response = render(request, "tokens/token_list.html", context, status=status)
+    add_never_cache_headers(response)  # the page may carry a key: no cache keeps it
+    return response
+
+
+@login_required
+@require_POST
+def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
+    token = services.token_revoke(token_id=pk, by=request.user)
+    messages.success(request, f"Revoked \u201c{token.name}\u201d: it no longer works.")
+    return redirect("account-tokens")
