@@ -68,7 +68,7 @@ class LoginView(auth_views.LoginView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        context["local_login"] = settings.PORTAL_LOCAL_LOGIN
+        context["passwords_off"] = not settings.PORTAL_LOCAL_LOGIN
         if settings.OIDC_ENABLED:
             query = urlencode({"next": context["next"]}) if context.get("next") else ""
             context["oidc_name"] = settings.OIDC_PROVIDER_NAME
