@@ -3,7 +3,10 @@
 # (pinned in oidc/package.json, installed into oidc/node_modules, git-ignored), run by node on
 # 127.0.0.1:$OIDC_PORT with the accounts of oidc/accounts.json (copied to $OIDC_DIR, where a test
 # may edit someone's groups). Writes OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET and
-# OIDC_ACCOUNTS_FILE to services.env. Needs Node 20.19 or later.
+# OIDC_ACCOUNTS_FILE to services.env. oidc-provider 9 needs Node 20.19 or later: the system's
+# node when it is recent enough (apt-get install nodejs npm when missing), else (Debian 12's own
+# nodejs is 18) the official Node build that npm's registry carries as node-linux-<arch>, into
+# $OIDC_DIR/node.
 source "$(dirname "$0")/common.sh"
 
 OIDC_PORT="${PORTAL_OIDC_PORT:-9090}"
@@ -15,14 +18,29 @@ CLIENT_ID=portal
 
 oidc_ready() { curl -fsS -o /dev/null "$ISSUER/.well-known/openid-configuration"; }
 
-node_ok() {
-  command -v node >/dev/null && command -v npm >/dev/null || return 1
-  node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a==20&&b>=19)?0:1)'
+NODE_BUILD_VERSION=20.20.2
+NODE=node
+
+# node_recent NODE: NODE runs and is 20.19 or later.
+node_recent() {
+  "$1" -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a==20&&b>=19)?0:1)' 2>/dev/null
+}
+
+pick_node() {
+  command -v node >/dev/null && command -v npm >/dev/null \
+    || ensure_packages nodejs npm || die oidc "apt-get install nodejs npm failed (see $LOG_DIR/apt.log)"
+  node_recent node && return 0
+  local arch; case "$(uname -m)" in x86_64) arch=x64 ;; aarch64) arch=arm64 ;; *) arch="$(uname -m)" ;; esac
+  NODE="$OIDC_DIR/node/node_modules/node-linux-$arch/bin/node"
+  if ! node_recent "$NODE"; then
+    npm install --prefix "$OIDC_DIR/node" --no-audit --no-fund "node-linux-$arch@$NODE_BUILD_VERSION" \
+      >>"$LOG_DIR/oidc-npm.log" 2>&1 || die oidc "installing Node $NODE_BUILD_VERSION failed (see $LOG_DIR/oidc-npm.log)"
+  fi
+  node_recent "$NODE" || die oidc "oidc-provider 9 needs Node 20.19 or later; $NODE is not"
 }
 
 install_provider() {
-  node_ok || ensure_packages nodejs npm || die oidc "apt-get install nodejs npm failed (see $LOG_DIR/apt.log)"
-  node_ok || die oidc "oidc-provider 9 needs Node 20.19 or later; found $(node --version 2>/dev/null || echo none)"
+  pick_node
   # npm ci only when the lock file changed since the last install.
   if ! cmp -s "$SRC/package-lock.json" "$SRC/node_modules/.package-lock.json.installed" 2>/dev/null; then
     (cd "$SRC" && npm ci --omit=dev --no-audit --no-fund >>"$LOG_DIR/oidc-npm.log" 2>&1) \
@@ -42,7 +60,7 @@ case "$action" in
     if ! oidc_ready; then
       OIDC_PORT="$OIDC_PORT" OIDC_STATE_DIR="$OIDC_DIR" OIDC_ACCOUNTS_FILE="$OIDC_DIR/accounts.json" \
         OIDC_CLIENT_ID="$CLIENT_ID" OIDC_CLIENT_SECRET="$(cat "$OIDC_DIR/client-secret")" \
-        setsid node "$SRC/provider.mjs" >>"$LOG_DIR/oidc.log" 2>&1 </dev/null &
+        setsid "$NODE" "$SRC/provider.mjs" >>"$LOG_DIR/oidc.log" 2>&1 </dev/null &
       echo $! >"$PIDFILE"
     fi
     wait_until 30 oidc_ready || die oidc "not answering on $ISSUER (see $LOG_DIR/oidc.log)"
