@@ -36,10 +36,12 @@ class ContentSecurityPolicyMiddleware:
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
-        self.header = _policy()
+        self.source, self.header = settings.PORTAL_CSP, _policy()
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
+        if settings.PORTAL_CSP is not self.source:  # settings replaced (tests): build it again
+            self.source, self.header = settings.PORTAL_CSP, _policy()
         response.headers.setdefault("Content-Security-Policy", self.header)
         return response
 

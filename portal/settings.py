@@ -14,6 +14,7 @@ import plotly
 from django.core.exceptions import ImproperlyConfigured
 
 from .envconf import email_config, env_bool, env_list
+from .identity.conf import oidc_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PORTAL_VAR_DIR", BASE_DIR / "var"))
@@ -51,6 +52,7 @@ INSTALLED_APPS = [
     "portal.onboarding",
     "portal.knowledge",
     "portal.tokens",
+    "portal.identity",
 ]
 
 MIDDLEWARE = [
@@ -188,6 +190,11 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "portal.security.lockout_response"
 AXES_VERBOSE = False
+
+# Sign-in with the institution's OpenID Connect provider, when OIDC_ISSUER, OIDC_CLIENT_ID and
+# OIDC_CLIENT_SECRET are set; PORTAL_LOCAL_LOGIN=false switches passwords off (docs/security.md).
+for _key, _value in oidc_settings(backends=AUTHENTICATION_BACKENDS, csp=PORTAL_CSP).items():
+    globals()[_key] = _value
 
 for _key, _value in email_config(os.environ.get("EMAIL_URL", "console://")).items():
     globals()[_key] = _value

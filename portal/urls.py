@@ -1,5 +1,4 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
@@ -8,6 +7,7 @@ from .reports import views as report_views
 from .staff import views as staff_views
 from .api import TokenView
 from .tokens.api import MeView
+from .identity import views as identity_views
 
 api_patterns = [
     path("auth/token/", TokenView.as_view(), name="api-token"),
@@ -31,8 +31,9 @@ urlpatterns = [
     path("reports/usage/", report_views.usage_report_page, name="usage-report"),
     path("staff/allocations/<int:pk>/<slug:action>/", staff_views.staff_allocation_action,
          name="staff-allocation-action"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/login/", identity_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", identity_views.LogoutView.as_view(), name="logout"),
+    path("", include("portal.identity.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_patterns)),
     path("", include("allocations.urls")),

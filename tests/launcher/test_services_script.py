@@ -28,7 +28,7 @@ def test_rerunning_services_keeps_every_daemon_and_writes_the_facts(services_env
 
     assert run.returncode == 0, run.stderr
     status = {line.split()[0]: line.split()[1] for line in run.stdout.splitlines()}
-    assert {status[c] for c in ("postgres", "redis", "mariadb", "munge", "slurm", "sshd", "moto")} == {"running"}
+    assert {status[c] for c in ("postgres", "redis", "mariadb", "munge", "slurm", "sshd", "moto", "oidc")} == {"running"}
     assert pids() == before
     assert Path("/etc/slurm/slurm.conf").stat().st_mtime_ns == config
     facts = read_services_env()
@@ -41,4 +41,4 @@ def test_status_reports_every_component(services_env):
 
     assert run.returncode == 0, run.stdout + run.stderr
     assert [line.split()[0] for line in run.stdout.splitlines()] == [
-        "postgres", "redis", "mariadb", "munge", "slurm", "sshd", "moto", "emulator"]
+        "postgres", "redis", "mariadb", "munge", "slurm", "sshd", "moto", "emulator", "oidc"]
