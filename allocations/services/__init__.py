@@ -15,7 +15,7 @@ from .requests import (
     request_approve, request_create, request_reject, request_request_changes, request_submit,
     request_update, request_withdraw,
 )
-from .usage import usage_check_thresholds, usage_record_many
+from .usage import usage_check_thresholds, usage_correct, usage_record_many
 
 __all__ = [
     "PolicyError", "preference_set",
@@ -27,5 +27,5 @@ __all__ = [
     "project_member_role_change", "project_members_sync_record", "user_find",
     "request_approve", "request_create", "request_reject", "request_request_changes",
     "request_submit", "request_update", "request_withdraw",
-    "usage_check_thresholds", "usage_record_many",
+    "usage_check_thresholds", "usage_correct", "usage_record_many",
 ]
