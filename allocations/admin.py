@@ -1,7 +1,11 @@
-"""Admin: catalogue editing, and lists with the filters and actions operators need. Actions
-call the same services as the pages and the API, so every move is audited."""
+"""Admin: catalogue editing, and lists with the filters and actions operators need. The admin
+is a view on the services: projects, members, requests, allocations, usage, datasets and events
+are read-only here; every change is an action or a form that calls the same service as the
+pages and the API (with its checks, audit event and backend side effects). Members change on
+the project page; hours and dates through a request; the ledger by a correction record."""
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 
@@ -23,6 +27,19 @@ def _run_each(modeladmin, request, queryset, action, verb: str) -> None:
             modeladmin.message_user(request, f"#{obj.pk}: {error}", messages.WARNING)
     if done:
         modeladmin.message_user(request, f"{verb} {done} item(s).", messages.SUCCESS)
+
+
+class ReadOnly(admin.ModelAdmin):
+    """Seen, filtered and searched here; changed only through the services (actions)."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 class NodeTypeInline(admin.TabularInline):
@@ -52,13 +69,26 @@ class NodeTypeAdmin(admin.ModelAdmin):
 
 
 class MembershipInline(admin.TabularInline):
+    """Read-only: members are added, changed and removed on the project page or the API
+    (services.project_member_*: the login rule, the audit event, the Slurm sync)."""
+
     model = ProjectMembership
     extra = 0
-    autocomplete_fields = ["user"]
+    fields = ["user", "role", "cluster_username", "sync_error", "added_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(ReadOnly):
     list_display = ["code", "title", "research_area", "pi_name", "created_at"]
     search_fields = ["code", "title", "pi_name", "pi_email"]
     list_filter = ["research_area"]
@@ -67,16 +97,14 @@ class ProjectAdmin(admin.ModelAdmin):
 
 
 @admin.register(AllocationRequest)
-class AllocationRequestAdmin(admin.ModelAdmin):
+class AllocationRequestAdmin(ReadOnly):
     list_display = ["id", "project", "facility", "kind", "purpose", "gpu_hours", "status",
                     "requested_by", "submitted_at"]
     list_filter = ["status", "kind", "purpose", "facility", "data_sensitivity"]
     search_fields = ["project__code", "project__title", "requested_by__username", "justification"]
     date_hierarchy = "created_at"
     list_select_related = ["project", "facility", "requested_by"]
-    # The workflow moves only through services (pages, API, actions): status is not editable.
-    readonly_fields = ["status", "submitted_at", "reviewed_by", "reviewed_at", "allocation",
-                       "requested_by"]
+    # The workflow moves only through services (pages, API, actions): nothing is edited here.
     actions = ["approve_selected"]
 
     @admin.action(description="Approve selected submitted requests in full")
@@ -86,13 +114,12 @@ class AllocationRequestAdmin(admin.ModelAdmin):
 
 
 @admin.register(Allocation)
-class AllocationAdmin(admin.ModelAdmin):
+class AllocationAdmin(ReadOnly):
     # Status second and no long columns, so it stays in view at 1280 px beside the filters.
     list_display = ["id", "status", "project_code", "facility", "kind", "gpu_hours", "end_date"]
     list_filter = ["status", "kind", "facility"]
     search_fields = ["project__code", "account_name"]
     list_select_related = ["project", "facility"]
-    readonly_fields = ["status", "status_reason", "activated_at", "alerted_thresholds"]
     actions = ["activate", "suspend", "resume", "close", "retry_provisioning"]
 
     @admin.display(ordering="project__code", description="project")
@@ -127,17 +154,44 @@ class AllocationAdmin(admin.ModelAdmin):
                   "Re-queued")
 
 
+class UsageCorrectionForm(forms.ModelForm):
+    reason = forms.CharField(widget=forms.Textarea, help_text="Why (kept with the record and "
+                             "in the allocation's audit trail).")
+
+    class Meta:
+        model = UsageRecord
+        fields = ["allocation", "gpu_seconds", "cost"]
+        help_texts = {"gpu_seconds": "Negative to take back a wrong charge."}
+
+
 @admin.register(UsageRecord)
 class UsageRecordAdmin(admin.ModelAdmin):
+    """The ledger is append-only: records are never edited or deleted. "Add" writes a
+    correction through services.usage_correct (staff only, audited)."""
+
     list_display = ["allocation", "source", "external_id", "period_start", "gpu_seconds", "cost"]
     list_filter = ["source"]
     search_fields = ["external_id"]
     date_hierarchy = "period_start"
     list_select_related = ["allocation__project"]
+    form = UsageCorrectionForm
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def save_model(self, request, obj, form, change) -> None:
+        data = form.cleaned_data
+        record = services.usage_correct(allocation=data["allocation"], by=request.user,
+                                        gpu_seconds=data["gpu_seconds"], cost=data["cost"],
+                                        reason=data["reason"])
+        obj.pk, obj.source, obj.external_id = record.pk, record.source, record.external_id
 
 
 @admin.register(Dataset)
-class DatasetAdmin(admin.ModelAdmin):
+class DatasetAdmin(ReadOnly):
     """Read-only: datasets are registered, changed and removed through their services (the
     project's datasets page or the API), which check the rules and audit every change."""
 
@@ -147,18 +201,9 @@ class DatasetAdmin(admin.ModelAdmin):
     search_fields = ["name", "location", "project__code"]
     list_select_related = ["project", "created_by"]
 
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
-
 
 @admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
+class EventAdmin(ReadOnly):
     list_display = ["created_at", "content_type", "object_id", "actor", "from_state", "to_state"]
     list_filter = ["content_type", "to_state"]
     search_fields = ["comment"]
@@ -166,11 +211,3 @@ class EventAdmin(admin.ModelAdmin):
 
     # The audit trail is append-only and written by the services alone: nobody, superusers
     # included, adds, edits or deletes an event here.
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

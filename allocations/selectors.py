@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.contenttypes.models import ContentType
 from django.db.models import (
     DecimalField, ExpressionWrapper, F, OuterRef, Q, QuerySet, Subquery, Sum, Value,
@@ -16,13 +15,11 @@ from .models import (
     Allocation, AllocationRequest, Dataset, Event, Project, ProjectMembership, UsageRecord,
 )
 from .prepared import Statement
+# Who is staff or a reviewer is decided in roles.py alone; these names are re-exported here.
+from .roles import acts_on_all_projects, is_reviewer, is_staff, sees_all_projects  # noqa: F401
 
 User = AbstractBaseUser | AnonymousUser
 
-# Asked on every page (navigation, scoping): compiled once (prepared.py).
-REVIEWER_GROUP = Statement(
-    lambda p: Group.objects.filter(user__id=p.value("user"), name=settings.PORTAL_REVIEWERS_GROUP)
-    .values_list("pk", flat=True)[:1], key=lambda: settings.PORTAL_REVIEWERS_GROUP)
 MEMBER_PROJECTS = Statement(lambda p: ProjectMembership.objects.filter(user_id=p.value("user"))
                             .values_list("project_id", flat=True))
 MEMBERSHIP = Statement(lambda p: ProjectMembership.objects.filter(
@@ -41,23 +38,11 @@ ALLOCATION = Statement(lambda p: _allocation_rows().filter(pk=p.value("pk")))
 EVENTS = Statement(lambda p: _events(p.value("type"), p.value("object")))
 
 
-def is_reviewer(user: User) -> bool:
-    """Reviewers see every request and allocation and may decide on requests."""
-    if not user.is_authenticated:
-        return False
-    if user.is_superuser:
-        return True
-    cached = getattr(user, "_is_reviewer", None)
-    if cached is None:
-        cached = bool(REVIEWER_GROUP.run(user=user.pk))
-        user._is_reviewer = cached
-    return cached
-
-
 def _visible_project_ids(user: User) -> list[int] | None:
-    """The one rule of what a user sees: None for every project (reviewers), otherwise the
-    projects they are a member of (none for an anonymous user)."""
-    if user.is_authenticated and is_reviewer(user):
+    """The one rule of what a user sees: None for every project (reviewers and staff,
+    roles.sees_all_projects), otherwise the projects they are a member of (none for an
+    anonymous user)."""
+    if sees_all_projects(user):
         return None
     return member_project_ids(user)
 
@@ -76,6 +61,13 @@ def membership(user: User, project: Project) -> ProjectMembership | None:
 def can_manage_project(user: User, project: Project) -> bool:
     found = membership(user, project)
     return bool(found and found.can_manage) or bool(user.is_authenticated and user.is_superuser)
+
+
+def belongs_to(user: User, project_id: int) -> bool:
+    """Whether `user` is a member (any role, PI included) of the project: asked fresh, never
+    from a per-request cache, because a conflict of interest must not be missed."""
+    return bool(user is not None and user.is_authenticated and ProjectMembership.objects.filter(
+        project_id=project_id, user_id=user.pk).exists())
 
 
 def _member_filter(user: User, prefix: str = "") -> Q:
@@ -193,14 +185,6 @@ def timeline_events(obj) -> list[Event]:
 
 
 # Project datasets: members and staff act, reviewers and staff see (the launcher's rule).
-def sees_all_projects(user: User) -> bool:
-    return bool(user.is_authenticated and (user.is_staff or is_reviewer(user)))
-
-
-def acts_on_all_projects(user: User) -> bool:
-    return bool(user.is_authenticated and (user.is_staff or user.is_superuser))
-
-
 def can_see_project(user: User, project: Project) -> bool:
     if user is None or not user.is_authenticated:
         return False

@@ -18,6 +18,7 @@ from .ledger import ledger_of
 from .ledger_query import attach_ledger
 from .models import AllocationRequest
 from .sections import allocation_sections
+from .services.requests import review_refusal
 from .transitions import InvalidTransition
 
 FORM_FIELDS = set(RequestForm.Meta.fields)
@@ -84,14 +85,15 @@ def request_edit(request: HttpRequest, pk: int) -> HttpResponse:
 def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
     req = get_object_or_404(selectors.visible_requests(request.user), pk=pk)
     user = request.user
+    refusal = review_refusal(req, user)
     context = {
         "req": req,
         "facility_note": connection_note(req.facility),
         "events": selectors.timeline(req),
         "can_edit": req.is_editable and (req.requested_by_id == user.pk
                                          or selectors.can_manage_project(user, req.project)),
-        "can_review": req.status == AllocationRequest.Status.SUBMITTED
-        and selectors.is_reviewer(user) and (req.requested_by_id != user.pk or user.is_superuser),
+        "can_review": req.status == AllocationRequest.Status.SUBMITTED and not refusal,
+        "review_refusal": refusal if selectors.is_reviewer(user) else "",
     }
     return render(request, "allocations/request_detail.html", context)
 

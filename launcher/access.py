@@ -17,7 +17,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from allocations.models import Allocation
-from allocations.selectors import acts_on_all_projects, is_member, sees_all_projects
+from allocations.roles import acts_on_all_projects, sees_all_projects
+from allocations.selectors import is_member
 
 
 class NotVisible(Http404):
@@ -25,8 +26,8 @@ class NotVisible(Http404):
 
 
 def sees_all(user: Any) -> bool:
-    """Reviewers and staff see every project's work (the rule of allocations.selectors, which
-    project datasets follow too)."""
+    """Reviewers and staff see every project's work (allocations.roles, the one definition
+    every app uses)."""
     return sees_all_projects(user)
 
 

@@ -14,12 +14,16 @@ from .services.errors import LaunchConflict
 
 
 class ReadMostly(admin.ModelAdmin):
-    """Nothing is added or edited by hand: jobs come from launches, states from the backends."""
+    """Nothing is added, edited or deleted by hand: jobs come from launches, states from the
+    backends, and a deleted job would drop its reservation from the ledger."""
 
     def has_add_permission(self, request) -> bool:
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
         return False
 
 

@@ -120,6 +120,15 @@ def data_spec(params: Mapping[str, Any]) -> tuple[str, list[str] | None]:
                        transient=False)
 
 
+def data_root_args(params: Mapping[str, Any]) -> list[str]:
+    """`--data-root <project folder>` for a registered dataset (`data_root`, resolved with
+    `data_path` at launch): the trainer checks again on the node, when it starts, that the
+    data lies inside it (launcher/workloads/ctxray/config.py)."""
+    if params.get("data_path") and params.get("data_root"):
+        return ["--data-root", str(params["data_root"])]
+    return []
+
+
 def cell_args(cell: Mapping[str, Any], index: int, data: str) -> list[str]:
     """`ctxray train` arguments for one cell; --resume so a requeued cell continues."""
     return [*sweepgrid.cell_argv(cell, data, out_dir(index)), "--resume", "--device", "auto"]
@@ -137,7 +146,8 @@ def write_bundle(*, cells: Sequence[Mapping[str, Any]], params: Mapping[str, Any
     charges for is what runs). The caller removes it after staging (`shutil.rmtree`)."""
     folder = Path(into or tempfile.mkdtemp(prefix="portal-bundle-"))
     data, synth = data_spec(params)
-    spec = {"cells": [cell_args(c, i, data) for i, c in enumerate(cells)], "data": data,
+    root = data_root_args(params)
+    spec = {"cells": [[*cell_args(c, i, data), *root] for i, c in enumerate(cells)], "data": data,
             "synth": synth, "nproc": max(int(gpus), 1)}
     (folder / "job.json").write_text(json.dumps(spec, indent=1))
     (folder / "job.sh").write_text(_JOB_SH)

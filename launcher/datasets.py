@@ -17,7 +17,10 @@ location is relative to that folder. At every launch, before any row is written:
 
 Each refusal is a `DatasetRefused`: HTTP 400 on `params.dataset`, the form's `dataset` field,
 and nothing launched. The resolved absolute path travels in the job's params as `data_path`
-(written by the portal, never taken from the user) and reaches the trainer as `--data`.
+(written by the portal, never taken from the user) and reaches the trainer as `--data`; the
+resolved project folder travels as `data_root` and reaches it as `--data-root`: the trainer
+resolves `--data` again on the node when it starts and refuses to read it if it now lies
+outside that folder (a symlink swapped in after the launch).
 """
 from __future__ import annotations
 
@@ -55,7 +58,8 @@ def job_data(*, allocation: Allocation, params: Mapping[str, Any]) -> dict[str, 
     `dataset` (its name), `dataset_id` and `data_path` (resolved, confined). May call the
     backend (SSH): call it outside any transaction. Raises DatasetRefused (400), or
     LaunchConflict (409) when the cluster cannot be reached to check."""
-    params = {k: v for k, v in params.items() if k not in ("data_path", "dataset_id")}
+    params = {k: v for k, v in params.items()
+              if k not in ("data_path", "data_root", "dataset_id")}
     ref = str(params.get("dataset") or "synthetic-ct")
     if ref in SYNTHETIC:
         return params
@@ -70,9 +74,14 @@ def job_data(*, allocation: Allocation, params: Mapping[str, Any]) -> dict[str, 
         raise DatasetRefused(f"{dataset.name}'s location {dataset.location!r}: {problems[0]}")
     if not supports(facility, Capability.DATA_PATHS):
         raise DatasetRefused(f"{facility.name} {NO_STORAGE}; use {' or '.join(SYNTHETIC)}.")
+    backend = backend_for(facility)
     try:
-        real = backend_for(facility).resolve_data_path(
+        real = backend.resolve_data_path(
             facility=facility, project_code=allocation.project.code, location=dataset.location)
+        # The project's folder itself ("." resolves to it), which the job checks again on
+        # the node when it starts (`data_root`).
+        root = backend.resolve_data_path(
+            facility=facility, project_code=allocation.project.code, location=".")
     except PathRefused as refusal:
         if refusal.message == NO_STORAGE:
             raise DatasetRefused(f"{facility.name} {NO_STORAGE}; use "
@@ -82,4 +91,5 @@ def job_data(*, allocation: Allocation, params: Mapping[str, Any]) -> dict[str, 
     except BackendError as error:
         raise LaunchConflict(f"Could not check {dataset.name} on {facility.name}: "
                              f"{error.message}. Try again.") from None
-    return {**params, "dataset": dataset.name, "dataset_id": dataset.pk, "data_path": real}
+    return {**params, "dataset": dataset.name, "dataset_id": dataset.pk, "data_path": real,
+            "data_root": root}

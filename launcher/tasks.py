@@ -46,13 +46,32 @@ def provision_allocation(self, allocation_id: int) -> str | None:
 def sync_allocation_account(allocation_id: int) -> str:
     """Block, unblock or re-cap the allocation's account to match its state and grant."""
     allocation = Allocation.objects.select_related("facility").filter(pk=allocation_id).first()
-    return services.allocation_sync(allocation=allocation) if allocation else "gone"
+    if allocation is None:
+        return "gone"
+    try:
+        return services.allocation_sync(allocation=allocation)
+    except BackendError as error:
+        if error.transient:
+            raise
+        return _permanent(f"allocation {allocation_id}", error)
 
 
 @shared_task(name="launcher.sync_project_members", **_RETRY)
 def sync_project_members(project_id: int) -> dict[int, str]:
     """Add and remove the project's members on the backend accounts of its live allocations."""
-    return services.project_sync_members(project_id=project_id)
+    try:
+        return services.project_sync_members(project_id=project_id)
+    except BackendError as error:
+        if error.transient:
+            raise
+        return _permanent(f"project {project_id}", error)
+
+
+def _permanent(what: str, error: BackendError) -> str:
+    """A permanent error is not retried like a transient one (retrying cannot help): logged
+    and returned, once."""
+    log.warning("account sync of %s refused: %s", what, error.message)
+    return f"refused: {error.message}"
 
 
 @shared_task(name="launcher.failing_jobs_digest")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.urls import get_script_prefix, reverse
 
-from allocations.selectors import is_reviewer
+from allocations.roles import is_reviewer, is_staff, sees_all_projects
 
 # The site header's links, by route name (reversed once per script prefix, not on every page).
 NAV_ROUTES = ("dashboard", "onboarding", "recommend", "benchmark-list", "knowledge", "request-new",
@@ -24,4 +24,6 @@ def nav_urls() -> dict[str, str]:
 
 def navigation(request) -> dict:
     user = getattr(request, "user", None)
-    return {"nav_is_reviewer": bool(user and is_reviewer(user)), "nav": nav_urls()}
+    return {"nav_is_reviewer": bool(user and is_reviewer(user)),
+            "nav_sees_all": bool(user and sees_all_projects(user)),
+            "nav_is_staff": bool(user and is_staff(user)), "nav": nav_urls()}

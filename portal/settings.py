@@ -298,3 +298,5 @@ AWS_ENDPOINT_URL = os.environ.get("AWS_ENDPOINT_URL", "")
 PORTAL_REVIEWERS_GROUP = "reviewers"
 # Words a full request's justification must have at least ("a real justification").
 PORTAL_FULL_JUSTIFICATION_MIN_WORDS = 25
+# Projects one user (not staff) may create in 24 hours (docs/security.md, "Policy").
+PORTAL_PROJECTS_PER_USER_PER_DAY = int(os.environ.get("PORTAL_PROJECTS_PER_USER_PER_DAY", "3"))

@@ -6,7 +6,8 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from allocations.selectors import is_reviewer, member_project_ids
+from allocations.roles import sees_all_projects
+from allocations.selectors import member_project_ids
 
 from . import dashboard_rows as rows
 from .staff.selectors import staff_home
@@ -17,7 +18,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     """My projects, my recent requests with their status, my allocations with usage bars.
     Reviewers and admins see the staff home here instead (`?view=mine` for their own)."""
     user = request.user
-    if is_reviewer(user) and request.GET.get("view") != "mine":
+    if sees_all_projects(user) and request.GET.get("view") != "mine":
         return render(request, "portal/staff_home.html", staff_home(user))
     # Rows from statements compiled once, rendered in Python (portal/dashboard_rows.py): the
     # ORM's compiling and the template engine's per-row work were most of the page's time.

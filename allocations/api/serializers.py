@@ -11,6 +11,7 @@ from ..models import (
 from ..ledger import Ledger, ledger_of
 from ..models.project import project_code_validator
 from ..selectors import visible_allocations, visible_projects
+from ..usernames import CLUSTER_USERNAME_HELP, CLUSTER_USERNAME_PATTERN
 
 
 class NodeTypeSerializer(serializers.ModelSerializer):
@@ -67,8 +68,9 @@ class MemberInputSerializer(serializers.Serializer):
     username = serializers.CharField(max_length=254, help_text="A username or an email address.")
     role = serializers.ChoiceField(choices=ProjectMembership.Role.choices,
                                    default=ProjectMembership.Role.MEMBER)
-    cluster_username = serializers.RegexField(r"^[a-z_][a-z0-9_-]{0,31}$", required=False,
-                                              allow_blank=True, default="")
+    cluster_username = serializers.RegexField(
+        CLUSTER_USERNAME_PATTERN, required=False, allow_blank=True, default="",
+        error_messages={"invalid": CLUSTER_USERNAME_HELP})
 
 
 class MemberRoleSerializer(serializers.Serializer):

@@ -45,6 +45,14 @@ class Facility(models.Model):
     trial_gpu_hours_cap = models.PositiveIntegerField(default=400)
     trial_days = models.PositiveIntegerField(default=90, validators=[MinValueValidator(1)])
     trial_auto_approve = models.BooleanField(default=False)
+    # Per person (as requester or PI, across all their projects): beyond these a trial is
+    # not approved automatically but waits for a reviewer (allocations/trials.py).
+    trial_open_per_person = models.PositiveIntegerField(
+        "open trials per person", default=1, validators=[MinValueValidator(1)])
+    trial_per_person_per_period = models.PositiveIntegerField(
+        "trials per person per period", default=2, validators=[MinValueValidator(1)])
+    trial_period_days = models.PositiveIntegerField(
+        "trial period (days)", default=365, validators=[MinValueValidator(1)])
     # The most GPU-hours one full request may ask for here (a national Tier-2 call grants up
     # to about 100,000); beyond it the request is refused on `gpu_hours`, never mailed out.
     full_gpu_hours_max = models.PositiveIntegerField(

@@ -11,6 +11,9 @@ class UsageRecord(models.Model):
         SLURM = "slurm", "Slurm accounting"
         CLOUD = "cloud", "Cloud instances"
         LOCAL = "local", "Local processes"
+        # Staff's audited correction of the ledger (services.usage_correct): the ledger is
+        # append-only, so a wrong charge is corrected by a new record, never edited.
+        CORRECTION = "correction", "Correction by staff"
 
     allocation = models.ForeignKey(Allocation, on_delete=models.PROTECT, related_name="usage")
     source = models.CharField(max_length=10, choices=Source.choices)

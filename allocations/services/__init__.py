@@ -9,13 +9,13 @@ from .errors import PolicyError
 from .preferences import preference_set
 from .projects import (
     MembershipConflict, project_create, project_update, project_member_add, project_member_remove,
-    project_member_role_change, user_find,
+    project_member_role_change, project_members_sync_record, user_find,
 )
 from .requests import (
     request_approve, request_create, request_reject, request_request_changes, request_submit,
     request_update, request_withdraw,
 )
-from .usage import usage_check_thresholds, usage_record_many
+from .usage import usage_check_thresholds, usage_correct, usage_record_many
 
 __all__ = [
     "PolicyError", "preference_set",
@@ -24,8 +24,8 @@ __all__ = [
     "allocation_expire", "allocation_staff_action",
     "allocation_fail", "allocation_reprovision", "allocation_resume", "allocation_suspend",
     "MembershipConflict", "project_create", "project_update", "project_member_add", "project_member_remove",
-    "project_member_role_change", "user_find",
+    "project_member_role_change", "project_members_sync_record", "user_find",
     "request_approve", "request_create", "request_reject", "request_request_changes",
     "request_submit", "request_update", "request_withdraw",
-    "usage_check_thresholds", "usage_record_many",
+    "usage_check_thresholds", "usage_correct", "usage_record_many",
 ]

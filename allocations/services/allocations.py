@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from .. import signals
 from ..models import Allocation
+from ..roles import is_staff
 from ..states import ALLOCATION_MOVES
 from ..transitions import record_event, transition
 from .notify import notify_after_commit
@@ -79,8 +80,8 @@ def allocation_reprovision(*, allocation: Allocation, by) -> Allocation:
 
 def allocation_staff_action(*, allocation: Allocation, by, action: str) -> Allocation:
     """An admin's one-click move from the staff home: `activate` a manual allocation that staff
-    have set up, or `retry` a failed one. Admins (is_staff) only."""
-    if not (by.is_staff or by.is_superuser):
+    have set up, or `retry` a failed one. Staff only (roles.is_staff)."""
+    if not is_staff(by):
         raise PermissionDenied("Only admins can activate or retry allocations.")
     if action == "activate":
         return allocation_activate(allocation=allocation, by=by)

@@ -6,21 +6,24 @@ the member list to the backend accounts of the project's allocations (Slurm asso
 """
 from __future__ import annotations
 
-import re
+import datetime as dt
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.utils import timezone
 
 from .. import signals
-from ..models import Project, ProjectMembership
+from ..models import Event, Project, ProjectMembership
+from ..roles import is_staff
 from ..selectors import can_manage_project
 from ..transitions import InvalidTransition, record_event
+from ..usernames import CLUSTER_USERNAME_HELP, is_cluster_username
 from .errors import PolicyError
 
 Role = ProjectMembership.Role
-# A POSIX login name, as Slurm accepts it for an association.
-CLUSTER_USERNAME_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 
 
 class MembershipConflict(InvalidTransition):
@@ -36,7 +39,10 @@ class MembershipConflict(InvalidTransition):
 def project_create(
     *, by, code: str, title: str, research_area: str, pi_name: str = "", pi_email: str = ""
 ) -> Project:
-    """Create a project led by `by`, who becomes its PI member. Codes are unique."""
+    """Create a project led by `by`, who becomes its PI member. Codes are unique. A user who
+    is not staff creates at most `PORTAL_PROJECTS_PER_USER_PER_DAY` projects in 24 hours
+    (PolicyError: projects are what trials are counted against)."""
+    _check_creation_rate(by)
     code = code.strip().upper()
     if Project.objects.filter(code=code).exists():
         raise PolicyError(f"A project with code {code} already exists.", field="code")
@@ -49,6 +55,22 @@ def project_create(
     ProjectMembership.objects.create(project=project, user=by, role=Role.PI)
     record_event(project, actor=by, from_state="", to_state="created")
     return project
+
+
+def _check_creation_rate(by) -> None:
+    if is_staff(by):
+        return
+    # Serialise one user's creations (their row lock), so parallel posts cannot all pass.
+    get_user_model().objects.select_for_update().filter(pk=by.pk).first()
+    limit = settings.PORTAL_PROJECTS_PER_USER_PER_DAY
+    since = timezone.now() - dt.timedelta(days=1)
+    created = Event.objects.filter(
+        actor=by, to_state="created", created_at__gte=since,
+        content_type=ContentType.objects.get_for_model(Project)).count()
+    if created >= limit:
+        raise PolicyError(f"You can create at most {limit} projects in 24 hours; you have "
+                          f"created {created}. Try again later, or ask research computing "
+                          "staff.")
 
 
 PROJECT_EDITABLE = ("title", "research_area", "pi_name", "pi_email")
@@ -103,12 +125,11 @@ def _cluster_username(user, given: str) -> str:
     valid login name (most sites use the same one), else none (no Slurm association)."""
     given = (given or "").strip()
     if given:
-        if not CLUSTER_USERNAME_RE.match(given):
-            raise PolicyError("Use a login name: lower-case letters, digits, _ and -.",
-                              field="cluster_username")
+        if not is_cluster_username(given):
+            raise PolicyError(CLUSTER_USERNAME_HELP, field="cluster_username")
         return given
     name = user.get_username()
-    return name if CLUSTER_USERNAME_RE.match(name) else ""
+    return name if is_cluster_username(name) else ""
 
 
 def user_find(*, identifier: str):
@@ -215,3 +236,22 @@ def project_member_remove(*, project: Project, by, user) -> None:
                  comment=user.get_username())
     _members_changed(project)
 
+
+
+def project_members_sync_record(*, project_id: int, refused: dict[int, str]) -> None:
+    """Record the backend account sync's per-member outcome: `refused` maps a membership id to
+    why its login could not be mirrored (kept on the membership, audited once on the project,
+    listed on the staff home); the project's other members are cleared. Called by the
+    launcher after each sync; the next sync retries every member."""
+    with transaction.atomic():
+        for pk, message in refused.items():
+            changed = (ProjectMembership.objects.filter(pk=pk, project_id=project_id)
+                       .exclude(sync_error=message[:300]).select_related("project", "user")
+                       .first())
+            if changed is None:
+                continue
+            ProjectMembership.objects.filter(pk=pk).update(sync_error=message[:300])
+            record_event(changed.project, actor=None, from_state="", to_state="member_sync_failed",
+                         comment=f"{changed.user.get_username()}: {message}")
+        (ProjectMembership.objects.filter(project_id=project_id).exclude(pk__in=list(refused))
+         .exclude(sync_error="").update(sync_error=""))

@@ -9,6 +9,7 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
@@ -16,9 +17,11 @@ from django.utils import timezone
 from .. import signals
 from ..models import Allocation, AllocationRequest, Project
 from ..policy import RequestDraft, request_errors
-from ..selectors import can_manage_project, is_reviewer, membership
+from ..roles import is_reviewer
+from ..selectors import belongs_to, can_manage_project, membership
 from ..states import REQUEST_MOVES
 from ..transitions import InvalidTransition, record_event, transition
+from ..trials import trial_limit_reason
 from .allocations import allocation_close, allocation_top_up
 from .errors import PolicyError
 from .notify import notify_after_commit
@@ -98,8 +101,18 @@ def request_submit(*, request: AllocationRequest, by) -> AllocationRequest:
                        submitted_at=timezone.now())
     notify_after_commit("request_submitted", event.pk)
     if request.kind == AllocationRequest.Kind.TRIAL and request.facility.trial_auto_approve:
-        _approve(request, by=None, gpu_hours=request.gpu_hours,
-                 comment="Trial within policy: approved automatically.")
+        # Serialise per person (requester and PI), so two projects' trials submitted at once
+        # cannot both pass the per-person limits.
+        people = sorted({request.requested_by_id, request.project.pi_id})
+        list(get_user_model().objects.select_for_update().filter(pk__in=people).order_by("pk"))
+        reason = trial_limit_reason(request)
+        if reason:
+            record_event(request, actor=None, from_state=Status.SUBMITTED,
+                         to_state="held_for_review",
+                         comment=f"Not approved automatically: {reason}. A reviewer decides.")
+        else:
+            _approve(request, by=None, gpu_hours=request.gpu_hours,
+                     comment="Trial within policy: approved automatically.")
     return request
 
 
@@ -111,11 +124,24 @@ def request_withdraw(*, request: AllocationRequest, by, comment: str = "") -> Al
     return request
 
 
-def _check_reviewer(req: AllocationRequest, by) -> None:
+def review_refusal(req: AllocationRequest, by) -> str:
+    """Why `by` may not decide (approve, reject, request changes) on `req`, or "" if they may.
+    A reviewer never decides a request they filed or one of a project they belong to (as PI,
+    manager or member): a conflict of interest, superusers included."""
     if not is_reviewer(by):
-        raise PermissionDenied("Only reviewers can decide on requests.")
-    if req.requested_by_id == by.pk and not by.is_superuser:
-        raise PermissionDenied("You cannot review your own request.")
+        return "Only reviewers can decide on requests."
+    if req.requested_by_id == by.pk:
+        return "You cannot review your own request."
+    if belongs_to(by, req.project_id):
+        return (f"You are a member of {req.project.code}: another reviewer must decide on its "
+                "requests (conflict of interest).")
+    return ""
+
+
+def _check_reviewer(req: AllocationRequest, by) -> None:
+    refusal = review_refusal(req, by)
+    if refusal:
+        raise PermissionDenied(refusal)
 
 
 def _require_comment(comment: str, what: str) -> str:

@@ -1,14 +1,20 @@
 """The usage ledger: recording what backends report, alerting, exhausting."""
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
+from decimal import Decimal
 
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.utils import timezone
 
 from ..models import Allocation, UsageRecord
+from ..roles import is_staff
 from ..selectors import allocation_usage_totals
 from ..transitions import record_event
 from .allocations import allocation_exhaust
+from .errors import PolicyError
 from .notify import notify_after_commit
 
 THRESHOLDS = (50, 80, 100)
@@ -45,3 +51,26 @@ def usage_check_thresholds(*, allocation_id: int) -> list[int]:
     if percent >= 100 and allocation.status == Allocation.Status.ACTIVE:
         allocation_exhaust(allocation=allocation)
     return crossed
+
+
+@transaction.atomic
+def usage_correct(*, allocation: Allocation, by, gpu_seconds: int, cost: Decimal = Decimal(0),
+                  reason: str) -> UsageRecord:
+    """Correct an allocation's ledger (staff only): a new `correction` record of `gpu_seconds`
+    and `cost` (negative to take back a wrong charge), with the reason, audited on the
+    allocation. Usage records are never edited or deleted."""
+    if not is_staff(by):
+        raise PermissionDenied("Only staff can correct usage.")
+    reason = (reason or "").strip()
+    if not reason:
+        raise PolicyError("Say why the ledger is corrected.", field="reason")
+    locked = Allocation.objects.select_for_update().get(pk=allocation.pk)
+    now = timezone.now()
+    record = UsageRecord.objects.create(
+        allocation=locked, source=UsageRecord.Source.CORRECTION,
+        external_id=f"correction-{uuid.uuid4().hex}", period_start=now, period_end=now,
+        gpu_seconds=gpu_seconds, cost=cost, detail={"reason": reason, "by": by.get_username()})
+    record_event(locked, actor=by, from_state=locked.status, to_state=locked.status,
+                 comment=f"Usage corrected by {gpu_seconds} GPU-seconds and {cost}: {reason}")
+    usage_check_thresholds(allocation_id=locked.pk)
+    return record

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from allocations.usernames import CLUSTER_USERNAME_HELP, is_cluster_username
+
 # Names that reach a scheduler's own parser (sacctmgr reads `name=a,b` as two accounts, and a
 # leading '-' as an option), so they are restricted beyond what shell quoting protects against.
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
@@ -71,6 +73,15 @@ def check_name(value: str, what: str) -> str:
             f"invalid {what} {value!r}: use 1-64 of a-z 0-9 _ . - starting with a letter or digit",
             transient=False,
         )
+    return value
+
+
+def check_cluster_username(value: str) -> str:
+    """Return `value` if it is a member login the scheduler may get (allocations/usernames.py,
+    the one rule), else raise a permanent BackendError."""
+    if not is_cluster_username(value):
+        raise BackendError(f"invalid cluster username {value!r}: {CLUSTER_USERNAME_HELP}",
+                           transient=False)
     return value
 
 

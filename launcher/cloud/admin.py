@@ -1,4 +1,5 @@
-"""Admin: the price catalogue with its refresh actions, and read-mostly clusters."""
+"""Admin: the price catalogue with its refresh actions; clusters, nodes, tasks (their `argv`
+is what a worker runs) and interruptions read-only: they change through the cloud services."""
 from __future__ import annotations
 
 from django.contrib import admin, messages
@@ -32,18 +33,35 @@ class PriceCatalogueAdmin(admin.ModelAdmin):
                               level=level)
 
 
-class NodeInline(admin.TabularInline):
+class ReadOnlyMixin:
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class NodeInline(ReadOnlyMixin, admin.TabularInline):
     model = Node
     extra = 0
     readonly_fields = [f.name for f in Node._meta.fields]
 
 
 @admin.register(Cluster)
-class ClusterAdmin(admin.ModelAdmin):
+class ClusterAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "allocation", "facility", "state", "region", "created_at"]
     list_filter = ["state", "facility"]
     inlines = [NodeInline]
 
 
-admin.site.register(CloudTask)
-admin.site.register(Interruption)
+@admin.register(CloudTask)
+class CloudTaskAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    pass
+
+
+@admin.register(Interruption)
+class InterruptionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    pass

@@ -66,10 +66,13 @@ def write_job(job_dir: Path, *, token: str, cells: dict[str, dict], data: str,
     under the facility lock (so a retried submit sees the first one's folder)."""
     if (job_dir / SPEC).exists():
         return False
-    job_dir.mkdir(parents=True, exist_ok=True)
+    # Private, like the Slurm job folder (chmod go-rwx): another local account reads neither
+    # the data nor the results; what the job writes is private too (spawn's umask).
+    job_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    job_dir.chmod(0o700)
     (job_dir / "token").write_text(token)
     for index in cells:
-        (job_dir / index).mkdir(exist_ok=True)
+        (job_dir / index).mkdir(exist_ok=True, mode=0o700)
     write_json(job_dir / SPEC, {"token": token, "cells": cells, "data": data, "synth": synth,
                                 "pythonpath": pythonpath, "created": time.time()})
     return True
@@ -142,7 +145,7 @@ def spawn(cell_dir: Path) -> None:
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
     proc = subprocess.Popen([sys.executable, "-m", "launcher.local.supervisor", str(cell_dir)],
-                            cwd=cell_dir, env=env, start_new_session=True,
+                            cwd=cell_dir, env=env, start_new_session=True, umask=0o077,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     proc.wait()

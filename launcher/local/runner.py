@@ -66,7 +66,8 @@ def cell_argv(job: Job, data: str) -> list[str]:
     """The command of one cell: the trainer itself, or torchrun with one process per GPU."""
     cell = bundles.single_cell(job.params)
     cell.pop("index", None)
-    args = [*sweepgrid.cell_argv(cell, data, "out"), "--resume", "--device", "auto"]
+    args = [*sweepgrid.cell_argv(cell, data, "out"), "--resume", "--device", "auto",
+            *bundles.data_root_args(job.params)]
     module = ["-m", "launcher.workloads.ctxray"]
     if job.gpus > 1:
         return [_python(), "-m", "torch.distributed.run", "--standalone",

@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 from . import parse as slurm_parse
 from launcher.backends.base import (
     TOKEN_RE, AccountState, Backend, BackendError, JobSpec, JobStatus, NodeInfo, SubmitResult,
-    UsageRow, check_name,
+    UsageRow, check_cluster_username, check_name,
 )
 from .ssh import CommandResult, SSHConnection
 
@@ -101,7 +101,7 @@ class SlurmBackend(Backend):
         anything was. The service user is always added so the portal can submit for members.
         """
         check_name(name, "account")
-        wanted = {check_name(u, "user name") for u in users} | {self.ssh.target.user}
+        wanted = {check_cluster_username(u) for u in users} | {self.ssh.target.user}
         self._check_minutes(gpu_minutes)
         state = self.account_state(name)
         if state is None:  # one command creates the account with its cap
@@ -126,7 +126,7 @@ class SlurmBackend(Backend):
         must exist (see `ensure_account`)."""
         check_name(name, "account")
         service = self.ssh.target.user
-        wanted = {check_name(u, "user name") for u in users} | {service}
+        wanted = {check_cluster_username(u) for u in users} | {service}
         state = self.account_state(name)
         if state is None:
             raise BackendError(f"account {name} does not exist", transient=False)

@@ -34,7 +34,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
 
 from allocations.models import ProjectMembership, UsageRecord
-from allocations.selectors import is_reviewer
+from allocations.roles import sees_all_projects
 from launcher.models import Job
 
 GROUPS = ("pi", "project", "facility", "user")
@@ -66,7 +66,7 @@ class Report:
 def report_project_ids(user) -> list[int] | None:
     """None = every project (staff); else the ids of projects the user leads or manages.
     Raises NoReport when there are none."""
-    if is_reviewer(user):
+    if sees_all_projects(user):
         return None
     ids = list(ProjectMembership.objects.filter(
         user=user, role__in=[ProjectMembership.Role.PI, ProjectMembership.Role.MANAGER]

@@ -9,7 +9,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from allocations import services
-from allocations.selectors import is_reviewer, visible_allocations
+from allocations.roles import sees_all_projects
+from allocations.selectors import visible_allocations
 from allocations.transitions import InvalidTransition
 
 from .selectors import staff_home as staff_home_data
@@ -19,7 +20,7 @@ from .selectors import staff_home as staff_home_data
 def staff_home(request: HttpRequest) -> HttpResponse:
     """Reviewers' and admins' home; anyone else is refused (403: the page itself is no
     secret, only its content)."""
-    if not is_reviewer(request.user):
+    if not sees_all_projects(request.user):
         raise PermissionDenied("The staff home is for reviewers and admins.")
     return render(request, "portal/staff_home.html", staff_home_data(request.user))
 

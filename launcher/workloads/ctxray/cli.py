@@ -45,6 +45,8 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train a classifier and write metrics.json")
     d = TrainConfig(data="", out="")
     p.add_argument("--data", required=True)
+    p.add_argument("--data-root", default="",
+                   help="refuse to start unless --data, resolved, lies inside this folder")
     p.add_argument("--out", required=True)
     p.add_argument("--model", default=d.model, help=f"one of {', '.join(MODEL_NAMES)}")
     for name, kind in (("epochs", int), ("batch-size", int), ("lr", float), ("lr-step", int),

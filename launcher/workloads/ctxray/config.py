@@ -26,6 +26,9 @@ class TrainConfig:
 
     data: str
     out: str
+    # The folder --data must stay inside (the project's folder, given by the portal): checked
+    # here, on the node, when the run starts, with every symlink resolved; "" = no check.
+    data_root: str = ""
     model: str = "densenet121"
     epochs: int = 50
     batch_size: int = 16
@@ -56,8 +59,23 @@ class TrainConfig:
     bootstrap: int = 1000
     progress_every: int = 10
 
+    def confine_data(self) -> None:
+        """With a `data_root`: resolve --data now, where it is read (every symlink followed),
+        refuse it unless it lies inside the resolved root, and read the resolved path from
+        here on, so a symlink swapped in after the portal checked it at launch is caught."""
+        if not self.data_root:
+            return
+        root, real = os.path.realpath(self.data_root), os.path.realpath(self.data)
+        if not os.path.isdir(root):
+            raise UsageError(f"--data-root is not a folder: {self.data_root}")
+        if real != root and not real.startswith(root.rstrip("/") + "/"):
+            raise UsageError(f"--data resolves to {real}, outside {root} (a symlink?): "
+                             "refused")
+        self.data = real
+
     def validate(self) -> None:
         """Raise UsageError with a one-line message for any value that cannot work."""
+        self.confine_data()
         if not os.path.exists(self.data):
             raise UsageError(f"data not found: {self.data}")
         if self.model not in MODEL_NAMES:
@@ -95,4 +113,4 @@ class TrainConfig:
 
     # Fields that may differ between an interrupted run and its resumption without changing
     # what is computed: where files live, how fast data is read, how often progress is written.
-    RESUME_FREE = ("data", "out", "resume", "workers", "progress_every", "device")
+    RESUME_FREE = ("data", "data_root", "out", "resume", "workers", "progress_every", "device")
