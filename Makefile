@@ -47,12 +47,15 @@ test: install services
 bench: install services
 	$(TEST_ENV) $(PY) bench/run_all.py
 
-# The API fuzzer with a random seed and a longer budget than the suite's (seed 1, 150 s);
-# the seed it picked is printed: PORTAL_FUZZ_SEED=<seed> make fuzz repeats a run (docs/api.md).
+# The API fuzzer with a random seed and a longer budget than the suite's (seed 1, 150 s over
+# every role), as every role (PI, researcher, reviewer, staff, anonymous) in turn; it prints the
+# seed: PORTAL_FUZZ_SEED=<seed> make fuzz repeats a run, PORTAL_FUZZ_ROLES=pi,staff picks roles,
+# DB=sqlite runs it on SQLite (the `make run` database) instead of PostgreSQL (docs/api.md).
 fuzz: install services
-	$(TEST_ENV) PORTAL_FUZZ_SEED=$${PORTAL_FUZZ_SEED:-random} \
-		PORTAL_FUZZ_SECONDS=$${PORTAL_FUZZ_SECONDS:-540} PORTAL_FUZZ_EXAMPLES=$${PORTAL_FUZZ_EXAMPLES:-100} \
-		$(VENV)/bin/pytest tests/portal/test_api_contract.py -p no:logging -x -q --timeout 3600
+	$(TEST_ENV) $(if $(filter sqlite,$(DB)),DATABASE_URL=sqlite:///$(CURDIR)/var/fuzz.sqlite3) \
+		PORTAL_FUZZ_SEED=$${PORTAL_FUZZ_SEED:-random} \
+		PORTAL_FUZZ_SECONDS=$${PORTAL_FUZZ_SECONDS:-300} PORTAL_FUZZ_EXAMPLES=$${PORTAL_FUZZ_EXAMPLES:-100} \
+		$(VENV)/bin/pytest tests/portal/test_api_contract.py -p no:logging -q -s --timeout 7200
 
 check: install
 	DEBUG=true $(PY) manage.py check

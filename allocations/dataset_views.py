@@ -6,13 +6,13 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from . import selectors, services
 from .models import Dataset, Project
+from .refusals import form_call, form_status, refused_to
 
 
 class DatasetForm(forms.ModelForm):
@@ -38,11 +38,6 @@ def _project(request: HttpRequest, pk: int) -> Project:
     return project
 
 
-def _apply(form: DatasetForm, error: ValidationError) -> None:
-    for field, problems in error.message_dict.items():
-        form.add_error(field if field in form.fields else None, problems)
-
-
 @login_required
 def project_datasets(request: HttpRequest, pk: int) -> HttpResponse:
     """The list, with the form to register another (members and staff)."""
@@ -50,21 +45,15 @@ def project_datasets(request: HttpRequest, pk: int) -> HttpResponse:
     can_manage = selectors.can_act_on_project(request.user, project)
     form = DatasetForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        try:
-            dataset = services.dataset_create(by=request.user, project=project,
-                                              **form.cleaned_data)
-        except ValidationError as error:
-            _apply(form, error)
-        except PermissionDenied as error:
-            messages.error(request, str(error))
-            return redirect("project-datasets", pk)
-        else:
+        dataset = form_call(form, services.dataset_create, by=request.user, project=project,
+                            **form.cleaned_data)
+        if dataset is not None:
             messages.success(request, f"Dataset {dataset.name} registered.")
             return redirect("project-datasets", pk)
     datasets = selectors.visible_datasets(request.user).filter(project=project)
     return render(request, "allocations/datasets.html", {
         "project": project, "datasets": datasets, "form": form, "can_manage": can_manage},
-        status=400 if form.is_bound and form.errors else 200)
+        status=form_status(form))
 
 
 @login_required
@@ -76,27 +65,22 @@ def dataset_edit(request: HttpRequest, pk: int, dataset_id: int) -> HttpResponse
         return redirect("project-datasets", pk)
     form = DatasetForm(request.POST or None, instance=dataset)
     if request.method == "POST" and form.is_valid():
-        try:
-            services.dataset_update(dataset=dataset, by=request.user, **form.cleaned_data)
-        except ValidationError as error:
-            _apply(form, error)
-        else:
+        saved = form_call(form, services.dataset_update, dataset=dataset, by=request.user,
+                          **form.cleaned_data)
+        if saved is not None:
             messages.success(request, f"Dataset {form.cleaned_data['name']} saved.")
             return redirect("project-datasets", pk)
     return render(request, "allocations/dataset_edit.html",
                   {"project": project, "dataset": dataset, "form": form},
-                  status=400 if form.is_bound and form.errors else 200)
+                  status=form_status(form))
 
 
 @login_required
 @require_POST
+@refused_to("project-datasets", "pk")
 def dataset_delete(request: HttpRequest, pk: int, dataset_id: int) -> HttpResponse:
     project = _project(request, pk)
     dataset = get_object_or_404(Dataset, pk=dataset_id, project=project)
-    try:
-        services.dataset_delete(dataset=dataset, by=request.user)
-    except PermissionDenied as error:
-        messages.error(request, str(error))
-    else:
-        messages.success(request, f"Dataset {dataset.name} removed (its files stay where they are).")
+    services.dataset_delete(dataset=dataset, by=request.user)
+    messages.success(request, f"Dataset {dataset.name} removed (its files stay where they are).")
     return redirect("project-datasets", pk)

@@ -6,6 +6,7 @@ import datetime as dt
 from django import forms
 from django.utils import timezone
 
+from .bounds import COUNT_MAX, ID_MAX
 from .connection import connection_note
 from .models import Allocation, AllocationRequest, Facility, NodeType, Sensitivity
 from .selectors import visible_allocation_rows, visible_allocations, visible_projects
@@ -91,6 +92,18 @@ class RequestForm(forms.ModelForm):
         return [(title, [self[name] for name in names]) for title, names in SECTIONS]
 
 
+class _PrefillNumbers(forms.Form):
+    """The whole numbers a pre-filling query may carry, parsed by Django (never `isdigit()` and
+    `int()`: "²" is a digit to `isdigit()` and no number to `int()`). `node_type` and `project`
+    may also be a name or a code: a value that is no id is looked up by name instead."""
+
+    gpu_hours = forms.IntegerField(min_value=0, max_value=COUNT_MAX)
+    cpu_hours = forms.IntegerField(min_value=0, max_value=COUNT_MAX)
+    node_type = forms.IntegerField(min_value=1, max_value=ID_MAX)
+    project = forms.IntegerField(min_value=1, max_value=ID_MAX)
+    extends = forms.IntegerField(min_value=1, max_value=ID_MAX)
+
+
 def initial_from_query(params, user) -> dict:
     """Pre-fill values from query parameters (facility, kind, gpu_hours, node_type, ...).
     Unknown or unusable values are ignored, never an error: it is only a starting point."""
@@ -98,28 +111,29 @@ def initial_from_query(params, user) -> dict:
     for key in ("kind", "purpose", "data_sensitivity", "justification", "start_date", "end_date"):
         if params.get(key):
             initial[key] = params[key]
+    numbers = _PrefillNumbers(params)
+    numbers.is_valid()
+    whole = numbers.cleaned_data  # only the fields that parsed
     for key in ("gpu_hours", "cpu_hours"):
-        if params.get(key, "").isdigit():
-            initial[key] = int(params[key])
+        if key in whole:
+            initial[key] = whole[key]
     facility = Facility.objects.filter(slug=params.get("facility", ""), is_active=True).first()
     if facility:
         initial["facility"] = facility.slug
-        raw = params.get("node_type", "")
         nodes = facility.node_types.all()
-        node = (nodes.filter(pk=int(raw)).first() if raw.isdigit() else None) or nodes.filter(
-            name=raw).first()
+        node = (nodes.filter(pk=whole["node_type"]).first() if "node_type" in whole else None) \
+            or nodes.filter(name=params.get("node_type", "")).first()
         if node:
             initial["node_type"] = node.pk
-    project_ref = params.get("project", "")
     projects = visible_projects(user).filter(memberships__user=user)
-    project = (projects.filter(pk=int(project_ref)).first() if project_ref.isdigit() else
-               projects.filter(code=project_ref).first())
+    project = (projects.filter(pk=whole["project"]).first() if "project" in whole else
+               projects.filter(code=params.get("project", "")).first())
     if project is None and projects.count() == 1:
         project = projects.first()
     if project:
         initial["project"] = project.pk
-    if params.get("extends", "").isdigit():
-        initial["extends"] = int(params["extends"])
+    if "extends" in whole:
+        initial["extends"] = whole["extends"]
         base = visible_allocations(user).filter(pk=initial["extends"]).first()
         if base is not None and initial.get("purpose") in CHANGE_PURPOSES:
             initial.update({k: v for k, v in change_initial(base, initial["purpose"]).items()

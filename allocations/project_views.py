@@ -3,39 +3,27 @@ adds members (by username or email), changes roles and removes them. Thin: each 
 one service; refusals become messages."""
 from __future__ import annotations
 
-from django.apps import apps
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from . import selectors, services
-from .models import Allocation, ProjectMembership
-from .transitions import InvalidTransition
+from .models import Allocation, Dataset, ProjectMembership
+from .refusals import refused_to
 
 
-def _datasets(project) -> list | None:
-    """The project's registered datasets (at most 20), where this portal has a Dataset model
-    with a `project`; None where it has none (the page then only links)."""
-    try:
-        model = apps.get_model("allocations", "Dataset")
-    except LookupError:
-        return None
-    if "project" not in {f.name for f in model._meta.get_fields()}:
-        return None
-    return list(model.objects.filter(project=project).order_by("-pk")[:20])
+def _datasets(project) -> list:
+    """The project's registered datasets (at most 20)."""
+    return list(Dataset.objects.filter(project=project).order_by("-pk")[:20])
 
 
-def _datasets_url(project_id: int) -> str | None:
-    """The project's datasets page, where the datasets app is installed."""
-    try:
-        return reverse("project-datasets", args=[project_id])
-    except NoReverseMatch:
-        return None
+def _datasets_url(project_id: int) -> str:
+    """The project's datasets page."""
+    return reverse("project-datasets", args=[project_id])
 
 
 @login_required
@@ -82,21 +70,13 @@ def _member_action(request: HttpRequest, project, action: str) -> str:
 
 @login_required
 @require_POST
+@refused_to("project-detail", "pk")
 def project_members(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     """Add, change the role of, or remove a member; every refusal is a message on the page."""
     if action not in {"add", "role", "remove"}:
         raise Http404
     project = get_object_or_404(selectors.visible_projects(request.user), pk=pk)
-    try:
-        done = _member_action(request, project, action)
-    except ValidationError as error:
-        for field_messages in error.message_dict.values():
-            for message in field_messages:
-                messages.error(request, message)
-    except (PermissionDenied, InvalidTransition) as error:
-        messages.error(request, str(error))
-    else:
-        messages.success(request, done)
-        if action == "remove" and request.POST.get("username") == request.user.get_username():
-            return redirect("dashboard")
+    messages.success(request, _member_action(request, project, action))
+    if action == "remove" and request.POST.get("username") == request.user.get_username():
+        return redirect("dashboard")
     return redirect("project-detail", project.pk)

@@ -12,26 +12,29 @@ from typing import Any
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
 
+from .errors import Conflict
 from .models import Event
 
 
-class InvalidTransition(Exception):
-    """A state move the table does not allow (HTTP 409)."""
+class InvalidTransition(Conflict):
+    """A state move the table does not allow (HTTP 409, with `from` and `to`)."""
 
-    def __init__(self, obj: models.Model, from_state: str, to_state: str) -> None:
+    def __init__(self, obj: models.Model, from_state: str, to_state: str,
+                 message: str | None = None) -> None:
         self.from_state = from_state
         self.to_state = to_state
         label = obj._meta.verbose_name
-        super().__init__(f"This {label} is {from_state.replace('_', ' ')}; it cannot move to "
-                         f"{to_state.replace('_', ' ')}.")
+        super().__init__(message or f"This {label} is {from_state.replace('_', ' ')}; it cannot "
+                                    f"move to {to_state.replace('_', ' ')}.",
+                         **{"from": from_state, "to": to_state})
 
 
 class TransitionConflict(InvalidTransition):
     """Someone else moved the object between our read and our write (HTTP 409)."""
 
     def __init__(self, obj: models.Model, from_state: str, to_state: str) -> None:
-        super().__init__(obj, from_state, to_state)
-        self.args = (f"This {obj._meta.verbose_name} was changed by someone else; reload it.",)
+        super().__init__(obj, from_state, to_state,
+                         f"This {obj._meta.verbose_name} was changed by someone else; reload it.")
 
 
 Table = dict[str, Iterable[str]]

@@ -2,31 +2,26 @@
 the API and turn refusals into messages on the page."""
 from __future__ import annotations
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from . import selectors, services
+from .bounds import COUNT_MAX
 from .charts import allocation_charts
 from .connection import connection_note
 from .forms import RequestForm, initial_from_query
 from .ledger import ledger_of
 from .ledger_query import attach_ledger
 from .models import AllocationRequest
+from .refusals import form_call, refused_to
 from .sections import allocation_sections
 from .services.requests import review_refusal
-from .transitions import InvalidTransition
-
-FORM_FIELDS = set(RequestForm.Meta.fields)
-
-
-def _apply_errors(form: RequestForm, error: ValidationError) -> None:
-    for field, messages_ in error.message_dict.items():
-        form.add_error(field if field in FORM_FIELDS else None, messages_)
 
 
 @login_required
@@ -37,12 +32,9 @@ def request_new(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             data = dict(form.cleaned_data)
             project = data.pop("project")
-            try:
-                req = services.request_create(by=request.user, project=project,
-                                              submit="save_draft" not in request.POST, **data)
-            except ValidationError as error:
-                _apply_errors(form, error)
-            else:
+            req = form_call(form, services.request_create, by=request.user, project=project,
+                            submit="save_draft" not in request.POST, **data)
+            if req is not None:
                 messages.success(request, _created_message(req))
                 return redirect("request-detail", req.pk)
     else:
@@ -67,18 +59,19 @@ def request_edit(request: HttpRequest, pk: int) -> HttpResponse:
     form = RequestForm(request.POST or None, instance=req, user=request.user)
     if request.method == "POST" and form.is_valid():
         data = {k: v for k, v in form.cleaned_data.items() if k != "project"}
-        try:
-            req = services.request_update(request=req, by=request.user, **data)
-            if "save_draft" not in request.POST:
-                services.request_submit(request=req, by=request.user)
-        except ValidationError as error:
-            _apply_errors(form, error)
-        except (PermissionDenied, InvalidTransition) as error:
-            messages.error(request, str(error))
-        else:
-            messages.success(request, _created_message(req))
-            return redirect("request-detail", req.pk)
+        saved = form_call(form, _update_and_submit, req=req, by=request.user, data=data,
+                          submit="save_draft" not in request.POST)
+        if saved is not None:
+            messages.success(request, _created_message(saved))
+            return redirect("request-detail", saved.pk)
     return render(request, "allocations/request_form.html", {"form": form, "editing": req})
+
+
+def _update_and_submit(*, req: AllocationRequest, by, data: dict, submit: bool) -> AllocationRequest:
+    req = services.request_update(request=req, by=by, **data)
+    if submit:
+        services.request_submit(request=req, by=by)
+    return req
 
 
 @login_required
@@ -112,35 +105,33 @@ ACTIONS = {
 }
 
 
+class ApproveForm(forms.Form):
+    """The approve button's GPU-hours: blank for "as requested", else a whole number (Django
+    parses it: "²" passes `str.isdigit()` but is no number)."""
+
+    gpu_hours = forms.IntegerField(required=False, min_value=0, max_value=COUNT_MAX)
+
+
 def _int_or_none(raw: str | None) -> int | None:
-    raw = (raw or "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit():
-        raise services.PolicyError("Enter a whole number of GPU-hours.", field="gpu_hours")
-    return int(raw)
+    form = ApproveForm({"gpu_hours": (raw or "").strip()})
+    if not form.is_valid():
+        raise services.PolicyError({k: list(v) for k, v in form.errors.items()})
+    return form.cleaned_data["gpu_hours"]
 
 
 @login_required
 @require_POST
+@refused_to("request-detail", "pk")
 def request_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
-    """One workflow move from a button on the detail page; refusals become messages."""
+    """One workflow move from a button on the detail page; refusals become messages there."""
     if action not in ACTIONS:
         raise Http404
     req = get_object_or_404(selectors.visible_requests(request.user), pk=pk)
-    try:
-        ACTIONS[action](req, request.user, request.POST)
-    except ValidationError as error:
-        for field_messages in error.message_dict.values():
-            for message in field_messages:
-                messages.error(request, message)
-    except (PermissionDenied, InvalidTransition) as error:
-        messages.error(request, str(error))
-    else:
-        req.refresh_from_db()
-        messages.success(request, f"Request #{req.pk} is now {req.get_status_display().lower()}.")
-        if action in {"approve", "reject", "request-changes"}:
-            return redirect("review-queue")
+    ACTIONS[action](req, request.user, request.POST)
+    req.refresh_from_db()
+    messages.success(request, f"Request #{req.pk} is now {req.get_status_display().lower()}.")
+    if action in {"approve", "reject", "request-changes"}:
+        return redirect("review-queue")
     return redirect("request-detail", req.pk)
 
 

@@ -71,9 +71,3 @@ class RecommendForm(forms.Form):
                          if n.strip()]
         return data
 
-    def attach(self, errors: dict[str, list[str]]) -> None:
-        """Show the recommender's per-field messages on the fields they belong to."""
-        self.is_valid()  # populate cleaned_data so add_error can be used
-        for name, messages in errors.items():
-            for message in messages:
-                self.add_error(name if name in self.fields else None, message)

@@ -10,7 +10,7 @@ from django.shortcuts import render
 from benchmarks import calibration, charts, selectors
 from benchmarks.api.filters import BenchmarkResultFilter
 from benchmarks.forms import RecommendForm
-from benchmarks.recommender import RecommendationInputError
+from allocations.refusals import form_call
 
 PAGE_SIZE = 50
 
@@ -21,11 +21,9 @@ def recommend_page(request: HttpRequest) -> HttpResponse:
     form = RecommendForm(inputs.workloads, request.GET)
     context: dict = {"form": form}
     if form.submitted:
-        try:
-            outcome = selectors.recommendations_for(data=form.values(request.GET), inputs=inputs)
-        except RecommendationInputError as exc:
-            form.attach(exc.errors)
-        else:
+        outcome = form_call(form, selectors.recommendations_for, data=form.values(request.GET),
+                            inputs=inputs)
+        if outcome is not None:
             context.update(
                 outcome=outcome, results=outcome.results,
                 usable=sum(1 for r in outcome.results if r["eligible"] and r["fits_memory"]),

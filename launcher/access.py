@@ -6,22 +6,20 @@
   others' work.
 - Everyone else does not know the work exists: the services raise `NotVisible`, which the API
   and the pages answer with 404 exactly as for an id that does not exist.
-- Someone who may see but not act (a reviewer who is not a member) gets `PermissionDenied`:
+- Someone who may see but not act (a reviewer who is not a member) gets `Forbidden`:
   403 in the API, a message on the page (docs/api.md, "Who may do what").
 """
 from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
-from django.http import Http404
-
+from allocations.errors import Forbidden, NotFound
 from allocations.models import Allocation
 from allocations.roles import acts_on_all_projects, sees_all_projects
 from allocations.selectors import is_member
 
 
-class NotVisible(Http404):
+class NotVisible(NotFound):
     """The object is not there for this user (HTTP 404; never says whether it exists)."""
 
 
@@ -45,12 +43,12 @@ def can_act(user: Any, allocation: Allocation) -> bool:
 
 
 def check_can_act(user: Any, allocation: Allocation, *, what: str) -> None:
-    """Raise NotVisible (404) if `user` may not see the allocation's work, PermissionDenied
+    """Raise NotVisible (404) if `user` may not see the allocation's work, Forbidden
     (403) if they may see it but not `what` (e.g. "cancel this job")."""
     if user is None or not can_see(user, allocation):
         raise NotVisible("Not found.")
     if not can_act(user, allocation):
-        raise PermissionDenied(f"Only members of the project (or staff) can {what}.")
+        raise Forbidden(f"Only members of the project (or staff) can {what}.")
 
 
 def check_can_see(user: Any, allocation: Allocation) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from allocations.bounds import as_id
 from allocations.models import Allocation, Dataset
 from allocations.policy import dataset_location_errors
 
@@ -45,7 +46,7 @@ class DatasetRefused(LaunchRefused):
 def find_dataset(*, allocation: Allocation, ref: str) -> Dataset:
     """The allocation's project's dataset named `ref` (or with id `ref`)."""
     datasets = Dataset.objects.filter(project_id=allocation.project_id)
-    found = (datasets.filter(pk=int(ref)).first() if ref.isdigit() else None) or \
+    found = (datasets.filter(pk=number).first() if (number := as_id(ref)) is not None else None) or \
         datasets.filter(name=ref).first()
     if found is None:
         raise DatasetRefused(f"The project has no dataset {ref!r}: register it on the project's "

@@ -5,7 +5,8 @@ size, more folds than patients of a class). The API serializers, the browser for
 services all read this module, so a bad combination is a per-field 400 (or form error) at launch,
 never an exit code 2 in a job's log.
 
-Pure Python (no Django): the rules are plain functions returning {field: message}.
+The rules are plain functions returning {field: message}; only ParamsError, the refusal in the
+domain's vocabulary (allocations.errors), comes from the portal.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from allocations.errors import Invalid
 from launcher.workloads.ctxray.config import TrainConfig
 
 from . import sweepgrid
@@ -84,12 +86,21 @@ DEFAULT_SWEEP_PARAMS: dict[str, Any] = {"dataset": "synthetic-ct", "synthetic_n"
 DEFAULT_CONCURRENCY = 2
 
 
-class ParamsError(ValueError):
-    """Parameters that cannot run together; `errors` maps each field to what is wrong with it."""
+class ParamsError(Invalid, ValueError):
+    """Parameters that cannot run together (HTTP 400); `errors` maps each field to what is wrong
+    with it. The body places them where the request has them: a job's under `params`; a
+    sweep's (`sweep=True`) `folds` and `fixed.<name>` under `grid`, the rest under `params`."""
 
-    def __init__(self, errors: Mapping[str, str]) -> None:
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+    def __init__(self, errors: Mapping[str, str], *, sweep: bool = False) -> None:
         self.errors = dict(errors)
+        super().__init__({_placed(k, sweep): [v] for k, v in self.errors.items()})
+
+    def __str__(self) -> str:
+        return "; ".join(f"{k}: {v}" for k, v in self.errors.items())
+
+
+def _placed(key: str, sweep: bool) -> str:
+    return f"grid.{key}" if sweep and (key == "folds" or key.startswith("fixed.")) else f"params.{key}"
 
 
 def with_defaults(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -167,4 +178,5 @@ def check_sweep(params: Mapping[str, Any], grid: sweepgrid.GridSpec, *, gpus: in
     errors = combination_errors(merged, gpus=gpus, folds=grid.folds)
     errors.pop("fold", None)
     if errors:
-        raise ParamsError({(f"fixed.{k}" if k in grid.fixed else k): v for k, v in errors.items()})
+        raise ParamsError({(f"fixed.{k}" if k in grid.fixed else k): v for k, v in errors.items()},
+                          sweep=True)

@@ -1,7 +1,8 @@
 """Sweep grids: expand models x learning rates x LR steps x weight decays x folds into cells,
 validate specs, map a cell to ``ctxray train`` arguments, and rank results in a leaderboard.
 
-Pure Python (no Django, no torch), so the portal, Celery tasks and tests share it cheaply.
+Pure Python (no torch), so the portal, Celery tasks and tests share it cheaply; only GridError,
+the refusal in the domain's vocabulary (allocations.errors), comes from the portal.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from allocations.errors import Invalid
+
 from .stats import bounded_interval
 
 #: Models the workload can train (launcher.workloads.ctxray.config.MODEL_NAMES; a test keeps
@@ -21,8 +24,14 @@ MAX_CELLS = 5000
 METRIC_NAMES = ("accuracy", "precision", "recall", "specificity", "f1", "roc_auc")
 AXES = ("model", "lr", "lr_step", "weight_decay")
 
-class GridError(ValueError):
-    """A sweep spec that cannot be run; the message names the field and what is wrong."""
+class GridError(Invalid, ValueError):
+    """A sweep spec that cannot be run (HTTP 400); the message names the field and what is wrong,
+    and the body puts it there (`grid.<field>`, or `sort_by` for a leaderboard's metric)."""
+
+    def __init__(self, message: str) -> None:
+        head = message.partition(": ")[0]
+        field = head if head == "sort_by" else f"grid.{head}" if head.isidentifier() else "grid"
+        super().__init__(message, field=field)
 
 
 @dataclass(frozen=True)

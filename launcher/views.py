@@ -5,23 +5,18 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from allocations.transitions import InvalidTransition
-
+from allocations.refusals import form_call, form_status, refused_to
 from allocations.selectors import visible_allocations
 
 from . import access, charts, selectors, services, sweepgrid
 from .backends.base import BackendError
-from .datasets import DatasetRefused
 from .forms import LaunchForm, SweepForm
 from .ledger import with_reservation
 from .models import Job
-from .params import ParamsError
-from .services import LaunchConflict
 
 
 @login_required
@@ -37,26 +32,20 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@refused_to("job-detail", "pk", also=(BackendError,))  # the cluster could not be told: say so
 def job_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(selectors.visible_jobs(request.user), pk=pk)
-    try:
-        services.job_cancel(job=job, by=request.user)
-    except (InvalidTransition, BackendError, PermissionDenied) as error:
-        messages.error(request, str(error))
-    else:
-        messages.success(request, f"Job #{job.pk} cancelled.")
+    services.job_cancel(job=job, by=request.user)
+    messages.success(request, f"Job #{job.pk} cancelled.")
     return redirect("job-detail", pk)
 
 
 @login_required
 @require_POST
+@refused_to("job-detail", "pk", prefix="Not run again: ")
 def job_rerun(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(selectors.visible_jobs(request.user), pk=pk)
-    try:
-        again = services.job_rerun(job=job, by=request.user)
-    except (LaunchConflict, ParamsError, DatasetRefused, PermissionDenied) as error:
-        messages.error(request, f"Not run again: {error}")
-        return redirect("job-detail", pk)
+    again = services.job_rerun(job=job, by=request.user)
     messages.success(request, f"Job #{again.pk} runs job #{job.pk} again, with the same parameters and seed.")
     return redirect("job-detail", again.pk)
 
@@ -88,41 +77,31 @@ def _member_allocation(request: HttpRequest, pk: int):
 @login_required
 def allocation_launch(request: HttpRequest, pk: int) -> HttpResponse:
     """The launch form of an allocation (also shown on its page): the same `job_launch` service
-    as POST /api/v1/jobs/. Field errors re-render the form; a refusal (the API's 409: not active,
-    not enough GPU-hours left) goes back to the allocation page as a message."""
+    as POST /api/v1/jobs/. A refusal re-renders the form with it (allocations.refusals): on its
+    field (400), or at the top with the API's status (409: not active, not enough GPU-hours
+    left; 400: no price for that many GPUs on a cloud)."""
     allocation = _member_allocation(request, pk)
     if allocation is None:
         return redirect(f"/allocations/{pk}/")
     form = LaunchForm(request.POST or None, allocation=allocation)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        try:
-            job = services.job_launch(by=request.user, allocation=allocation, gpus=data["gpus"],
-                                      wall_time_minutes=data["wall_time_minutes"],
-                                      params=data["params"])
-        except ParamsError as error:
-            for field, message in error.errors.items():
-                form.add_error(field if field in form.fields else None, message)
-        except LaunchConflict as error:
-            messages.error(request, error.message)
-            return redirect(f"/allocations/{pk}/")
-        except PermissionDenied as error:
-            messages.error(request, str(error))
-            return redirect(f"/allocations/{pk}/")
-        except DatasetRefused as error:
-            form.add_error("dataset", str(error))
-        else:
+        job = form_call(form, services.job_launch, by=request.user, allocation=allocation,
+                        gpus=data["gpus"], wall_time_minutes=data["wall_time_minutes"],
+                        params=data["params"])
+        if job is not None:
             messages.success(request, f"Job #{job.pk} launched.")
             return redirect("job-detail", job.pk)
     return render(request, "launcher/launch.html", {"allocation": allocation, "form": form},
-                  status=400 if form.is_bound else 200)
+                  status=form_status(form))
 
 
 @login_required
 def allocation_sweep(request: HttpRequest, pk: int) -> HttpResponse:
     """The sweep form of an allocation (also on its page), the same `sweep_launch` service as
     POST /api/v1/sweeps/. "Estimate" (or `?preset=claire` to fill in the CLAIRE grid) shows the
-    total before anything launches; "Launch sweep" launches; a refusal (409) is a message here."""
+    total before anything launches; "Launch sweep" launches; a refusal is on the form (409 when
+    the allocation cannot take it, 400 when it cannot be priced)."""
     allocation = _member_allocation(request, pk)
     if allocation is None:
         return redirect(f"/allocations/{pk}/")
@@ -134,24 +113,20 @@ def allocation_sweep(request: HttpRequest, pk: int) -> HttpResponse:
         form = SweepForm(initial_data(form), allocation=allocation)
     if form.is_bound and form.is_valid():
         v = form.cleaned_data["validated"]
-        estimate = selectors.sweep_estimate(allocation=allocation, grid=v["grid"], params=v["params"],
-                                            gpus=v["gpus"], wall_time_minutes=v["wall_time_minutes"])
-        if request.method == "POST" and "launch" in request.POST:
-            try:
-                sweep = services.sweep_launch(
-                    by=request.user, allocation=allocation, grid=v["grid"], gpus=v["gpus"],
-                    wall_time_minutes=v["wall_time_minutes"], params=v["params"],
-                    concurrency=v["concurrency"], name=v["name"])
-            except (LaunchConflict, PermissionDenied) as error:
-                messages.error(request, getattr(error, "message", str(error)))
-            except DatasetRefused as error:
-                form.add_error("dataset", str(error))
-            else:
+        estimate = form_call(form, selectors.sweep_estimate, allocation=allocation, grid=v["grid"],
+                             params=v["params"], gpus=v["gpus"],
+                             wall_time_minutes=v["wall_time_minutes"])
+        if estimate is not None and request.method == "POST" and "launch" in request.POST:
+            sweep = form_call(form, services.sweep_launch,
+                              by=request.user, allocation=allocation, grid=v["grid"], gpus=v["gpus"],
+                              wall_time_minutes=v["wall_time_minutes"], params=v["params"],
+                              concurrency=v["concurrency"], name=v["name"])
+            if sweep is not None:
                 messages.success(request, f"Sweep #{sweep.pk} launched: {sweep.size} runs.")
                 return redirect("sweep-detail", sweep.pk)
     return render(request, "launcher/sweep_form.html",
                   {"allocation": allocation, "form": form, "estimate": estimate},
-                  status=400 if form.is_bound and form.errors else 200)
+                  status=form_status(form))
 
 
 def initial_data(form: SweepForm) -> dict:

@@ -9,11 +9,10 @@ from rest_framework import serializers, status
 from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
-from rest_framework.views import APIView
+from rest_framework.views import APIView, set_rollback
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from allocations.transitions import InvalidTransition
-from launcher.services.errors import LaunchConflict, LaunchRefused
+from allocations.errors import DomainError
 
 from .apiconf import FormParser, JSONParser
 from .security import lockout_response
@@ -27,18 +26,15 @@ def _validation_payload(exc: DjangoValidationError) -> dict:
 
 
 def exception_handler(exc, context):
-    """400 per field for refused input, 409 for a disallowed state move or a launch the
-    allocation cannot take (with the numbers), else DRF's mapping."""
-    if isinstance(exc, InvalidTransition):
-        return Response(
-            {"detail": str(exc), "from": exc.from_state, "to": exc.to_state},
-            status=status.HTTP_409_CONFLICT,
-        )
-    if isinstance(exc, LaunchConflict):
-        return Response({"detail": exc.message, **exc.data}, status=status.HTTP_409_CONFLICT)
-    if isinstance(exc, LaunchRefused):
-        return Response(exc.errors(), status=status.HTTP_400_BAD_REQUEST)
+    """The API's one mapping of refusals: a domain error (allocations.errors) answers its own
+    status and body (400 per field, 403, 404, 409 with the numbers); Django's ValidationError is
+    a 400 per field; the rest is DRF's mapping. Nothing half-saved: the transaction of an atomic
+    request is rolled back, as DRF does for the errors it maps."""
+    if isinstance(exc, DomainError):
+        set_rollback()
+        return Response(exc.body(), status=exc.status)
     if isinstance(exc, DjangoValidationError):
+        set_rollback()
         return Response(_validation_payload(exc), status=status.HTTP_400_BAD_REQUEST)
     return drf_exception_handler(exc, context)
 

@@ -2,11 +2,16 @@
 portal/api.py, which imports DRF's views: DRF imports these while it builds APIView)."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.pagination import PageNumberPagination
+
+
+#: A page number: a positive integer of at most 19 ASCII digits (past the last page: a 404).
+PAGE_NUMBER = re.compile(r"[1-9][0-9]{0,18}")
 
 
 def _has_nul(value: Any) -> bool:
@@ -48,7 +53,8 @@ class Pagination(PageNumberPagination):
 
     def paginate_queryset(self, queryset, request, view=None):
         values = request.query_params.getlist(self.page_query_param)
-        if len(values) > 1 or (values and not values[0].isdigit()) or values == ["0"]:
+        # ASCII digits only: "²".isdigit() is true, and int("²") fails deep in the paginator.
+        if len(values) > 1 or (values and not PAGE_NUMBER.fullmatch(values[0])):
             raise ValidationError({self.page_query_param: ["A page number: one integer from 1."]})
         return super().paginate_queryset(queryset, request, view)
 
@@ -57,6 +63,7 @@ class Pagination(PageNumberPagination):
         for param in params:
             if param["name"] == self.page_query_param:
                 param["schema"]["minimum"] = 1
+                param["schema"]["maximum"] = 2**63 - 1  # a page past the last is a 404
         return params
 
 

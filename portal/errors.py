@@ -13,6 +13,9 @@ from django.views import defaults
 API_PREFIX = "/api/"
 # The Swagger UI page asks for its start-up script as `?script=` (drf-spectacular).
 QUERY_CHECK_EXEMPT = ("/api/v1/docs/",)
+_JSON_BODIES = {404: {"detail": "Not found."},
+                405: {"detail": "Method not allowed."},
+                500: {"detail": "Server error: it is logged and will be looked at."}}
 
 
 def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
@@ -23,9 +26,24 @@ def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 def server_error(request: HttpRequest) -> HttpResponse:
     if request.path.startswith(API_PREFIX):
-        return JsonResponse({"detail": "Server error: it is logged and will be looked at."},
-                            status=500)
+        return JsonResponse(_JSON_BODIES[500], status=500)
     return defaults.server_error(request)
+
+
+class ApiJsonErrorsMiddleware:
+    """Under /api/, an error answered in HTML becomes JSON, whatever answered it: with DEBUG on,
+    Django's technical 404 page (a URL no route matches: `requests/0.5/`, `clusters/abc/`) and
+    500 page bypass `page_not_found` and `server_error`; this holds the contract there too."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (request.path.startswith(API_PREFIX) and response.status_code in _JSON_BODIES
+                and response.get("Content-Type", "").startswith(("text/html", "text/plain"))):
+            return JsonResponse(_JSON_BODIES[response.status_code], status=response.status_code)
+        return response
 
 
 class SingleQueryValuesMiddleware:

@@ -28,6 +28,8 @@ from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework.fields import empty
 from rest_framework.permissions import AllowAny
 
+from allocations.bounds import ID_MAX, ID_MIN
+
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
 ERROR_SCHEMA: dict[str, Any] = {
@@ -97,12 +99,17 @@ class PortalAutoSchema(AutoSchema):
         return dict(sorted(responses.items()))
 
     def _get_parameters(self):
-        """An empty query value is refused (portal.errors): string parameters say minLength 1."""
+        """An empty query value is refused (portal.errors): string parameters say minLength 1.
+        An integer in the path is an id: a 64-bit signed integer (one outside is a 404 on every
+        database: allocations.bounds)."""
         parameters = super()._get_parameters()
         for parameter in parameters:
             schema = parameter.get("schema", {})
             if parameter.get("in") == "query" and schema.get("type") == "string":
                 schema.setdefault("minLength", 1)
+            if parameter.get("in") == "path" and schema.get("type") == "integer":
+                schema.setdefault("minimum", ID_MIN)
+                schema.setdefault("maximum", ID_MAX)
         return parameters
 
     def _get_filter_parameters(self):

@@ -29,7 +29,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("staff/", staff_views.staff_home, name="staff-home"),
     path("reports/usage/", report_views.usage_report_page, name="usage-report"),
-    path("staff/allocations/<int:pk>/<slug:action>/", staff_views.staff_allocation_action,
+    path("staff/allocations/<id:pk>/<slug:action>/", staff_views.staff_allocation_action,
          name="staff-allocation-action"),
     path("accounts/login/", identity_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", identity_views.LogoutView.as_view(), name="logout"),

@@ -3,6 +3,7 @@ act on the project; detail for those who see it; update and delete for members (
 Thin: the services check permissions, rules and uniqueness, and audit."""
 from __future__ import annotations
 
+import django_filters
 from django.contrib.auth.models import AnonymousUser
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status, viewsets
@@ -10,6 +11,7 @@ from rest_framework.response import Response
 
 from .. import selectors, services
 from ..models import Dataset, Sensitivity
+from .filters import IdFilter
 
 
 class DatasetOut(serializers.ModelSerializer):
@@ -37,16 +39,24 @@ class DatasetIn(serializers.Serializer):
         super().__init__(*args, **kwargs)
         self.fields["project"].queryset = selectors.seen_projects(user or AnonymousUser())
 
+class DatasetFilter(django_filters.FilterSet):
+    # An id the caller cannot see filters to nothing (like one that does not exist), not a 400.
+    project = IdFilter(field_name="project_id", label="Only this project's datasets")
+
+    class Meta:
+        model = Dataset
+        fields = ["project"]
+
+
 class DatasetViewSet(viewsets.ModelViewSet):
     """datasets/ (list, `?project=<id>`; POST registers), datasets/{id}/ (GET, PATCH, PUT,
     DELETE)."""
 
     serializer_class = DatasetOut
+    filterset_class = DatasetFilter
 
     def get_queryset(self):
-        qs = selectors.visible_datasets(self.request.user)
-        project = self.request.query_params.get("project", "")
-        return qs.filter(project_id=int(project)) if project.isdigit() else qs
+        return selectors.visible_datasets(self.request.user)
 
     def _input(self, partial: bool = False) -> dict:
         data = DatasetIn(data=self.request.data, partial=partial, user=self.request.user)

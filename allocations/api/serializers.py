@@ -8,6 +8,7 @@ from rest_framework import serializers
 from ..models import (
     Allocation, AllocationRequest, Facility, NodeType, Project, ProjectMembership, Sensitivity,
 )
+from ..bounds import as_id
 from ..ledger import Ledger, ledger_of
 from ..models.project import project_code_validator
 from ..selectors import visible_allocations, visible_projects
@@ -142,7 +143,8 @@ class RequestInputSerializer(serializers.Serializer):
             attrs["node_type"] = None
             return attrs
         choices = NodeType.objects.filter(facility=facility)
-        found = choices.filter(pk=int(raw)).first() if str(raw).isdigit() else None
+        number = as_id(raw)
+        found = choices.filter(pk=number).first() if number is not None else None
         found = found or choices.filter(name=raw).first()
         if found is None:
             names = ", ".join(choices.values_list("name", flat=True)) or "none"

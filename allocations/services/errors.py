@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
+from ..errors import NON_FIELD, Invalid
 
 
-class PolicyError(ValidationError):
+class PolicyError(Invalid):
     """Input the policy refuses: per-field messages, nothing saved (HTTP 400)."""
 
     def __init__(self, errors: dict[str, list[str]] | str, field: str | None = None) -> None:
-        if isinstance(errors, str):
-            errors = {field or "non_field_errors": [errors]}
-        super().__init__(errors)
+        super().__init__(errors, field=field or (NON_FIELD if isinstance(errors, str) else None))

@@ -31,8 +31,7 @@ class MembershipConflict(InvalidTransition):
     e.g. without a PI."""
 
     def __init__(self, membership: ProjectMembership, to_state: str, message: str) -> None:
-        super().__init__(membership, membership.role, to_state)
-        self.args = (message,)
+        super().__init__(membership, membership.role, to_state, message)
 
 
 @transaction.atomic

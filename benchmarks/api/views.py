@@ -8,7 +8,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from benchmarks import selectors, services
-from benchmarks.recommender import RecommendationInputError
 
 from . import serializers as s
 from .filters import BenchmarkResultFilter
@@ -58,8 +57,5 @@ class RecommendationView(APIView):
         if not isinstance(request.data, dict):
             return Response({"non_field_errors": ["Send a JSON object."]},
                             status=status.HTTP_400_BAD_REQUEST)
-        try:
-            outcome = selectors.recommendations_for(data=request.data)
-        except RecommendationInputError as exc:
-            return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
+        outcome = selectors.recommendations_for(data=request.data)
         return Response(outcome.as_dict())

@@ -190,25 +190,9 @@ def _validate_sweep(attrs: dict[str, Any]) -> dict[str, Any]:
     spec = sweepgrid.validate(attrs["grid"])
     try:
         P.check_sweep(attrs["params"], spec, gpus=attrs["gpus"])
-    except P.ParamsError as error:
-        raise serializers.ValidationError(sweep_errors(error.errors)) from None
+    except P.ParamsError as error:  # in the serializer's own errors, beside the other fields'
+        raise serializers.ValidationError(error.body()) from None
     return attrs
-
-
-def sweep_errors(errors: dict[str, str]) -> dict[str, Any]:
-    """check_sweep's keys placed where the sweep body has them: grid.folds, grid.fixed.<name>,
-    params.<name>."""
-    out: dict[str, Any] = {}
-    for key, message in errors.items():
-        if key == "folds" or key.startswith("fixed."):
-            grid = out.setdefault("grid", {})
-            if key == "folds":
-                grid["folds"] = [message]
-            else:
-                grid.setdefault("fixed", {})[key.split(".", 1)[1]] = [message]
-        else:
-            out.setdefault("params", {})[key] = [message]
-    return out
 
 
 class LaunchInput(_AllocationScoped):

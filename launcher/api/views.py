@@ -8,14 +8,13 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from allocations.api.filters import IdFilter
+
 from .. import selectors, services, sweepgrid
-from ..params import ParamsError
-from ..services import LaunchConflict
 from ..models import Job
 from .serializers import JobLogOut, SweepCancelOut, SweepDetailOut
-from .serializers import JobEstimateOut
-from .serializers import (JobListOut, JobOut, LaunchInput, SweepEstimateOut, SweepInput, SweepOut,
-                          sweep_errors)
+from .serializers import (JobEstimateOut, JobListOut, JobOut, LaunchInput, SweepEstimateOut,
+                          SweepInput, SweepOut)
 
 _CONFLICT = OpenApiResponse(description="Not allowed now: the allocation is not active, or the "
                                         "estimate exceeds the GPU-hours (or budget) left; the body "
@@ -24,28 +23,18 @@ _BAD = OpenApiResponse(description="Per-field messages, nested as the body is (p
 
 
 class JobFilter(django_filters.FilterSet):
-    allocation = django_filters.NumberFilter(field_name="allocation_id", max_value=2**63 - 1,
-                                             label="Only this allocation's jobs")
+    allocation = IdFilter(field_name="allocation_id", label="Only this allocation's jobs")
 
     class Meta:
         model = Job
         fields = ["allocation"]
 
 
-def _conflict(error: LaunchConflict) -> Response:
-    return Response({"detail": error.message, **error.data}, status=status.HTTP_409_CONFLICT)
-
-
 def _launch_sweep(request, v) -> Response:
-    try:
-        sweep = services.sweep_launch(
-            by=request.user, allocation=v["allocation"], grid=v["grid"], gpus=v["gpus"],
-            wall_time_minutes=v["wall_time_minutes"], params=v["params"],
-            concurrency=v["concurrency"], name=v["name"])
-    except LaunchConflict as error:
-        return _conflict(error)
-    except ParamsError as error:
-        return Response(sweep_errors(error.errors), status=status.HTTP_400_BAD_REQUEST)
+    sweep = services.sweep_launch(
+        by=request.user, allocation=v["allocation"], grid=v["grid"], gpus=v["gpus"],
+        wall_time_minutes=v["wall_time_minutes"], params=v["params"],
+        concurrency=v["concurrency"], name=v["name"])
     return Response(SweepOut(sweep).data, status=status.HTTP_201_CREATED)
 
 
@@ -71,14 +60,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         v = data.validated_data
         if v["workload"] == "sweep":
             return _launch_sweep(request, v)
-        try:
-            job = services.job_launch(by=request.user, allocation=v["allocation"], gpus=v["gpus"],
-                                      wall_time_minutes=v["wall_time_minutes"], params=v["params"])
-        except LaunchConflict as error:
-            return _conflict(error)
-        except ParamsError as error:
-            return Response({"params": {k: [m] for k, m in error.errors.items()}},
-                            status=status.HTTP_400_BAD_REQUEST)
+        job = services.job_launch(by=request.user, allocation=v["allocation"], gpus=v["gpus"],
+                                  wall_time_minutes=v["wall_time_minutes"], params=v["params"])
         return Response(JobOut(job).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=LaunchInput, responses={200: JobEstimateOut, 400: _BAD})
@@ -107,13 +90,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
                                "parameters and seed on the same allocation (docs/launcher.md).")
     @action(detail=True, methods=["post"])
     def rerun(self, request, pk=None):
-        try:
-            job = services.job_rerun(job=self.get_object(), by=request.user)
-        except LaunchConflict as error:
-            return _conflict(error)
-        except ParamsError as error:
-            return Response({"params": {k: [m] for k, m in error.errors.items()}},
-                            status=status.HTTP_400_BAD_REQUEST)
+        job = services.job_rerun(job=self.get_object(), by=request.user)
         return Response(JobOut(job).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses=JobLogOut)
@@ -155,11 +132,8 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
                          description="Metrics level in metrics.json (default `patient`)")])
     def retrieve(self, request, pk=None):
         sweep = self.get_object()
-        try:
-            board = selectors.sweep_leaderboard(sweep, sort_by=request.query_params.get("sort_by"),
-                                                level=request.query_params.get("level", "patient"))
-        except sweepgrid.GridError as error:
-            return Response({"sort_by": [str(error)]}, status=status.HTTP_400_BAD_REQUEST)
+        board = selectors.sweep_leaderboard(sweep, sort_by=request.query_params.get("sort_by"),
+                                            level=request.query_params.get("level", "patient"))
         return Response({**SweepOut(sweep).data, "counts": selectors.sweep_counts(sweep),
                          "leaderboard": board})
 

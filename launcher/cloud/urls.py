@@ -3,5 +3,5 @@ from django.urls import path
 from . import views
 
 urlpatterns = [
-    path("clusters/<int:pk>/", views.cluster_detail, name="cluster-detail"),
+    path("clusters/<id:pk>/", views.cluster_detail, name="cluster-detail"),
 ]

@@ -1,32 +1,23 @@
-"""Refusals a launch can meet, each mapped to an HTTP status by the API."""
+"""Refusals a launch can meet, in the domain's one vocabulary (allocations.errors)."""
 from __future__ import annotations
 
-from decimal import Decimal
+from allocations.errors import Conflict, Invalid
 
 
-class LaunchConflict(Exception):
+class LaunchConflict(Conflict):
     """The allocation cannot take this launch now (HTTP 409). `data` carries the numbers."""
 
-    def __init__(self, message: str, **data: object) -> None:
-        super().__init__(message)
-        self.message = message
-        self.data = {k: (float(v) if isinstance(v, Decimal) else v) for k, v in data.items()}
 
-
-class LaunchRefused(Exception):
+class LaunchRefused(Invalid):
     """The launch cannot be done as described, whatever the allocation's state (HTTP 400).
-    `field`, when set, is the dotted input field the message belongs to ("params.dataset")."""
+    `field`, when set on a subclass, is the dotted input field the message belongs to
+    ("params.dataset"); else the body is `{"detail": message}`."""
 
     field: str = ""
 
+    def __init__(self, message: str) -> None:
+        super().__init__(message, field=self.field or None)
+
     def errors(self) -> dict:
         """The per-field 400 body: {"params": {"dataset": [message]}} for "params.dataset"."""
-        if not self.field:
-            return {"detail": str(self)}
-        body: dict = {}
-        *outer, last = self.field.split(".")
-        node = body
-        for part in outer:
-            node = node.setdefault(part, {})
-        node[last] = [str(self)]
-        return body
+        return self.body()

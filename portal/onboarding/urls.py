@@ -6,5 +6,5 @@ urlpatterns = [
     path("onboarding/", views.walk, name="onboarding"),
     path("onboarding/track/", views.track, name="onboarding-track"),
     path("onboarding/stats/", views.stats, name="onboarding-stats"),
-    path("onboarding/stats/<int:pk>/", views.stats, name="onboarding-stats-chart"),
+    path("onboarding/stats/<id:pk>/", views.stats, name="onboarding-stats-chart"),
 ]

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import secrets
 
+from django import forms
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
+
+from allocations.bounds import ID_MAX
 
 from . import selectors, services
 from .diagram import render_svg
@@ -27,10 +30,18 @@ def _walk_token(request: HttpRequest) -> str:
     return token
 
 
+class _Preview(forms.Form):
+    """`?version=<id>`, parsed by Django: "²" passes `isdigit()` but is no number, and an id past
+    64 bits overflows SQLite; either is ignored (the published chart shows)."""
+
+    version = forms.IntegerField(min_value=1, max_value=ID_MAX)
+
+
 def _chart_for(request: HttpRequest) -> Flowchart | None:
     """The published chart; staff may preview another version with `?version=<id>`."""
-    if request.user.is_staff and request.GET.get("version", "").isdigit():
-        return Flowchart.objects.filter(pk=int(request.GET["version"])).first()
+    preview = _Preview(request.GET)
+    if request.user.is_staff and preview.is_valid():
+        return Flowchart.objects.filter(pk=preview.cleaned_data["version"]).first()
     return selectors.published_flowchart()
 
 

@@ -33,6 +33,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
 
+from allocations.errors import NotFound
 from allocations.models import ProjectMembership, UsageRecord
 from allocations.roles import sees_all_projects
 from launcher.models import Job
@@ -47,8 +48,8 @@ _TRUNC = {"month": TruncMonth, "week": TruncWeek}
 _MONEY = DecimalField(max_digits=18, decimal_places=4)
 
 
-class NoReport(Exception):
-    """The user has no report to see (the view answers 404)."""
+class NoReport(NotFound):
+    """The user has no report to see (HTTP 404)."""
 
 
 @dataclass
@@ -72,7 +73,7 @@ def report_project_ids(user) -> list[int] | None:
         user=user, role__in=[ProjectMembership.Role.PI, ProjectMembership.Role.MANAGER]
     ).values_list("project_id", flat=True)) if user.is_authenticated else []
     if not ids:
-        raise NoReport
+        raise NoReport("No usage report for you: it is for PIs, managers and staff.")
     return ids
 
 

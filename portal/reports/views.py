@@ -3,7 +3,7 @@ efficiency`), and the API view `GET /api/v1/reports/usage/`. Thin: parse, select
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .charts import report_charts
-from .selectors import GROUPS, PERIODS, NoReport, usage_report
+from .selectors import GROUPS, PERIODS, usage_report
 from .tables import tables, to_csv
 
 
@@ -38,11 +38,8 @@ def usage_report_page(request: HttpRequest) -> HttpResponse:
         query = ReportQuery(data={})  # a bad choice on the page falls back to the defaults
         query.is_valid()
     q = query.validated_data
-    try:
-        report = usage_report(request.user, group_by=q["group_by"], period=q["period"],
-                              since=q.get("since"))
-    except NoReport:
-        raise Http404("No usage report for you: it is for PIs, managers and staff.")
+    report = usage_report(request.user, group_by=q["group_by"], period=q["period"],
+                          since=q.get("since"))
     all_tables = tables(report)
     if request.GET.get("format") == "csv":
         return _csv_response(all_tables[q["table"]], q["table"])
@@ -140,11 +137,8 @@ class UsageReportView(APIView):
         query = ReportQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         q = query.validated_data
-        try:
-            report = usage_report(request.user, group_by=q["group_by"], period=q["period"],
-                                  since=q.get("since"))
-        except NoReport:
-            raise Http404
+        report = usage_report(request.user, group_by=q["group_by"], period=q["period"],
+                              since=q.get("since"))
         if request.accepted_renderer.format == "csv":
             response = Response(to_csv(tables(report)[q["table"]]))
             response["Content-Disposition"] = f'attachment; filename="usage-{q["table"]}.csv"'

@@ -9,9 +9,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from allocations import services
+from allocations.refusals import refused_to
 from allocations.roles import sees_all_projects
 from allocations.selectors import visible_allocations
-from allocations.transitions import InvalidTransition
 
 from .selectors import staff_home as staff_home_data
 
@@ -27,16 +27,13 @@ def staff_home(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
+@refused_to("staff-home")
 def staff_allocation_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     """Activate (manual facility) or retry (failed) one allocation from the staff home."""
     if action not in {"activate", "retry"}:
         raise Http404
     allocation = get_object_or_404(visible_allocations(request.user), pk=pk)
-    try:
-        services.allocation_staff_action(allocation=allocation, by=request.user, action=action)
-    except (PermissionDenied, InvalidTransition) as error:
-        messages.error(request, str(error))
-    else:
-        verb = "activated" if action == "activate" else "queued for provisioning again"
-        messages.success(request, f"Allocation #{allocation.pk} {verb}.")
+    services.allocation_staff_action(allocation=allocation, by=request.user, action=action)
+    verb = "activated" if action == "activate" else "queued for provisioning again"
+    messages.success(request, f"Allocation #{allocation.pk} {verb}.")
     return redirect("staff-home")

@@ -74,3 +74,23 @@ def test_spot_refresh_keeps_real_prices_when_the_endpoint_answers_dummies(cloud_
     after = PriceCatalogueEntry.objects.get(instance_type="g5.xlarge", market="spot")
     assert after.price_per_hour == before.price_per_hour == Decimal("0.362")
     assert "aws.amazon.com" in after.source_url and after.as_of.isoformat() == "2024-06-01"
+
+
+@pytest.mark.parametrize("page", ["launch", "sweep"])
+def test_more_gpus_than_any_instance_has_is_a_form_error_not_a_500(allocation, researcher, page):
+    """No instance type offers 64 GPUs, so no price: PriceUnknown, the API's 400, on the form
+    (it was a 500 on both pages)."""
+    client = Client()
+    client.force_login(researcher)
+    form = {"model": "resnet18", "dataset": "synthetic-ct", "epochs": "1", "gpus": "64",
+            "wall_time_minutes": "30", "lr": "0.001", "batch_size": "2", "synthetic_n": "2000"}
+    if page == "sweep":
+        form = {"name": "big", "models": ["resnet18"], "lrs": "1e-3", "lr_steps": "5",
+                "weight_decays": "0.0001", "folds": "2", "epochs": "1", "patience": "",
+                "size": "64", "batch_size": "2", "dataset": "synthetic-ct", "synthetic_n": "2000",
+                "gpus": "64", "wall_time_minutes": "30", "concurrency": "1", "launch": "1"}
+    response = client.post(f"/allocations/{allocation.pk}/{page}/", form)
+    assert response.status_code == 400
+    assert response.context["form"].errors == {
+        "__all__": ["The facility has no instance type with 64 GPUs."]}
+    assert not allocation.jobs.exists()

@@ -70,13 +70,13 @@ def test_bad_fields_come_back_one_by_one(client, researcher, allocation):
     assert not Job.objects.exists()
 
 
-def test_a_refused_launch_is_a_message_on_the_allocation_page(client, researcher, allocation):
+def test_a_refused_launch_is_on_the_form_with_the_apis_status(client, researcher, allocation):
     client.force_login(researcher)
 
     response = client.post(f"/allocations/{allocation.pk}/launch/",
-                           {**VALID, "gpus": "8", "wall_time_minutes": "600"}, follow=True)
+                           {**VALID, "gpus": "8", "wall_time_minutes": "600"})
 
-    assert response.redirect_chain[-1][0] == f"/allocations/{allocation.pk}/"
+    assert response.status_code == 409  # as POST /api/v1/jobs/ answers (allocations.refusals)
     page = response.content.decode()
     assert "needs an estimated 80.000 GPU-hours but only 10 are left on the allocation (0 reserved" in page
     assert not Job.objects.exists()

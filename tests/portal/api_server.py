@@ -12,10 +12,12 @@ from __future__ import annotations
 import datetime as dt
 import os
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 import pytest
+from django.conf import settings
+from django.contrib.auth.models import Group
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
@@ -33,11 +35,15 @@ class SeededPortal:
     project_id: int
     allocation_id: int
     facility: str
+    #: A token per role the fuzzer plays: "pi", "researcher" (a member), "reviewer", "staff"
+    #: (is_staff, not a reviewer) and "anonymous" (None: no credentials).
+    tokens: dict[str, str | None] = field(default_factory=dict)
 
 
 def seed() -> SeededPortal:
-    """What a fuzzer needs to reach past the 404s: a PI and a member with tokens, a project on a
-    local facility that auto-approves trials, an active allocation, a job, a sweep, requests."""
+    """What a fuzzer needs to reach past the 404s: a PI, a member, a reviewer and a staff user
+    with tokens, a project on a local facility that auto-approves trials, an active allocation,
+    a job, a sweep, requests."""
     today = timezone.localdate()
     benchmarks_demo.seed()  # workloads and results, so recommendations have something to rank
     facility = FacilityFactory(slug="local-lab", name="Local lab", kind="local", backend="local",
@@ -60,10 +66,16 @@ def seed() -> SeededPortal:
         by=pi, allocation=allocation, gpus=1, wall_time_minutes=10, params={}, concurrency=2,
         grid={"models": ["resnet18"], "lrs": [1e-3], "lr_steps": [10], "weight_decays": [0.0],
               "folds": 2})
+    reviewer = UserFactory(username="grace", first_name="Grace")
+    reviewer.groups.add(Group.objects.get_or_create(name=settings.PORTAL_REVIEWERS_GROUP)[0])
+    staff = UserFactory(username="sam", first_name="Sam", is_staff=True)
+    tokens = {"pi": Token.objects.create(user=pi).key,
+              "researcher": Token.objects.create(user=member).key,
+              "reviewer": Token.objects.create(user=reviewer).key,
+              "staff": Token.objects.create(user=staff).key, "anonymous": None}
     return SeededPortal(
-        url="", token=Token.objects.create(user=pi).key,
-        member_token=Token.objects.create(user=member).key, project_id=project.pk,
-        allocation_id=allocation.pk, facility=facility.slug)
+        url="", token=tokens["pi"], member_token=tokens["researcher"], project_id=project.pk,
+        allocation_id=allocation.pk, facility=facility.slug, tokens=tokens)
 
 
 def _drop_queue(app, name: str) -> None:
