@@ -218,6 +218,8 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "allocations-expire": {"task": "allocations.expire_allocations", "schedule": 300.0},
+    # The ledger's columns against the records: drift corrected and audited (docs/ledger.md).
+    "allocations-reconcile-ledger": {"task": "allocations.reconcile_ledger", "schedule": 3600.0},
     # The launcher polls Slurm job states and ingests sacct records (docs/launcher.md).
     "launcher-poll-jobs": {"task": "launcher.poll_jobs", "schedule": 10.0},
     "launcher-ingest-usage": {"task": "launcher.ingest_usage", "schedule": 10.0},
