@@ -20,7 +20,6 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from .models import Allocation, UsageRecord
-from .prepared import Statement
 
 # A forecast from fewer days of use than this says nothing about the rate.
 MIN_FORECAST_DAYS = 3
@@ -34,16 +33,11 @@ LAYOUT: dict[str, Any] = {"margin": {"l": 56, "r": 16, "t": 40, "b": 48}, "heigh
 GRID = {"gridcolor": "#e5e7eb", "zeroline": False}
 
 
-# Days are cut in the active time zone, which is part of the compiled SQL (hence the key).
-DAILY = Statement(lambda p: UsageRecord.objects.filter(allocation_id=p.value("allocation"))
-                  .annotate(day=TruncDate("period_start")).values("day")
-                  .annotate(gpu_seconds=Sum("gpu_seconds"), cost=Sum("cost")).order_by("day"),
-                  key=timezone.get_current_timezone_name)
-
-
 def daily_usage(allocation: Allocation) -> list[dict[str, Any]]:
     """GPU-hours and cost per day, summed in SQL (one query)."""
-    rows = DAILY.run(allocation=allocation.pk)
+    rows = (UsageRecord.objects.filter(allocation_id=allocation.pk)
+            .annotate(day=TruncDate("period_start")).values("day")
+            .annotate(gpu_seconds=Sum("gpu_seconds"), cost=Sum("cost")).order_by("day"))
     return [{"day": r["day"], "gpu_hours": r["gpu_seconds"] / 3600, "cost": float(r["cost"])}
             for r in rows]
 

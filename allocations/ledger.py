@@ -1,31 +1,35 @@
-"""The ledger of an allocation: granted, charged, reserved and remaining, all in SQL.
+"""The ledger of an allocation: granted, charged, reserved and remaining, kept as data.
 
     remaining GPU-seconds = granted - charged - outstanding reservations
     remaining budget      = budget  - spent   - outstanding cost reservations
 
+Charged GPU-seconds, spend and the reservations (GPU-seconds and money) are columns of the
+allocation (`Allocation.LEDGER_FIELDS`), moved by `F()` updates under the allocation's row lock
+by the services that charge, reserve and release (allocations/services/ledger.py); a beat task
+recomputes them from the records and corrects any drift. Reading the ledger is reading a row.
+
 Charges are `UsageRecord`s (what the backends say ran). Reservations are promises to work that
 has not finished: the launcher registers a provider (from its app's `ready()`, so imports keep
-running `launcher -> allocations`) that gives, for an allocation row (`OuterRef("pk")`), the sum
-over its unfinished jobs of `max(estimate - charged to that job so far, 0)`; a finished job
-reserves nothing, its charges are the truth. Without a provider nothing is reserved.
+running `launcher -> allocations`) that sums, per allocation, over unfinished jobs, `max(estimate
+- charged to that job so far, 0)`; a finished job reserves nothing, its charges are the truth.
 
-Every figure here is exact: integer seconds and decimal money. Rounding is for display only
-(`allocations/templatetags/ledger.py`).
+Every figure here is exact: integer seconds and decimal money. Rounding is for display only.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db.models import DecimalField, Expression, Value
-
-# A provider returns {"gpu_seconds": expr, "cost": expr}, each evaluated per Allocation row.
-ReservationProvider = Callable[[], dict[str, Expression]]
-_providers: list[ReservationProvider] = []
+from django.db.models import DecimalField
 
 SECONDS = DecimalField(max_digits=20, decimal_places=3)
 MONEY = DecimalField(max_digits=16, decimal_places=4)
+
+# provider(allocation_ids=..., job_ids=...) -> {allocation id: (GPU-seconds, money)} reserved
+# by the selected unfinished jobs (None selects all).
+ReservationProvider = Callable[..., dict[int, tuple[Decimal, Decimal]]]
+_providers: list[ReservationProvider] = []
 
 
 def register_reservations(provider: ReservationProvider) -> None:
@@ -34,16 +38,16 @@ def register_reservations(provider: ReservationProvider) -> None:
         _providers.append(provider)
 
 
-def reserved_expressions() -> dict[str, Expression]:
-    """SQL expressions for the reserved GPU-seconds and cost of the allocation row in scope."""
-    if not _providers:
-        return {"gpu_seconds": Value(Decimal(0), output_field=SECONDS),
-                "cost": Value(Decimal(0), output_field=MONEY)}
-    parts = [p() for p in _providers]
-    seconds, cost = parts[0]["gpu_seconds"], parts[0]["cost"]
-    for part in parts[1:]:
-        seconds, cost = seconds + part["gpu_seconds"], cost + part["cost"]
-    return {"gpu_seconds": seconds, "cost": cost}
+def reservations(*, allocation_ids: Collection[int] | None = None,
+                 job_ids: Collection[int] | None = None) -> dict[int, tuple[Decimal, Decimal]]:
+    """{allocation id: (reserved GPU-seconds, reserved money)} of the selected unfinished work,
+    from the records (the recomputation's and the write paths' one definition)."""
+    totals: dict[int, tuple[Decimal, Decimal]] = {}
+    for provider in _providers:
+        for pk, (seconds, cost) in provider(allocation_ids=allocation_ids, job_ids=job_ids).items():
+            old = totals.get(pk, (Decimal(0), Decimal(0)))
+            totals[pk] = (old[0] + seconds, old[1] + cost)
+    return totals
 
 
 @dataclass(frozen=True)
@@ -82,9 +86,9 @@ class Ledger:
 
 
 def ledger_of(allocation) -> Ledger:
-    """The ledger of an allocation annotated by `selectors.with_usage` (no query)."""
+    """The ledger of an allocation row, from its columns (no query)."""
     return Ledger(gpu_seconds_granted=Decimal(allocation.gpu_hours) * 3600,
                   gpu_seconds_used=int(allocation.gpu_seconds_used),
-                  gpu_seconds_reserved=Decimal(allocation.gpu_seconds_reserved or 0),
+                  gpu_seconds_reserved=Decimal(allocation.gpu_seconds_reserved),
                   budget=allocation.budget, spend=Decimal(allocation.spend),
-                  cost_reserved=Decimal(allocation.cost_reserved or 0))
+                  cost_reserved=Decimal(allocation.cost_reserved))

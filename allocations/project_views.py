@@ -31,9 +31,8 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
     project = get_object_or_404(selectors.visible_projects(request.user).select_related("pi"),
                                 pk=pk)
     user = request.user
-    allocations = list(selectors.with_usage(
-        Allocation.objects.filter(project=project).select_related("facility")
-    ).order_by("-created_at", "-id")[:50])
+    allocations = list(Allocation.objects.filter(project=project).select_related("facility")
+                       .order_by("-created_at", "-id")[:50])
     context = {
         "project": project,
         "members": project.memberships.select_related("user").order_by("role", "user__username"),

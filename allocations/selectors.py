@@ -5,25 +5,17 @@ from decimal import Decimal
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.contenttypes.models import ContentType
-from django.db.models import (
-    DecimalField, ExpressionWrapper, F, OuterRef, Q, QuerySet, Subquery, Sum, Value,
-)
+from django.db.models import Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
-from .ledger import MONEY, SECONDS, Ledger, ledger_of, reserved_expressions
+from .ledger import Ledger, ledger_of
 from .models import (
     Allocation, AllocationRequest, Dataset, Event, Project, ProjectMembership, UsageRecord,
 )
-from .prepared import Statement
 # Who is staff or a reviewer is decided in roles.py alone; these names are re-exported here.
 from .roles import acts_on_all_projects, is_reviewer, is_staff, sees_all_projects  # noqa: F401
 
 User = AbstractBaseUser | AnonymousUser
-
-MEMBER_PROJECTS = Statement(lambda p: ProjectMembership.objects.filter(user_id=p.value("user"))
-                            .values_list("project_id", flat=True))
-MEMBERSHIP = Statement(lambda p: ProjectMembership.objects.filter(
-    project_id=p.value("project"), user_id=p.value("user"))[:1])
 
 
 def _allocation_rows() -> QuerySet[Allocation]:
@@ -34,8 +26,6 @@ def _events(type_id, object_id) -> QuerySet[Event]:
     return Event.objects.filter(content_type_id=type_id, object_id=object_id).select_related("actor")
 
 
-ALLOCATION = Statement(lambda p: _allocation_rows().filter(pk=p.value("pk")))
-EVENTS = Statement(lambda p: _events(p.value("type"), p.value("object")))
 
 
 def _visible_project_ids(user: User) -> list[int] | None:
@@ -55,7 +45,7 @@ def visible_projects(user: User) -> QuerySet[Project]:
 def membership(user: User, project: Project) -> ProjectMembership | None:
     if not user.is_authenticated:
         return None
-    return MEMBERSHIP.first(project=project.pk, user=user.pk)
+    return ProjectMembership.objects.filter(project_id=project.pk, user_id=user.pk).first()
 
 
 def can_manage_project(user: User, project: Project) -> bool:
@@ -84,7 +74,8 @@ def member_project_ids(user: User) -> list[int]:
         return []
     cached = getattr(user, "_member_project_ids", None)
     if cached is None:
-        cached = MEMBER_PROJECTS.run(user=user.pk)
+        cached = list(ProjectMembership.objects.filter(user_id=user.pk)
+                      .values_list("project_id", flat=True))
         user._member_project_ids = cached
     return cached
 
@@ -106,61 +97,32 @@ def review_queue(user: User) -> QuerySet[AllocationRequest]:
     )
 
 
-def _usage_sum(field: str) -> Subquery:
-    totals = (
-        UsageRecord.objects.filter(allocation=OuterRef("pk"))
-        .order_by()
-        .values("allocation")
-        .annotate(total=Sum(field))
-        .values("total")
-    )
-    return Subquery(totals)
-
-
-def with_usage(qs: QuerySet[Allocation]) -> QuerySet[Allocation]:
-    """Annotate the ledger by SQL aggregation (one query for any number of rows): charged
-    GPU-seconds (an integer) and spend, outstanding reservations of unfinished work (see
-    allocations/ledger.py), and used GPU-hours derived from the seconds, unrounded."""
-    reserved = reserved_expressions()
-    return qs.annotate(
-        gpu_seconds_used=Coalesce(_usage_sum("gpu_seconds"), Value(0)),
-        spend=Coalesce(_usage_sum("cost"), Value(Decimal("0")), output_field=MONEY),
-        gpu_seconds_reserved=Coalesce(reserved["gpu_seconds"], Value(Decimal(0)),
-                                      output_field=SECONDS),
-        cost_reserved=Coalesce(reserved["cost"], Value(Decimal(0)), output_field=MONEY),
-    ).annotate(
-        gpu_hours_used=ExpressionWrapper(
-            F("gpu_seconds_used") / Value(Decimal("3600")),
-            output_field=DecimalField(max_digits=24, decimal_places=10),
-        )
-    )
-
-
 def allocation_ledger(allocation_id: int) -> Ledger:
-    """Granted, charged, reserved and remaining of one allocation, exact (one query). Inside
-    a transaction that holds the allocation row lock, this is the figure a launch checks."""
-    return ledger_of(with_usage(Allocation.objects.filter(pk=allocation_id)).get())
+    """Granted, charged, reserved and remaining of one allocation, exact: its ledger columns
+    (one query). Inside a transaction that holds the allocation row lock, this is the figure a
+    launch checks."""
+    return ledger_of(Allocation.objects.only("gpu_hours", "budget", *Allocation.LEDGER_FIELDS)
+                     .get(pk=allocation_id))
 
 
 def visible_allocations(user: User) -> QuerySet[Allocation]:
-    """The allocations `user` may see, annotated with the ledger (`with_usage`)."""
-    return with_usage(visible_allocation_rows(user))
+    """The allocations `user` may see, each with its ledger (columns of the row)."""
+    return visible_allocation_rows(user)
 
 
 def visible_allocation_rows(user: User) -> QuerySet[Allocation]:
-    """The same rows without the ledger, for a page that attaches the figures of the rows it
-    shows (`ledger_query.attach_ledger`) or only needs to know what `user` may see."""
+    """The allocations `user` may see (project, facility and node type joined)."""
     ids = _visible_project_ids(user)
     return _allocation_rows() if ids is None else _allocation_rows().filter(project_id__in=ids)
 
 
 def visible_allocation(user: User, pk: int) -> Allocation | None:
     """One allocation of `visible_allocation_rows` (project, facility and node type joined), or
-    None: the allocation page's read, from a statement compiled once."""
+    None: the allocation page's read."""
     ids = _visible_project_ids(user)
     if ids == []:
         return None
-    allocation = ALLOCATION.first(pk=pk)
+    allocation = _allocation_rows().filter(pk=pk).first()
     if allocation is None or (ids is not None and allocation.project_id not in ids):
         return None
     return allocation
@@ -180,8 +142,8 @@ def timeline(obj) -> QuerySet[Event]:
 
 
 def timeline_events(obj) -> list[Event]:
-    """`timeline(obj)`, evaluated, from a statement compiled once."""
-    return EVENTS.run(type=ContentType.objects.get_for_model(type(obj)).pk, object=obj.pk)
+    """`timeline(obj)`, evaluated."""
+    return list(timeline(obj))
 
 
 # Project datasets: members and staff act, reviewers and staff see (the launcher's rule).

@@ -10,7 +10,7 @@ from django.utils import timezone
 from .digests import digest_send
 from .models import Allocation, Event, NotificationPreference
 from .notifications import send_event_email
-from .services import allocation_expire
+from .services import allocation_expire, ledger_reconcile
 from .transitions import InvalidTransition
 
 log = logging.getLogger(__name__)
@@ -49,3 +49,10 @@ def send_usage_digests() -> int:
             usage_alerts=NotificationPreference.Usage.WEEKLY).select_related("user"):
         sent += digest_send(preference=preference)
     return sent
+
+
+@shared_task(name="allocations.reconcile_ledger")
+def reconcile_ledger() -> int:
+    """Beat: recompute every allocation's ledger columns from the records; drifts are corrected,
+    logged and audited (allocations/services/ledger.py). Returns the number corrected."""
+    return len(ledger_reconcile())

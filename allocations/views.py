@@ -17,7 +17,6 @@ from .charts import allocation_charts
 from .connection import connection_note
 from .forms import RequestForm, initial_from_query
 from .ledger import ledger_of
-from .ledger_query import attach_ledger
 from .models import AllocationRequest
 from .refusals import form_call, refused_to
 from .sections import allocation_sections
@@ -149,7 +148,6 @@ def allocation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     allocation = selectors.visible_allocation(request.user, pk)
     if allocation is None:
         raise Http404("No allocation matches the given query.")
-    attach_ledger([allocation])  # the figures, from the ledger's compiled-once statement
     convert_url = None
     if allocation.kind == "trial" and allocation.status in ("active", "exhausted"):
         convert_url = reverse("request-new") + (

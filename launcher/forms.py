@@ -9,7 +9,6 @@ from typing import Any
 from django import forms
 
 from allocations.models import Dataset
-from allocations.prepared import Statement
 
 from . import params as P
 from . import sweepgrid
@@ -38,17 +37,14 @@ def _dataset() -> forms.ChoiceField:
         "project's datasets page)."))
 
 
-DATASETS = Statement(lambda p: Dataset.objects.filter(project_id=p.value("project"))
-                     .only("name", "modality", "sensitivity"))
-
-
 def _dataset_choices(allocation: Any) -> list[tuple[str, str]]:
     """The synthetic sets and the allocation's project's registered datasets (never a path)."""
     choices = [(name, f"{name} (generated)") for name in P.SYNTHETIC]
     if allocation is not None:
         choices += [(d.name, f"{d.name}: {d.get_modality_display()}, "
                              f"{d.get_sensitivity_display().lower()}")
-                    for d in DATASETS.run(project=allocation.project_id)]
+                    for d in Dataset.objects.filter(project_id=allocation.project_id)
+                    .only("name", "modality", "sensitivity")]
     return choices
 
 

@@ -1,4 +1,4 @@
-"""Reservations of unfinished jobs, as SQL for the allocation ledger (allocations/ledger.py).
+"""Reservations of unfinished jobs, in SQL, for the allocation ledger (allocations/ledger.py).
 
 A job reserves, while it is not final, what it may still use: its estimate less what has
 already been charged for it; a final job reserves nothing (its charges are the truth):
@@ -11,14 +11,16 @@ runs) and the usage records attributed to it (`UsageRecord.job_id`: the instance
 cloud workers that ran it). So a running cloud job's reservation shrinks as its instance time
 is charged instead of being counted twice. Money works the same way with `estimate_cost`.
 
-Registered from LauncherConfig.ready(); every read of the ledger (the launch check under the
-allocation row lock, the API, the pages) sees the same figures.
+Registered from LauncherConfig.ready(): the ledger's write paths measure a job's reservation
+before and after each change with it, and its recomputation sums it per allocation
+(allocations/services/ledger.py); the columns they keep are what every read sees.
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from decimal import Decimal
 
-from django.db.models import Case, Expression, F, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
+from django.db.models import Case, F, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
 from django.db.models.functions import Coalesce, Greatest
 
 from allocations.ledger import MONEY, SECONDS
@@ -51,16 +53,16 @@ def with_reservation(jobs: QuerySet[Job]) -> QuerySet[Job]:
                           output_field=MONEY)), default=Value(Decimal(0)), output_field=MONEY)))
 
 
-def open_jobs_with_reservation() -> QuerySet[Job]:
-    """Unfinished jobs of the allocation row in scope, each with its outstanding reservation."""
-    return with_reservation(Job.objects.filter(allocation=OuterRef("pk"))
-                            .exclude(state__in=Job.FINAL).order_by())
-
-
-def job_reservations() -> dict[str, Expression]:
-    """{"gpu_seconds", "cost"}: the sums over the allocation's unfinished jobs."""
-    jobs = open_jobs_with_reservation().values("allocation")
-    seconds = jobs.annotate(total=Sum("reserved_seconds")).values("total")
-    cost = jobs.annotate(total=Sum("reserved_cost")).values("total")
-    return {"gpu_seconds": Subquery(seconds, output_field=SECONDS),
-            "cost": Subquery(cost, output_field=MONEY)}
+def job_reservations(*, allocation_ids: Collection[int] | None = None,
+                     job_ids: Collection[int] | None = None) -> dict[int, tuple[Decimal, Decimal]]:
+    """{allocation id: (GPU-seconds, money)} reserved by the selected unfinished jobs (one
+    query): the provider the ledger's write paths and its recomputation ask."""
+    jobs = Job.objects.exclude(state__in=Job.FINAL).order_by()
+    if allocation_ids is not None:
+        jobs = jobs.filter(allocation_id__in=allocation_ids)
+    if job_ids is not None:
+        jobs = jobs.filter(pk__in=job_ids)
+    rows = (with_reservation(jobs).values("allocation_id")
+            .annotate(seconds=Sum("reserved_seconds"), cost=Sum("reserved_cost"))
+            .values_list("allocation_id", "seconds", "cost"))
+    return {pk: (Decimal(seconds or 0), Decimal(cost or 0)) for pk, seconds, cost in rows}

@@ -12,7 +12,6 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from allocations.models import Allocation, Project
-from allocations.prepared import Statement
 from allocations.selectors import User, allocation_ledger, member_project_ids, visible_allocations
 
 from . import access, sweepgrid
@@ -117,28 +116,24 @@ def sweep_leaderboard(sweep: Sweep, *, sort_by: str | None = None,
                                  sort_by=sort_by or sweep.sort_by, level=level)
 
 
-# The allocation page's two lists, compiled once (allocations/prepared.py).
-ALLOCATION_JOBS = Statement(lambda p: Job.objects.filter(
-    allocation_id=p.value("allocation"), sweep__isnull=True).select_related("created_by")[:50])
-ALLOCATION_SWEEPS = Statement(lambda p: Sweep.objects.filter(allocation_id=p.value("allocation"))
-                              .annotate(cells_done=Count("jobs", filter=Q(jobs__state__in=Job.FINAL)),
-                                        cells_running=Count("jobs", filter=Q(
-                                            jobs__state=Job.State.RUNNING)))
-                              .order_by("-created_at")[:20])
 
 
 def allocation_jobs(allocation: Allocation, *, by: User) -> list[Job]:
     """The allocation's latest 50 single jobs, newest first, for someone who may see them
     (NotVisible, a 404, otherwise)."""
     access.check_can_see(by, allocation)
-    return ALLOCATION_JOBS.run(allocation=allocation.pk)
+    return list(Job.objects.filter(allocation_id=allocation.pk, sweep__isnull=True)
+                .select_related("created_by")[:50])
 
 
 def allocation_sweeps(allocation: Allocation, *, by: User) -> list[Sweep]:
     """The allocation's latest 20 sweeps with finished and running cell counts (one query), for
     someone who may see them (NotVisible, a 404, otherwise)."""
     access.check_can_see(by, allocation)
-    return ALLOCATION_SWEEPS.run(allocation=allocation.pk)
+    return list(Sweep.objects.filter(allocation_id=allocation.pk)
+                .annotate(cells_done=Count("jobs", filter=Q(jobs__state__in=Job.FINAL)),
+                          cells_running=Count("jobs", filter=Q(jobs__state=Job.State.RUNNING)))
+                .order_by("-created_at")[:20])
 
 
 def sweep_estimate(*, allocation: Allocation, grid: dict[str, Any], params: dict[str, Any], gpus: int,

@@ -65,22 +65,3 @@ class Pagination(PageNumberPagination):
                 param["schema"]["minimum"] = 1
                 param["schema"]["maximum"] = 2**63 - 1  # a page past the last is a 404
         return params
-
-
-def strict_strings() -> None:
-    """Make DRF's CharField (and its subclasses: email, regex, slug, URL) refuse a JSON number,
-    as the schema's `type: string` says, instead of turning 0 into "0". Called once from
-    PortalConfig.ready(); found by the API fuzzer (`"pi_name": 0` was accepted)."""
-    from rest_framework import fields
-
-    if getattr(fields.CharField.to_internal_value, "strict", False):
-        return
-    lenient = fields.CharField.to_internal_value
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return lenient(self, data)
-
-    to_internal_value.strict = True
-    fields.CharField.to_internal_value = to_internal_value

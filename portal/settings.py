@@ -115,8 +115,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # django-axes first: it refuses a locked-out login before any password is checked.
 AUTHENTICATION_BACKENDS = [
     "portal.security.LoginThrottleBackend",
-    # Django's ModelBackend, reading the per-request user from a compiled statement.
-    "portal.sessions.UserBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
@@ -144,9 +143,9 @@ WHITENOISE_USE_FINDERS = True
 # Pages are served from the finders until `collectstatic` has run (make run, tests).
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
-# Cookie-free paths stay fast; sessions in the cache would lose logins on a Redis flush, so
-# they stay in the database (one indexed lookup per request, compiled once: portal/sessions.py).
-SESSION_ENGINE = "portal.sessions"
+# Sessions are read from the cache and written through to the database (Django's `cached_db`):
+# a Redis flush costs one database read per session, never a login.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 SESSION_COOKIE_HTTPONLY = True
 
 # HTTPS settings follow PORTAL_BASE_URL: served over https, cookies are Secure, plain http is
@@ -214,6 +213,14 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(_queue_dir / "control"),
         "store_processed": False,
     }
+# The cache (sessions, page fragments keyed on versions the services bump, the navigation):
+# shared Redis wherever Redis is the broker (every web process sees one cache, so a logout or a
+# bumped version holds everywhere), or CACHE_URL; the process's memory for `make run`.
+CACHE_URL = os.environ.get("CACHE_URL", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(
+    "redis://") else "")
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                      "LOCATION": CACHE_URL, "KEY_PREFIX": "portal"} if CACHE_URL else
+          {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # The local backend (launcher/local/): job folders, and how many run at once on a facility
 # that sets no `slots` and has no node type (docs/architecture.md).
 LOCAL_JOBS_DIR = Path(os.environ.get("PORTAL_LOCAL_JOBS_DIR", VAR_DIR / "local-jobs"))
@@ -227,6 +234,8 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "allocations-expire": {"task": "allocations.expire_allocations", "schedule": 300.0},
+    # The ledger's columns against the records: drift corrected and audited (docs/ledger.md).
+    "allocations-reconcile-ledger": {"task": "allocations.reconcile_ledger", "schedule": 3600.0},
     # The launcher polls Slurm job states and ingests sacct records (docs/launcher.md).
     "launcher-poll-jobs": {"task": "launcher.poll_jobs", "schedule": 10.0},
     "launcher-ingest-usage": {"task": "launcher.ingest_usage", "schedule": 10.0},

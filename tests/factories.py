@@ -9,8 +9,10 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from allocations.models import (
-    Allocation, AllocationRequest, Facility, NodeType, Project, ProjectMembership,
+    Allocation, AllocationRequest, Facility, NodeType, Project, ProjectMembership, UsageRecord,
 )
+from allocations.services import ledger_reserve, usage_record_many
+from launcher.models import Job
 
 JUSTIFICATION = (
     "We train DenseNet and ResNet classifiers on chest CT and X-ray images to detect COVID-19, "
@@ -108,3 +110,21 @@ class AllocationFactory(factory.django.DjangoModelFactory):
     start_date = factory.LazyFunction(timezone.localdate)
     end_date = factory.LazyFunction(lambda: timezone.localdate() + dt.timedelta(days=60))
     status = "active"
+
+
+def charge(**fields) -> UsageRecord:
+    """A usage record charged as the backends charge (`usage_record_many`: the ledger columns
+    move with it), returned as saved."""
+    fields.setdefault("period_start", timezone.now())
+    fields.setdefault("period_end", fields["period_start"])
+    record = UsageRecord(**fields)
+    usage_record_many([record])
+    return UsageRecord.objects.get(source=record.source, external_id=record.external_id)
+
+
+def open_job(**fields):
+    """A launcher Job written directly (as a backend would have moved it), its reservation
+    added to the allocation's ledger columns as `job_launch` adds it."""
+    job = Job.objects.create(**fields)
+    ledger_reserve(allocation_id=job.allocation_id, job_ids=[job.pk])
+    return job

@@ -6,7 +6,9 @@ from __future__ import annotations
 import django_filters
 from django.contrib.auth.models import AnonymousUser
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status, viewsets
+from rest_framework import status, viewsets
+
+from portal import strict_serializers as serializers
 from rest_framework.response import Response
 
 from .. import selectors, services

@@ -11,7 +11,6 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from .. import selectors, services
-from ..ledger_query import attach_ledger
 from ..models import Facility, UsageRecord
 from . import serializers as s
 from .filters import AllocationFilter, RequestFilter
@@ -184,16 +183,8 @@ class AllocationViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = AllocationFilter
 
     def get_queryset(self):
-        # Rows only; the ledger of the rows served is attached from its compiled-once statement
-        # (allocations/ledger_query.py): compiling the annotated queryset was most of the time.
+        # The ledger is columns of the row (allocations/ledger.py): nothing to annotate.
         return selectors.visible_allocation_rows(self.request.user)
-
-    def paginate_queryset(self, queryset):
-        page = super().paginate_queryset(queryset)
-        return None if page is None else attach_ledger(page)
-
-    def get_object(self):
-        return attach_ledger([super().get_object()])[0]
 
     @extend_schema(responses={200: dict})
     @action(detail=True, methods=["get"])

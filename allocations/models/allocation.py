@@ -48,6 +48,17 @@ class Allocation(models.Model):
     alerted_thresholds = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     activated_at = models.DateTimeField(null=True, blank=True)
+    # The ledger, kept as data (docs/ledger.md): changed only by F() updates under the row lock
+    # in allocations/services/ledger.py, recomputed from the records by a beat task.
+    gpu_seconds_used = models.BigIntegerField("charged GPU-seconds", default=0, editable=False)
+    spend = models.DecimalField(max_digits=16, decimal_places=4, default=Decimal(0),
+                                editable=False)
+    gpu_seconds_reserved = models.DecimalField(max_digits=20, decimal_places=3,
+                                               default=Decimal(0), editable=False)
+    cost_reserved = models.DecimalField(max_digits=16, decimal_places=4, default=Decimal(0),
+                                        editable=False)
+
+    LEDGER_FIELDS = ("gpu_seconds_used", "spend", "gpu_seconds_reserved", "cost_reserved")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -55,9 +66,22 @@ class Allocation(models.Model):
     def __str__(self) -> str:
         return f"Allocation #{self.pk} ({self.project.code} on {self.facility.slug})"
 
+    def save(self, *args, **kwargs) -> None:
+        """Saving a loaded row never writes the ledger columns back: they move only by the
+        ledger's F() updates, and an in-memory copy (an admin form) may be stale."""
+        if not self._state.adding and kwargs.get("update_fields") is None:
+            kwargs["update_fields"] = [f.name for f in self._meta.concrete_fields
+                                       if not f.primary_key and f.name not in self.LEDGER_FIELDS]
+        super().save(*args, **kwargs)
+
     @property
     def gpu_seconds_granted(self) -> Decimal:
         return self.gpu_hours * 3600
+
+    @property
+    def gpu_hours_used(self) -> Decimal:
+        """Charged GPU-hours, derived from the integer seconds, unrounded."""
+        return Decimal(self.gpu_seconds_used) / 3600
 
     def default_account_name(self) -> str:
         return f"{self.project.code.lower()}-a{self.pk}"

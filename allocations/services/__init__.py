@@ -6,6 +6,7 @@ from .allocations import (
 )
 from .datasets import dataset_create, dataset_delete, dataset_update
 from .errors import PolicyError
+from .ledger import ledger_charge, ledger_jobs_change, ledger_reconcile, ledger_reserve
 from .preferences import preference_set
 from .projects import (
     MembershipConflict, project_create, project_update, project_member_add, project_member_remove,
@@ -19,6 +20,7 @@ from .usage import usage_check_thresholds, usage_correct, usage_record_many
 
 __all__ = [
     "PolicyError", "preference_set",
+    "ledger_charge", "ledger_jobs_change", "ledger_reconcile", "ledger_reserve",
     "dataset_create", "dataset_delete", "dataset_update",
     "allocation_activate", "allocation_await_staff", "allocation_close", "allocation_exhaust",
     "allocation_expire", "allocation_staff_action",

@@ -11,10 +11,10 @@ from django.utils import timezone
 
 from ..models import Allocation, UsageRecord
 from ..roles import is_staff
-from ..selectors import allocation_usage_totals
 from ..transitions import record_event
 from .allocations import allocation_exhaust
 from .errors import PolicyError
+from .ledger import ledger_charge
 from .notify import notify_after_commit
 
 THRESHOLDS = (50, 80, 100)
@@ -22,9 +22,11 @@ THRESHOLDS = (50, 80, 100)
 
 def usage_record_many(records: Iterable[UsageRecord], *, batch_size: int = 2000) -> int:
     """Insert usage rows, ignoring any already recorded (unique by source and external id), so
-    ingesting the same backend records twice charges them once. Returns rows offered."""
+    ingesting the same backend records twice charges them once; the allocation's ledger columns
+    move with them (services/ledger.py). Returns rows offered."""
     rows = list(records)
-    UsageRecord.objects.bulk_create(rows, batch_size=batch_size, ignore_conflicts=True)
+    if rows:
+        ledger_charge(records=rows, batch_size=batch_size)
     return len(rows)
 
 
@@ -33,7 +35,7 @@ def usage_check_thresholds(*, allocation_id: int) -> list[int]:
     """Alert once at 50%, 80% and 100% of the grant; at 100% an active allocation becomes
     exhausted. Safe to call after every ingestion. Returns the thresholds newly crossed."""
     allocation = Allocation.objects.select_for_update().get(pk=allocation_id)
-    used = allocation_usage_totals(allocation_id)["gpu_hours"]
+    used = allocation.gpu_hours_used  # the ledger's column, read under the row lock
     if allocation.gpu_hours <= 0:
         return []
     percent = used * 100 / allocation.gpu_hours

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
-from rest_framework import serializers
+from portal import strict_serializers as serializers
 
 from allocations.models import Allocation
 

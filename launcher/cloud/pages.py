@@ -8,7 +8,6 @@ from django.db.models.functions import TruncDate
 
 from allocations.charts import GRID, LAYOUT
 from allocations.models import Allocation, UsageRecord
-from allocations.prepared import Statement
 
 from ..access import can_see
 from .models import Cluster
@@ -37,13 +36,10 @@ def cost_per_day(allocation: Allocation) -> dict:
             "total": sum(sum(s.values()) for s in series.values())}
 
 
-CLUSTER = Statement(lambda p: Cluster.objects.filter(allocation_id=p.value("allocation"))[:1])
-
-
 def allocation_sections(allocation: Allocation, user) -> list[dict]:
     """Sections for `/allocations/<id>/` (empty unless the allocation has a cluster the user
     may see): {"template": ..., "data": ...} each."""
-    cluster = CLUSTER.first(allocation=allocation.pk)
+    cluster = Cluster.objects.filter(allocation_id=allocation.pk).first()
     if cluster is None or not can_see(user, allocation):  # the launcher's one rule
         return []
     return [{"template": "cloud/_cost_section.html",

@@ -15,10 +15,11 @@ How this entry meets the seam's contract (launcher/backends/registry.py, docs/ar
 - Refusals (budget spent meanwhile, unknown price, allocation no longer active) are permanent
   `BackendError`s, so the launcher fails the job with the reason instead of retrying.
 
-Budget: `check_launch` is the cloud's money check for a launch. It runs inside the launcher's
-`job_launch` / `sweep_launch` transaction (the allocation row locked), which call any
-backend's declared `check_launch`, so `POST /api/v1/jobs/` answers 409 with `estimate_cost` and
-`remaining_budget` and nothing is written or launched.
+Budget: `check_launch` prices a launch (the catalogue's price x the instance time; PriceUnknown,
+400, when nobody knows it). It runs inside the launcher's `job_launch` / `sweep_launch`
+transaction (the allocation row locked); the ledger then refuses it when the money is not left
+(409 with `estimate_cost` and `remaining_budget`, docs/ledger.md), so nothing is written or
+launched. The ledger is the only place that refuses a launch for money.
 """
 from __future__ import annotations
 
@@ -95,17 +96,16 @@ class CloudRunner(BaseBackend):
 
     def check_launch(self, *, allocation, gpus: int, wall_time_minutes: int,
                      runs: int = 1) -> Decimal:
-        """The estimated cost of `runs` jobs of `wall_time_minutes` each; raises
-        BudgetExceeded (409, with estimate_cost and remaining_budget) when it does not fit
-        what the allocation has left, PriceUnknown (400) when no price is known. Reads only."""
+        """The estimated cost of `runs` jobs of `wall_time_minutes` each, which the ledger then
+        checks against what is left (only the ledger refuses a launch for money:
+        launcher/services/launch.py); PriceUnknown (400) when no price is known. Reads only."""
         from .selectors import gpus_for
-        from .services.costs import check_budget
+        from .services.costs import estimate
 
         instance_type = instance_type_for(allocation, gpus)
-        return check_budget(allocation=allocation, instance_type=instance_type,
-                            gpus=gpus_for(facility=allocation.facility,
-                                          instance_type=instance_type),
-                            hours=_hours(wall_time_minutes) * runs)
+        return estimate(allocation=allocation, instance_type=instance_type,
+                        gpus=gpus_for(facility=allocation.facility, instance_type=instance_type),
+                        hours=_hours(wall_time_minutes) * runs)["cost"]
 
     def submit(self, *, facility, jobs: Sequence, token: str):
         from django.core.exceptions import ValidationError

@@ -6,7 +6,7 @@ from decimal import Decimal
 from django.db.models import Prefetch, QuerySet
 
 from allocations.models import Allocation, Facility
-from allocations.selectors import User, allocation_usage_totals, visible_allocations
+from allocations.selectors import User, allocation_ledger, visible_allocations
 
 from .models import CloudTask, Cluster, Interruption, Node, PriceCatalogueEntry
 
@@ -53,11 +53,12 @@ def gpus_for(*, facility: Facility, instance_type: str) -> int:
 
 
 def remaining(allocation: Allocation) -> dict[str, Decimal | None]:
-    """What is left of the allocation: money (None without a budget) and GPU-hours."""
-    totals = allocation_usage_totals(allocation.pk)
-    money = None if allocation.budget is None else allocation.budget - totals["cost"]
-    return {"budget": money, "gpu_hours": allocation.gpu_hours - totals["gpu_hours"],
-            "spend": totals["cost"]}
+    """What is left of the allocation, from its ledger (allocations/ledger.py: charges and the
+    reservations of unfinished work, never below zero): money (None without a budget), the
+    money reserved, GPU-hours, and what was spent."""
+    ledger = allocation_ledger(allocation.pk)
+    return {"budget": ledger.budget_remaining, "reserved": ledger.cost_reserved,
+            "gpu_hours": ledger.gpu_hours_remaining, "spend": ledger.spend}
 
 
 def active_tasks(cluster: Cluster) -> QuerySet[CloudTask]:

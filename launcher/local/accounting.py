@@ -11,7 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from allocations.models import Allocation, UsageRecord
-from allocations.services import usage_check_thresholds, usage_record_many
+from allocations.services import ledger_jobs_change, usage_check_thresholds, usage_record_many
 
 from ..models import Job
 from . import cells
@@ -57,6 +57,8 @@ def usage_ingest_local(*, allocation: Allocation) -> int:
     if not records:
         return 0
     usage_record_many(records)
-    Job.objects.bulk_update(changed, ["gpu_seconds"], batch_size=500)
+    if changed:  # the copied charge shrinks the jobs' reservations in the ledger columns
+        with ledger_jobs_change(allocation_ids=[allocation.pk], job_ids=[j.pk for j in changed]):
+            Job.objects.bulk_update(changed, ["gpu_seconds"], batch_size=500)
     usage_check_thresholds(allocation_id=allocation.pk)
     return len(records)

@@ -14,7 +14,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from allocations.models import Allocation, UsageRecord
-from allocations.services import usage_check_thresholds, usage_record_many
+from allocations.services import ledger_jobs_change, usage_check_thresholds, usage_record_many
 
 from ..backends.base import UsageRow
 from ..slurm.connection import slurm_backend
@@ -73,7 +73,7 @@ def usage_ingest_rows(*, allocation: Allocation, rows: list[UsageRow]) -> int:
     records = usage_records_from_rows(allocation=allocation, rows=rows,
                                       jobs={ref: job.pk for ref, job in jobs.items()})
     usage_record_many(records)
-    _charge_jobs(jobs, rows)
+    _charge_jobs(allocation, jobs, rows)
     usage_check_thresholds(allocation_id=allocation.pk)
     return len(records)
 
@@ -97,10 +97,12 @@ def _jobs_by_ref(allocation: Allocation, rows: Iterable[UsageRow]) -> dict[tuple
             if (job.scheduler_id, job.array_index) in refs}
 
 
-def _charge_jobs(jobs: Mapping[tuple[str, int | None], Job], rows: Iterable[UsageRow]) -> None:
+def _charge_jobs(allocation: Allocation, jobs: Mapping[tuple[str, int | None], Job],
+                 rows: Iterable[UsageRow]) -> None:
     """Copy each finished job's charged GPU-seconds onto its Job row (one query whatever the
     number of rows). A running job's elapsed time so far is not charged yet, so it is not
-    copied either: until its record is in the ledger its reservation must stand whole."""
+    copied either: until its record is in the ledger its reservation must stand whole. The
+    copied charge shrinks the jobs' reservations in the allocation's ledger columns."""
     changed = []
     for row in rows:
         job = jobs.get(_ref(row.job_id))
@@ -110,4 +112,6 @@ def _charge_jobs(jobs: Mapping[tuple[str, int | None], Job], rows: Iterable[Usag
         if seconds != job.gpu_seconds:
             job.gpu_seconds = seconds
             changed.append(job)
-    Job.objects.bulk_update(changed, ["gpu_seconds"], batch_size=500)
+    if changed:
+        with ledger_jobs_change(allocation_ids=[allocation.pk], job_ids=[j.pk for j in changed]):
+            Job.objects.bulk_update(changed, ["gpu_seconds"], batch_size=500)

@@ -11,6 +11,7 @@ from django.db import transaction
 
 from allocations.models import Allocation
 from allocations.selectors import allocation_ledger
+from allocations.services import ledger_reserve
 from allocations.transitions import record_event
 
 from .. import params as launch_params
@@ -123,6 +124,7 @@ def _job_create(*, by: Any, allocation: Allocation, gpus: int, wall_time_minutes
         wall_time_minutes=wall_time_minutes, estimate_gpu_hours=estimate.gpu_hours,
         estimate_cost=estimate.cost, estimate_source=estimate.source, token=new_token("job"),
         **estimate.job_fields())
+    ledger_reserve(allocation_id=allocation.pk, job_ids=[job.pk])
     record_event(job, actor=by, from_state="", to_state=job.state,
                  comment=f"Launched: estimate {estimate.gpu_hours} GPU-hours ({estimate.source}).")
     _enqueue("submit_job", job.pk)
@@ -166,12 +168,13 @@ def _sweep_create(*, by: Any, allocation: Allocation, grid: dict[str, Any], gpus
         allocation=allocation, created_by=by, name=name, grid=dict(grid), params=params,
         size=len(cells), gpus=gpus, wall_time_minutes=wall_time_minutes, concurrency=concurrency,
         token=token, estimate_gpu_hours=total.gpu_hours, estimate_cost=total.cost, sort_by=sort_by)
-    Job.objects.bulk_create([
+    cells_created = Job.objects.bulk_create([
         Job(allocation=allocation, sweep=sweep, created_by=by, params={**params, **_cell(c)},
             gpus=gpus, wall_time_minutes=wall_time_minutes, estimate_gpu_hours=per_cell.gpu_hours,
             estimate_cost=cell_cost, estimate_source=per_cell.source, token=token,
             array_index=c["index"], **per_cell.job_fields())
         for c in cells])
+    ledger_reserve(allocation_id=allocation.pk, job_ids=[job.pk for job in cells_created])
     record_event(sweep, actor=by, from_state="", to_state="queued",
                  comment=f"{len(cells)} cells, estimate {total.gpu_hours} GPU-hours.")
     _enqueue("submit_sweep", sweep.pk)

@@ -5,16 +5,29 @@ from typing import Any
 
 from django.db import transaction
 
+from allocations.services import ledger_jobs_change
 from allocations.transitions import TransitionConflict, transition
 
 from ..models import Job
 from ..states import JOB_MOVES
 
 
+# Columns that change what a job reserves (launcher/ledger.py), besides its state.
+RESERVING = frozenset({"gpu_seconds", "prior_gpu_seconds", "estimate_gpu_hours", "estimate_cost"})
+
+
 def job_move(*, job: Job, to: str, by: Any = None, comment: str = "", **updates: Any) -> Job:
-    """Move `job` to `to` (compare-and-swap, audited). Raises InvalidTransition/TransitionConflict."""
+    """Move `job` to `to` (compare-and-swap, audited). Raises InvalidTransition/TransitionConflict.
+    A move that ends the job (or re-bases its estimate) releases its reservation in the
+    allocation's ledger in the same transaction, under the allocation's row lock."""
     with transaction.atomic():
-        transition(job, to=to, table=JOB_MOVES, actor=by, comment=comment, field="state", **updates)
+        if to in Job.FINAL or job.state in Job.FINAL or RESERVING & updates.keys():
+            with ledger_jobs_change(allocation_ids=[job.allocation_id], job_ids=[job.pk]):
+                transition(job, to=to, table=JOB_MOVES, actor=by, comment=comment,
+                           field="state", **updates)
+        else:
+            transition(job, to=to, table=JOB_MOVES, actor=by, comment=comment, field="state",
+                       **updates)
     return job
 
 

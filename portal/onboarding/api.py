@@ -3,7 +3,7 @@ ends. Public (AllowAny): the chart is the same public information the page shows
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers
+from portal import strict_serializers as serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response

@@ -7,7 +7,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import renderers, serializers
+from rest_framework import renderers
+
+from portal import strict_serializers as serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 

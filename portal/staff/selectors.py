@@ -19,7 +19,6 @@ from django.utils import timezone
 
 from allocations.models import Allocation, AllocationRequest, Facility, ProjectMembership
 from allocations.roles import sees_all_projects
-from allocations.selectors import with_usage
 from launcher.backends.registry import Capability, backends_with, is_connected
 from launcher.models import Job
 
@@ -64,8 +63,8 @@ def stuck_allocations() -> Queue:
 def allocations_near_their_end() -> Queue:
     """Active allocations at >= 80% used or ending within 14 days, the soonest end first."""
     soon = timezone.localdate() + dt.timedelta(days=NEAR_DAYS)
-    qs = with_usage(Allocation.objects.filter(status=Allocation.Status.ACTIVE)
-                    .select_related("project", "facility"))
+    qs = Allocation.objects.filter(status=Allocation.Status.ACTIVE).select_related(
+        "project", "facility")
     qs = qs.filter(Q(end_date__lte=soon)
                    | Q(gpu_seconds_used__gte=F("gpu_hours") * Value(3600 * NEAR_PERCENT / 100)))
     return _queue(qs.order_by("end_date", "id"))

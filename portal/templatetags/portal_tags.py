@@ -92,12 +92,3 @@ def shown(value, places: int = 2) -> str:
     if number != 0 and float(text.replace(",", "")) == 0:
         text = f"{number:.2g}"
     return text
-
-
-@register.simple_tag
-def form_fields(form):
-    """Every field of `form` through includes/field.html; unbound forms come from a per-process
-    cache keyed on everything they render (portal/formcache.py)."""
-    from portal.formcache import render_fields
-
-    return render_fields(form)

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from allocations.models import Allocation, AllocationRequest, Event
 from tests.factories import JUSTIFICATION, AllocationFactory
+from tests.factories import charge
 
 pytestmark = pytest.mark.django_db
 
@@ -184,12 +185,11 @@ def test_projects_can_be_created_and_members_added_by_the_pi(api, pi, researcher
 
 
 def test_allocation_usage_is_a_daily_series(api, researcher, project):
-    from allocations.models import UsageRecord
 
     allocation = AllocationFactory(project=project, gpu_hours=10)
     now = timezone.now()
     for i, seconds in enumerate((3600, 7200)):
-        UsageRecord.objects.create(allocation=allocation, source="local", external_id=f"j{i}",
+        charge(allocation=allocation, source="local", external_id=f"j{i}",
                                    period_start=now, period_end=now, gpu_seconds=seconds,
                                    cost="1.5")
     body = api.as_user(researcher).get(f"/api/v1/allocations/{allocation.pk}/usage/").json()

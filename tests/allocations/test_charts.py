@@ -10,9 +10,9 @@ from django.test import Client
 from django.utils import timezone
 
 from allocations.charts import ONE_DAY_MS, allocation_charts
-from allocations.models import UsageRecord
 from allocations.selectors import visible_allocations
 from tests.factories import AllocationFactory
+from tests.factories import charge
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +27,7 @@ def allocation(project, facility):
 
 def use(allocation, *, days_ago: int, gpu_seconds: int) -> None:
     start = timezone.now() - dt.timedelta(days=days_ago)
-    UsageRecord.objects.create(allocation=allocation, source="local",
+    charge(allocation=allocation, source="local",
                                external_id=f"{allocation.pk}-{days_ago}-{gpu_seconds}",
                                period_start=start, period_end=start, gpu_seconds=gpu_seconds)
 

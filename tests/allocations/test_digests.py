@@ -13,12 +13,13 @@ from django.utils import timezone
 
 from allocations import services
 from allocations.digests import digest_send
-from allocations.models import NotificationPreference, UsageRecord
+from allocations.models import NotificationPreference
 from allocations.services import usage_check_thresholds
 from allocations.tasks import send_usage_digests
 from launcher.models import Job
 from launcher.tasks import failing_jobs_digest
 from tests.factories import AllocationFactory
+from tests.factories import charge
 
 pytestmark = pytest.mark.django_db
 
@@ -34,7 +35,7 @@ def test_each_decision_sends_exactly_one_email(full_request, reviewer,
 
 def _use(allocation, seconds, n):
     now = timezone.now()
-    UsageRecord.objects.create(allocation=allocation, source="local", external_id=f"d{n}",
+    charge(allocation=allocation, source="local", external_id=f"d{n}",
                                period_start=now, period_end=now, gpu_seconds=seconds)
 
 

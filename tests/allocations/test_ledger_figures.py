@@ -6,9 +6,9 @@ from decimal import Decimal
 
 import pytest
 
-from allocations.models import UsageRecord
 from portal.templatetags.portal_tags import amount, percent, rounded
 from tests.factories import AllocationFactory
+from tests.factories import charge
 
 pytestmark = pytest.mark.django_db
 
@@ -18,7 +18,7 @@ def nine_seconds(project, facility):
     """An allocation charged for one 9-second, 1-GPU job (0.0025 GPU-hours, 0.0025 spent)."""
     allocation = AllocationFactory(project=project, facility=facility, gpu_hours=Decimal("10"),
                                    budget=Decimal("20.00"))
-    UsageRecord.objects.create(allocation=allocation, source="slurm", external_id="s:41",
+    charge(allocation=allocation, source="slurm", external_id="s:41",
                                period_start="2026-11-23T10:00:00Z",
                                period_end="2026-11-23T10:00:09Z", gpu_seconds=9,
                                cost=Decimal("0.0025"))

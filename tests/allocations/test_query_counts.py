@@ -7,8 +7,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from allocations.models import ProjectMembership, UsageRecord
+from allocations.models import ProjectMembership
 from tests.factories import AllocationFactory, ProjectFactory, RequestFactory
+from tests.factories import charge
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +23,7 @@ def grow(researcher, facility, reviewer, n):
                        status="submitted", submitted_at=timezone.now())
         allocation = AllocationFactory(project=project, facility=facility)
         now = timezone.now()
-        UsageRecord.objects.create(allocation=allocation, source="local",
+        charge(allocation=allocation, source="local",
                                    external_id=f"u{allocation.pk}", period_start=now,
                                    period_end=now, gpu_seconds=3600)
 

@@ -17,6 +17,7 @@ from launcher.cloud.tasks import sync_all
 from launcher.models import Job
 from launcher.tasks import poll_jobs
 from tests.cloud.conftest import wait_for
+from tests.factories import charge
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -86,7 +87,7 @@ def _events(job: Job) -> list[dict]:
 def test_a_launch_over_the_budget_left_is_refused_with_the_numbers_and_launches_nothing(
         api, researcher, allocation, cluster):
     now = clock.now()
-    UsageRecord.objects.create(  # 49.90 of the 50.00 budget already spent
+    charge(  # 49.90 of the 50.00 budget already spent
         allocation=allocation, source="cloud", external_id="i-earlier:20260101T000000",
         period_start=now - dt.timedelta(hours=2), period_end=now, gpu_seconds=0,
         cpu_seconds=0, cost=Decimal("49.90"))

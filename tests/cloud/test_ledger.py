@@ -12,11 +12,13 @@ from django.db import connection
 from allocations.models import UsageRecord
 from allocations.selectors import allocation_ledger
 from allocations.services import allocation_close
+from allocations.services.ledger import ledger_recomputed, ledger_stored
 from launcher import services, tasks
 from launcher.cloud import clock
 from launcher.cloud.models import CloudTask, Cluster, Node
 from launcher.cloud.selectors import price_for
 from launcher.cloud.services import cluster_sync
+from launcher.cloud.services.clusters import cluster_stop_workers
 from launcher.cloud.tasks import sync_all
 from launcher.services import LaunchConflict
 from tests.factories import AllocationFactory
@@ -133,3 +135,29 @@ def test_charges_split_at_hour_marks_add_up_to_the_whole_running_time(researcher
     charged = UsageRecord.objects.filter(detail__node=worker.pk)
     assert sorted(r.gpu_seconds for r in charged) == [10, 590]  # 9.4 s floored alone would be 9
     assert sum(r.gpu_seconds for r in charged) == 600
+
+
+def test_a_cloud_stop_keeps_the_ledger_columns_equal_to_the_recomputation(
+        researcher, allocation, cluster):
+    def stored_is_recomputed():
+        stored = ledger_stored(allocation_ids=[allocation.pk])[allocation.pk]
+        assert stored == ledger_recomputed(allocation_ids=[allocation.pk])[allocation.pk]
+        return stored
+
+    job = services.job_launch(by=researcher, allocation=allocation, gpus=1,
+                              wall_time_minutes=60, params=PARAMS)
+    cluster_sync(cluster_id=cluster.pk)
+    clock.advance(15 * 60)
+    cluster_sync(cluster_id=cluster.pk)  # charges while running
+    running = stored_is_recomputed()
+    assert running.gpu_seconds_used > 0 and running.gpu_seconds_reserved > 0
+
+    cluster_stop_workers(cluster_id=cluster.pk, reason="budget spent")  # the cloud stop
+    clock.advance(60)
+    cluster_sync(cluster_id=cluster.pk)  # the worker's last minutes charged
+    tasks.poll_jobs()  # the monitor sees the cancelled task: the job ends
+    job.refresh_from_db()
+    assert job.state in job.FINAL
+    stopped = stored_is_recomputed()
+    assert stopped.gpu_seconds_reserved == 0 and stopped.cost_reserved == 0
+    assert stopped.spend == sum(r.cost for r in UsageRecord.objects.filter(allocation=allocation))

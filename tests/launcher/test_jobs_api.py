@@ -8,9 +8,10 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from allocations.models import Allocation, UsageRecord
+from allocations.models import Allocation
 from launcher.models import Job
 from tests.factories import FacilityFactory
+from tests.factories import charge
 
 pytestmark = [pytest.mark.django_db]
 
@@ -61,7 +62,7 @@ def test_a_bad_sweep_grid_names_its_field(api, researcher, allocation):
 
 
 def test_a_launch_beyond_what_is_left_is_refused_with_the_numbers(api, researcher, allocation):
-    UsageRecord.objects.create(allocation=allocation, source="slurm", external_id="x:1",
+    charge(allocation=allocation, source="slurm", external_id="x:1",
                                period_start=timezone.now(), period_end=timezone.now(),
                                gpu_seconds=8 * 3600)
     response = launch(api, researcher, allocation=allocation.pk, gpus=2,

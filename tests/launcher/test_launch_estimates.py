@@ -10,12 +10,13 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from allocations.models import Allocation, UsageRecord
+from allocations.models import Allocation
 from benchmarks import catalogue
 from benchmarks.demo import _workload
 from benchmarks.models import BenchmarkResult, Workload
 from launcher.models import Job
 from tests.factories import FacilityFactory, NodeTypeFactory
+from tests.factories import charge
 
 pytestmark = [pytest.mark.django_db]
 
@@ -123,7 +124,7 @@ def test_a_prediction_longer_than_the_wall_time_reserves_the_wall_time(api, rese
 
 def test_the_409_refusal_carries_the_estimates_basis(api, researcher, project, measured_node):
     allocation = allocation_on(project, measured_node, gpu_hours=1)
-    UsageRecord.objects.create(allocation=allocation, source="slurm", external_id="x:1",
+    charge(allocation=allocation, source="slurm", external_id="x:1",
                                period_start=timezone.now(), period_end=timezone.now(),
                                gpu_seconds=3600 - 10)  # 10 s left, the job needs ~34 s
 

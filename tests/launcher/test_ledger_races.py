@@ -11,12 +11,12 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
-from allocations.models import UsageRecord
 from allocations.selectors import allocation_ledger
 from launcher import services, tasks
 from launcher.models import Job
 from launcher.services import LaunchConflict
 from tests.factories import AllocationFactory, FacilityFactory
+from tests.factories import charge, open_job
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,11 +64,11 @@ def test_concurrent_launches_accept_exactly_what_the_grant_holds(project, resear
     # already charged and 1 reserved by a job still running.
     facility = FacilityFactory(slug="local-site", backend="local")
     allocation = AllocationFactory(project=project, facility=facility, gpu_hours=Decimal("5"))
-    UsageRecord.objects.create(allocation=allocation, source="local", external_id="old-run",
+    charge(allocation=allocation, source="local", external_id="old-run",
                                period_start="2026-01-01T00:00Z", period_end="2026-01-01T01:00Z",
                                gpu_seconds=3600)
-    Job.objects.create(allocation=allocation, created_by=researcher, gpus=1,
-                       wall_time_minutes=60, estimate_gpu_hours=Decimal("1"), token="running-1",
+    open_job(allocation=allocation, created_by=researcher, gpus=1,
+             wall_time_minutes=60, estimate_gpu_hours=Decimal("1"), token="running-1",
                        state=Job.State.RUNNING)
 
     accepted, refused = race(8, lambda: services.job_launch(
@@ -105,14 +105,14 @@ def test_a_finished_job_releases_its_reservation_and_its_charge_takes_its_place(
     assert allocation_ledger(allocation.pk).gpu_seconds_reserved == 3600
 
     # Charged for part of its run while it still runs: the reservation keeps only the rest.
-    UsageRecord.objects.create(allocation=allocation, source="local", external_id="part",
+    charge(allocation=allocation, source="local", external_id="part",
                                period_start="2026-01-01T00:00Z", period_end="2026-01-01T00:10Z",
                                gpu_seconds=1200, job_id=job.pk)
     ledger = allocation_ledger(allocation.pk)
     assert (ledger.gpu_seconds_used, ledger.gpu_seconds_reserved) == (1200, 2400)
 
     # Over its estimate: it reserves nothing more (never a negative reservation).
-    UsageRecord.objects.create(allocation=allocation, source="local", external_id="rest",
+    charge(allocation=allocation, source="local", external_id="rest",
                                period_start="2026-01-01T00:10Z", period_end="2026-01-01T00:40Z",
                                gpu_seconds=3000, job_id=job.pk)
     assert allocation_ledger(allocation.pk).gpu_seconds_reserved == 0
@@ -130,7 +130,7 @@ def test_a_job_shows_its_estimate_reservation_and_charge_side_by_side(project, r
     allocation = AllocationFactory(project=project, facility=facility, gpu_hours=Decimal("2"))
     job = services.job_launch(by=researcher, allocation=allocation, gpus=1,
                               wall_time_minutes=60, params=PARAMS)
-    UsageRecord.objects.create(allocation=allocation, source="cloud", external_id="i-1:0",
+    charge(allocation=allocation, source="cloud", external_id="i-1:0",
                                period_start="2026-01-01T00:00Z", period_end="2026-01-01T00:15Z",
                                gpu_seconds=900, cost=Decimal("0.25"), job_id=job.pk)
     row = with_reservation(Job.objects.filter(pk=job.pk)).get()
@@ -147,7 +147,7 @@ def test_the_job_page_shows_what_is_still_reserved_and_what_was_charged(
     allocation = AllocationFactory(project=project, facility=facility, gpu_hours=Decimal("2"))
     job = services.job_launch(by=researcher, allocation=allocation, gpus=1,
                               wall_time_minutes=60, params=PARAMS)
-    UsageRecord.objects.create(allocation=allocation, source="cloud", external_id="i-2:0",
+    charge(allocation=allocation, source="cloud", external_id="i-2:0",
                                period_start="2026-01-01T00:00Z", period_end="2026-01-01T00:09Z",
                                gpu_seconds=540, cost=Decimal("0.05"), job_id=job.pk)
     client.force_login(researcher)

@@ -16,6 +16,7 @@ from allocations.models import UsageRecord
 from launcher.cloud.models import Cluster, Node
 from launcher.models import Job, Sweep
 from tests.factories import AllocationFactory
+from tests.factories import charge
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +60,7 @@ def grow(allocation, researcher, sweep, cluster, n):
                             instance_id=f"i-{secrets.token_hex(8)}", instance_type="g5.xlarge",
                             market="spot", gpus=1, state="running", running_at=now)
         day = now - dt.timedelta(days=UsageRecord.objects.count())
-        UsageRecord.objects.create(allocation=allocation, source="cloud",
+        charge(allocation=allocation, source="cloud",
                                    external_id=secrets.token_hex(8), period_start=day,
                                    period_end=day, gpu_seconds=3600, cost=Decimal("1.2"),
                                    detail={"instance_type": "g5.xlarge"})

@@ -11,10 +11,11 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from allocations.models import Allocation, UsageRecord
+from allocations.models import Allocation
 from launcher.models import Job
 from tests.browser import login
 from tests.factories import RequestFactory
+from tests.factories import charge
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SHOTS = Path(settings.BASE_DIR) / "var" / "screenshots" / "layout"
@@ -57,7 +58,7 @@ def busy_world(project, researcher, reviewer, admin, facility):
     Allocation.objects.create(project=project, facility=facility, gpu_hours=Decimal(5),
                               start_date=today, end_date=today, status="failed",
                               status_reason="Slurm account could not be set up")
-    UsageRecord.objects.create(allocation=allocation, source="local", external_id="layout-1",
+    charge(allocation=allocation, source="local", external_id="layout-1",
                                period_start=timezone.now(), period_end=timezone.now(),
                                gpu_seconds=5400, cost=Decimal("2.25"))
     Job.objects.filter(pk=job.pk).update(gpu_seconds=5400, utilisation_mean=64.0,

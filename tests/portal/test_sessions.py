@@ -1,64 +1,52 @@
-"""Sessions and the per-request user read by compiled statements (portal/sessions.py) behave as
-Django's own database session store and ModelBackend."""
+"""Sessions are Django's `cached_db` store and the user is read by Django's ModelBackend (after
+django-axes' check): a login survives losing the cache, a logout holds, an inactive user is
+refused."""
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
+from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY
-from django.contrib.auth.backends import ModelBackend
-from django.contrib.sessions.backends.db import SessionStore as DjangoStore
+from django.contrib.sessions.backends.cached_db import KEY_PREFIX, SessionStore
 from django.contrib.sessions.models import Session
+from django.core.cache import caches
 from django.test import Client
-from django.utils import timezone
-
-from portal.sessions import SessionStore, UserBackend
 
 pytestmark = pytest.mark.django_db
 
 
-def _session(**data) -> str:
-    store = SessionStore()
-    store.update(data)
-    store.create()
-    return store.session_key
-
-
-def test_a_session_loads_as_djangos_store_loads_it_until_it_expires():
-    key = _session(colour="teal", count=3)
-    assert SessionStore(key).load() == DjangoStore(key).load() == {"colour": "teal", "count": 3}
-    Session.objects.filter(session_key=key).update(expire_date=timezone.now() - dt.timedelta(seconds=1))
-    mine, theirs = SessionStore(key), DjangoStore(key)
-    assert mine.load() == theirs.load() == {}
-    assert mine.session_key is None and theirs.session_key is None  # a fresh key will be made
-    assert SessionStore("no-such-session-key-0123456789ab").load() == {}
-
-
-def test_the_user_is_read_as_model_backend_reads_it(researcher, outsider):
-    outsider.is_active = False
-    outsider.save()
-    mine, theirs = UserBackend(), ModelBackend()
-    assert mine.get_user(researcher.pk) == theirs.get_user(researcher.pk) == researcher
-    assert mine.get_user(str(researcher.pk)) == researcher  # as the session stores it
-    assert mine.get_user(outsider.pk) is theirs.get_user(outsider.pk) is None
-    assert mine.get_user(10**9) is theirs.get_user(10**9) is None
-
-
-def test_pages_follow_the_session_and_the_users_state(researcher):
+def _login(researcher) -> Client:
     client = Client()
     login = client.post("/accounts/login/", {"username": researcher.username,
                                              "password": "pw-for-tests"})
     assert login.status_code == 302
-    # A login through the form is kept by this store and its user read by this backend.
+    return client
+
+
+def test_a_login_is_a_cached_db_session_read_by_the_stock_backend(researcher):
+    client = _login(researcher)
     assert isinstance(client.session, SessionStore)
-    assert client.session[BACKEND_SESSION_KEY] == "portal.sessions.UserBackend"
+    assert client.session[BACKEND_SESSION_KEY] == "django.contrib.auth.backends.ModelBackend"
+    key = client.cookies["sessionid"].value
+    assert caches[settings.SESSION_CACHE_ALIAS].get(KEY_PREFIX + key) is not None
+    assert Session.objects.filter(session_key=key).exists()  # written through
+
+
+def test_a_login_survives_losing_the_cache_and_a_logout_holds(researcher):
+    client = _login(researcher)
+    key = client.cookies["sessionid"].value
+    caches[settings.SESSION_CACHE_ALIAS].delete(KEY_PREFIX + key)  # a Redis flush
+    assert client.get("/").status_code == 200  # read back from the database
+    client.post("/accounts/logout/")
+    assert not Session.objects.filter(session_key=key).exists()
+    assert caches[settings.SESSION_CACHE_ALIAS].get(KEY_PREFIX + key) is None
+    stolen = Client()
+    stolen.cookies["sessionid"] = key
+    assert stolen.get("/")["Location"].startswith("/accounts/login/")
+
+
+def test_an_inactive_user_is_logged_out(researcher):
+    client = _login(researcher)
     assert client.get("/").status_code == 200
     researcher.is_active = False
     researcher.save()
-    assert client.get("/").status_code == 302  # to the login page
-    researcher.is_active = True
-    researcher.save()
-    client.force_login(researcher)
-    key = client.cookies["sessionid"].value
-    Session.objects.filter(session_key=key).update(expire_date=timezone.now() - dt.timedelta(seconds=1))
     assert client.get("/")["Location"].startswith("/accounts/login/")

@@ -13,9 +13,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from allocations.models import Allocation, UsageRecord
+from allocations.models import Allocation
 from launcher.models import Job
 from tests.factories import AllocationFactory, FacilityFactory
+from tests.factories import charge
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +30,7 @@ def queues(project, researcher, full_request, facility):
     waiting = AllocationFactory(project=project, facility=manual, status="provisioning")
     near = AllocationFactory(project=project, facility=facility, gpu_hours=Decimal("10"),
                              end_date=timezone.localdate() + dt.timedelta(days=100))
-    UsageRecord.objects.create(allocation=near, source="local", external_id="u1",
+    charge(allocation=near, source="local", external_id="u1",
                                period_start=timezone.now(), period_end=timezone.now(),
                                gpu_seconds=9 * 3600)
     ending = AllocationFactory(project=project, facility=facility,

@@ -13,11 +13,10 @@ import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
 
-from allocations.models import UsageRecord
 from launcher.models import Job
 from tests.factories import AllocationFactory, FacilityFactory, ProjectFactory, UserFactory
+from tests.factories import charge
 
 pytestmark = pytest.mark.django_db
 JAN = dt.datetime(2026, 1, 10, 12, tzinfo=dt.UTC)
@@ -25,7 +24,7 @@ FEB = dt.datetime(2026, 2, 3, 9, tzinfo=dt.UTC)
 
 
 def _usage(allocation, n, when, gpu_seconds, cost):
-    return UsageRecord.objects.create(allocation=allocation, source="local",
+    return charge(allocation=allocation, source="local",
                                       external_id=f"{allocation.pk}-{n}-{when:%m}",
                                       period_start=when, period_end=when,
                                       gpu_seconds=gpu_seconds, cost=Decimal(cost))

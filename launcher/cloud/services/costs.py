@@ -49,8 +49,10 @@ def estimate(*, allocation: Allocation, instance_type: str, gpus: int, hours: De
 
 def check_budget(*, allocation: Allocation, instance_type: str, gpus: int, hours: Decimal,
                  market: str = "spot") -> Decimal:
-    """Raise BudgetExceeded if the estimate exceeds the remaining budget (or, for a GPU-hour
-    grant, the remaining GPU-hours). Returns the estimated cost."""
+    """Raise BudgetExceeded if the estimate exceeds what the ledger says is left of the budget
+    (or, for a GPU-hour grant, of the GPU-hours), charges and reservations counted. Returns the
+    estimated cost. For a cloud task launched on its own; a launcher job's money was checked by
+    the ledger when it was launched (launcher/services/launch.py) and is reserved there."""
     est = estimate(allocation=allocation, instance_type=instance_type, gpus=gpus, hours=hours,
                    market=market)
     left = remaining(allocation)
@@ -135,6 +137,5 @@ def cluster_charge(*, cluster: Cluster) -> bool:
         node_charge(node_id=node_id)
     usage_check_thresholds(allocation_id=cluster.allocation_id)
     allocation = Allocation.objects.get(pk=cluster.allocation_id)
-    left = remaining(allocation)
-    spent = left["budget"] is not None and left["budget"] <= 0
+    spent = allocation.budget is not None and allocation.spend >= allocation.budget
     return spent or allocation.status != Allocation.Status.ACTIVE

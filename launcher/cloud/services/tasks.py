@@ -19,7 +19,7 @@ from ..selectors import ACTIVE_TASK_STATES, gpus_for
 from ..states import move
 from ..userdata import NodeConfig, WorkerSpec, assignment_key, render
 from .clusters import cluster_ensure_head, new_token, node_create, node_launch
-from .costs import check_budget
+from .costs import check_budget, estimate
 
 T = CloudTask.State
 
@@ -47,8 +47,12 @@ def task_launch(*, allocation: Allocation, by, argv: list[str], data_prefix: str
     if cluster is None:
         raise ValidationError("This allocation has no cloud cluster.")
     gpus = gpus_for(facility=allocation.facility, instance_type=instance_type)
-    cost = check_budget(allocation=allocation, instance_type=instance_type, gpus=gpus,
-                        hours=hours)
+    if job_id is None:  # a task of its own: the ledger's money check happens here
+        cost = check_budget(allocation=allocation, instance_type=instance_type, gpus=gpus,
+                            hours=hours)
+    else:  # a launcher job's: checked and reserved by the ledger at launch
+        cost = estimate(allocation=allocation, instance_type=instance_type, gpus=gpus,
+                        hours=hours)["cost"]
     task = CloudTask.objects.create(
         cluster=cluster, job_id=job_id, token=token or new_token("t"), argv=list(argv),
         data_prefix=data_prefix, instance_type=instance_type, gpus=gpus, estimate_cost=cost)
