@@ -51,9 +51,12 @@ def test_the_page_refuses_a_blank_name_and_an_unlisted_lifetime(client, research
     assert not PersonalToken.objects.exists()
 
 
-def test_the_header_links_to_the_tokens_page(client, researcher):
+def test_the_settings_pages_link_to_each_other(client, researcher):
+    """The name in the header opens the person's settings; the tokens page is one link on."""
     client.force_login(researcher)
-    assert 'href="/account/tokens/"' in client.get("/").content.decode()
+    assert "Your settings: notifications, API tokens" in client.get("/").content.decode()
+    assert 'href="/account/tokens/"' in client.get("/account/notifications/").content.decode()
+    assert 'href="/account/notifications/"' in client.get("/account/tokens/").content.decode()
 
 
 def test_a_revoked_token_is_a_401_that_says_so(client, researcher):
