@@ -13,10 +13,12 @@ import logging
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from allocations.services import PolicyError
 from allocations.transitions import record_event
 
 from .claims import SignInRefused, groups_from, roles_from, username_from, verified_email
@@ -122,3 +124,32 @@ def _apply_roles(user, groups: set[str], *, issuer: str) -> None:
         user.save(update_fields=["is_staff"])
         record_event(user, actor=None, from_state="" if roles.staff else "staff",
                      to_state="staff granted" if roles.staff else "staff removed", comment=why)
+
+
+@transaction.atomic
+def identity_link(*, user, issuer: str, subject: str, by) -> ExternalIdentity:
+    """Link an existing account to a provider's subject: what staff do after a `collision`
+    (the audit event names the subject), once they know both are the same person. Only staff
+    may; audited on the user. A subject already linked, or a user already linked at this
+    issuer, is a PolicyError."""
+    if not (by.is_staff or by.is_superuser):
+        raise PermissionDenied("Only staff can link accounts.")
+    issuer, subject = issuer.strip().rstrip("/"), subject.strip()
+    if ExternalIdentity.objects.filter(issuer=issuer, subject=subject).exists():
+        raise PolicyError("This subject is already linked to an account.", field="subject")
+    if ExternalIdentity.objects.filter(issuer=issuer, user=user).exists():
+        raise PolicyError("This account is already linked at this issuer.", field="user")
+    identity = ExternalIdentity.objects.create(user=user, issuer=issuer, subject=subject)
+    record_event(user, actor=by, from_state="", to_state="identity linked",
+                 comment=f"subject {subject} at {issuer}")
+    return identity
+
+
+@transaction.atomic
+def identity_unlink(*, identity: ExternalIdentity, by) -> None:
+    """Remove a link (staff only; audited): that subject's next sign-in is a first one again."""
+    if not (by.is_staff or by.is_superuser):
+        raise PermissionDenied("Only staff can unlink accounts.")
+    record_event(identity.user, actor=by, from_state="identity linked", to_state="identity unlinked",
+                 comment=f"subject {identity.subject} at {identity.issuer}")
+    identity.delete()

@@ -5,7 +5,7 @@
 # may edit someone's groups). Writes OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET and
 # OIDC_ACCOUNTS_FILE to services.env. oidc-provider 9 needs Node 20.19 or later: the system's
 # node when it is recent enough (apt-get install nodejs npm when missing), else (Debian 12's own
-# nodejs is 18) the official Node build that npm's registry carries as node-linux-<arch>, into
+# nodejs is 18) the official Node 22 build that npm's registry carries as node-linux-<arch>, into
 # $OIDC_DIR/node.
 source "$(dirname "$0")/common.sh"
 
@@ -16,9 +16,9 @@ PIDFILE="$OIDC_DIR/provider.pid"
 ISSUER="http://127.0.0.1:$OIDC_PORT"
 CLIENT_ID=portal
 
-oidc_ready() { curl -fsS -o /dev/null "$ISSUER/.well-known/openid-configuration"; }
+oidc_ready() { curl -fsS -o /dev/null "$ISSUER/.well-known/openid-configuration" 2>/dev/null; }
 
-NODE_BUILD_VERSION=20.20.2
+NODE_BUILD_VERSION=22.23.3  # the LTS line oidc-provider 9 asks for
 NODE=node
 
 # node_recent NODE: NODE runs and is 20.19 or later.

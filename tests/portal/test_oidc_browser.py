@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.contenttypes.models import ContentType
 
-from allocations.models import Event
+from allocations.models import AllocationRequest, Event
 from allocations.services import project_member_add
 from portal.identity.models import ExternalIdentity
 from tests.factories import UserFactory
@@ -35,7 +35,8 @@ def events(user) -> list[str]:
                                      object_id=user.pk).values_list("to_state", flat=True))
 
 
-def test_a_new_user_signs_in_and_lands_on_the_dashboard(live_server, page, provider, project, pi):
+def test_a_new_user_signs_in_lands_on_the_dashboard_and_can_ask_for_a_trial(
+        live_server, page, provider, project, pi, node_type):
     sign_in_at_provider(page, live_server, "bob")
 
     page.wait_for_url(f"{live_server.url}/")
@@ -50,6 +51,14 @@ def test_a_new_user_signs_in_and_lands_on_the_dashboard(live_server, page, provi
     # The username is the cluster login the membership rules give a new member.
     membership = project_member_add(project=project, by=pi, user=bob)
     assert membership.cluster_username == "bob"
+
+    page.goto(f"{live_server.url}/requests/new/?facility=baskerville&node_type=B-A100-40")
+    page.get_by_label("Trial").check()
+    page.get_by_label("GPU hours requested").fill("100")
+    page.get_by_label("Platform justification").fill("Trying CT classification on A100s.")
+    page.get_by_role("button", name="Submit request").click()
+    page.get_by_text("Your trial was approved automatically").wait_for()
+    assert AllocationRequest.objects.get(requested_by=bob).status == "approved"
 
 
 def test_roles_come_from_the_groups_claim_and_go_when_the_group_does(live_server, page,

@@ -6,15 +6,16 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import PermissionDenied
 
 from allocations.models import Event
-from allocations.services import project_member_add
+from allocations.services import PolicyError, project_member_add
 from allocations.services.projects import CLUSTER_USERNAME_RE
 from portal.identity.claims import (
     Roles, SignInRefused, groups_from, roles_from, username_from, verified_email,
 )
 from portal.identity.models import ExternalIdentity
-from portal.identity.services import identity_sign_in
+from portal.identity.services import identity_link, identity_sign_in, identity_unlink
 from tests.factories import UserFactory
 
 ISSUER = "https://idp.uni.example"
@@ -161,3 +162,34 @@ def test_an_unverified_email_creates_nothing(db, mapping):
     with pytest.raises(SignInRefused):
         identity_sign_in(issuer=ISSUER, claims=claims(verified=False))
     assert not User.objects.exists() and not Event.objects.exists()
+
+
+def test_staff_link_an_account_after_a_collision_and_the_next_sign_in_finds_it(db, mapping,
+                                                                                admin, client):
+    existing = UserFactory(username="alice", email="alice@old.example")
+    with pytest.raises(SignInRefused):
+        identity_sign_in(issuer=ISSUER, claims=claims())
+
+    client.force_login(admin)
+    answer = client.post("/admin/identity/externalidentity/add/",
+                         {"user": existing.pk, "issuer": ISSUER, "subject": "s-101"})
+    assert answer.status_code == 302
+    assert identity_sign_in(issuer=ISSUER, claims=claims()) == existing
+    assert events(existing) == ["sign-in refused", "identity linked"]
+
+
+def test_only_staff_link_or_unlink(db, researcher, outsider):
+    with pytest.raises(PermissionDenied):
+        identity_link(user=outsider, issuer=ISSUER, subject="s-1", by=researcher)
+    identity = ExternalIdentity.objects.create(user=outsider, issuer=ISSUER, subject="s-1")
+    with pytest.raises(PermissionDenied):
+        identity_unlink(identity=identity, by=researcher)
+    assert ExternalIdentity.objects.filter(pk=identity.pk).exists()
+
+
+def test_a_subject_links_to_one_account_only(db, admin, researcher, outsider):
+    identity_link(user=researcher, issuer=ISSUER, subject="s-1", by=admin)
+    with pytest.raises(PolicyError):
+        identity_link(user=outsider, issuer=ISSUER, subject="s-1", by=admin)
+    with pytest.raises(PolicyError):
+        identity_link(user=researcher, issuer=ISSUER, subject="s-2", by=admin)
