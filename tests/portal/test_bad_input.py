@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 
 from allocations.bounds import ID_MAX, ID_MIN
-from allocations.models import Allocation, AllocationRequest
+from allocations.models import Allocation, AllocationRequest, Dataset
 
 pytestmark = [pytest.mark.django_db]
 
@@ -80,8 +80,6 @@ def test_an_id_filter_at_the_bounds_filters_to_nothing(api, researcher, allocati
 
 
 def test_the_datasets_project_filter_still_filters(api, researcher, project, other_project):
-    from allocations.models import Dataset
-
     Dataset.objects.create(project=project, name="cxr", location="cxr/v1", modality="xray")
     mine = api.as_user(researcher).get("/api/v1/datasets/", {"project": project.pk}).json()
     theirs = api.as_user(researcher).get("/api/v1/datasets/", {"project": other_project.pk}).json()
