@@ -13,7 +13,8 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import models
 
 from .errors import Conflict
-from .models import Event
+from .models import Event, Project
+from .versions import projects_bump
 
 
 class InvalidTransition(Conflict):
@@ -74,6 +75,8 @@ def record_event(
 ) -> Event:
     """Write an audit row for `obj` (also for non-state facts such as a top-up)."""
     actor_id = getattr(actor, "pk", None)
+    project_id = obj.pk if isinstance(obj, Project) else getattr(obj, "project_id", None)
+    projects_bump([project_id])  # the pages' cached fragments of this project (versions.py)
     return Event.objects.create(
         content_type=ContentType.objects.get_for_model(type(obj)),
         object_id=obj.pk,

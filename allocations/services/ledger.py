@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from decimal import Decimal
 
 from django.db import transaction
@@ -26,6 +26,7 @@ from django.db.models import F, Sum
 from ..ledger import reservations
 from ..models import Allocation, UsageRecord
 from ..transitions import record_event
+from ..versions import projects_bump
 
 log = logging.getLogger(__name__)
 ZERO = Decimal(0)
@@ -50,6 +51,9 @@ def _lock(allocation_ids: Iterable[int]) -> None:
 
 
 def _add(deltas: dict[int, Figures]) -> None:
+    moved = [pk for pk, d in deltas.items() if d != Figures()]
+    if moved:  # the pages' cached fragments of these allocations' projects (versions.py)
+        projects_bump(Allocation.objects.filter(pk__in=moved).values_list("project_id", flat=True))
     for pk, d in deltas.items():
         if d != Figures():
             Allocation.objects.filter(pk=pk).update(
@@ -160,7 +164,7 @@ def ledger_reconcile(*, allocation_ids: Collection[int] | None = None) -> list[D
             truth = ledger_recomputed(allocation_ids=[pk]).get(pk, Figures())
             if now == truth:
                 continue  # a write landed between the two reads; nothing drifted
-            Allocation.objects.filter(pk=pk).update(**truth.__dict__)
+            Allocation.objects.filter(pk=pk).update(**asdict(truth))
             comment = "Ledger corrected from the records: " + "; ".join(
                 f"{name} {getattr(now, name)} -> {getattr(truth, name)}"
                 for name in Allocation.LEDGER_FIELDS if getattr(now, name) != getattr(truth, name))
@@ -169,3 +173,16 @@ def ledger_reconcile(*, allocation_ids: Collection[int] | None = None) -> list[D
                          to_state=allocation.status, comment=comment)
             drifts.append(Drift(allocation_id=pk, stored=now, recomputed=truth))
     return drifts
+
+
+def ledger_rebuild(*, allocation_ids: Collection[int] | None = None) -> int:
+    """Set the columns from the records, silently: for rows loaded in bulk around the services
+    (benchmark and demo seeding, an import). Returns the allocations written."""
+    recomputed = ledger_recomputed(allocation_ids=allocation_ids)
+    rows = Allocation.objects.all() if allocation_ids is None else Allocation.objects.filter(
+        pk__in=allocation_ids)
+    written = 0
+    for pk in rows.values_list("pk", flat=True):
+        written += Allocation.objects.filter(pk=pk).update(
+            **asdict(recomputed.get(pk, Figures())))
+    return written
