@@ -80,13 +80,15 @@ def failing_jobs_digest() -> int:
     return services.failing_jobs_digest_send()
 
 
-@shared_task(name="launcher.submit_job", **_RETRY)
+# No autoretry: the service retries through its lease (backoff, deadline) and the beat
+# re-enqueues a submission only when its next attempt is due (services/leases.py).
+@shared_task(name="launcher.submit_job", acks_late=True)
 def submit_job(job_id: int) -> str | None:
     job = services.job_submit(job_id=job_id)
     return job.state if job else None
 
 
-@shared_task(name="launcher.submit_sweep", **_RETRY)
+@shared_task(name="launcher.submit_sweep", acks_late=True)
 def submit_sweep(sweep_id: int) -> int | None:
     sweep = services.sweep_submit(sweep_id=sweep_id)
     return sweep.pk if sweep else None
@@ -94,11 +96,12 @@ def submit_sweep(sweep_id: int) -> int | None:
 
 @shared_task(name="launcher.poll_jobs")
 def poll_jobs() -> dict[str, int]:
-    """Beat: poll every facility with live jobs, and re-enqueue stalled submissions."""
+    """Beat: poll every facility with live jobs, and re-enqueue submissions nobody owns whose
+    next attempt is due (an expired lease, a backoff over, a lost message)."""
     moved = 0
     for facility_id in services.facilities_with_live_jobs():
         moved += services.jobs_poll(facility_id=facility_id).get("moved", 0)
-    stalled = services.stalled_submissions()
+    stalled = services.submissions_dispatch()
     for job_id in stalled["jobs"]:
         submit_job.delay(job_id)
     for sweep_id in stalled["sweeps"]:

@@ -225,6 +225,18 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
 # that sets no `slots` and has no node type (docs/architecture.md).
 LOCAL_JOBS_DIR = Path(os.environ.get("PORTAL_LOCAL_JOBS_DIR", VAR_DIR / "local-jobs"))
 LOCAL_JOB_SLOTS = int(os.environ.get("PORTAL_LOCAL_JOB_SLOTS", "2"))
+# The local backend's hard stop (launcher/local/supervisor.py): seconds per minute of wall time
+# (tests shrink it to run a "10-minute" job for a few seconds) and the grace between SIGTERM at
+# the limit and SIGKILL.
+LOCAL_SECONDS_PER_MINUTE = float(os.environ.get("PORTAL_LOCAL_SECONDS_PER_MINUTE", "60"))
+LOCAL_KILL_AFTER_SECONDS = float(os.environ.get("PORTAL_LOCAL_KILL_AFTER_SECONDS", "30"))
+# Submissions that survive outages (launcher/services/leases.py, docs/operations.md): a job's
+# submission is owned by one worker at a time (a lease), retried with exponential backoff
+# (base, cap), and failed with its last error, staff told by email, once the deadline passed.
+SUBMIT_DEADLINE_SECONDS = int(os.environ.get("PORTAL_SUBMIT_DEADLINE_SECONDS", "1800"))
+SUBMIT_LEASE_SECONDS = int(os.environ.get("PORTAL_SUBMIT_LEASE_SECONDS", "300"))
+SUBMIT_RETRY_BASE_SECONDS = int(os.environ.get("PORTAL_SUBMIT_RETRY_BASE_SECONDS", "10"))
+SUBMIT_RETRY_MAX_SECONDS = int(os.environ.get("PORTAL_SUBMIT_RETRY_MAX_SECONDS", "300"))
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True

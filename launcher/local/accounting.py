@@ -1,6 +1,8 @@
 """Charging local jobs: each ended cell's wall time (measured by its supervisor on the
-monotonic clock) x the job's GPUs (or CPU slots) becomes one UsageRecord with source `local`,
-unique by its external id, so ingesting again charges nothing twice."""
+monotonic clock, at most its limit; for a vanished process the time it was seen running)
+x the job's GPUs (or CPU slots) becomes one UsageRecord with source `local`, unique by its
+external id (facility pk and job token, never a name), so ingesting again charges nothing
+twice."""
 from __future__ import annotations
 
 import datetime as dt
@@ -22,7 +24,15 @@ RECENT = dt.timedelta(days=1)
 
 
 def external_id(allocation: Allocation, job: Job) -> str:
-    return f"{allocation.facility.slug}:{job.token}:{job.array_index or 0}"
+    """Stable: the facility's pk and the job's token (a slug may be renamed)."""
+    return f"{allocation.facility_id}/{job.token}:{job.array_index or 0}"
+
+
+def charged_seconds(ended: dict) -> int:
+    """A cell's charged seconds: its measured wall time, rounded up, at most its limit."""
+    elapsed = math.ceil(float(ended.get("elapsed_seconds") or 0))
+    limit = ended.get("limit_seconds")
+    return min(elapsed, math.ceil(float(limit))) if limit else elapsed
 
 
 def usage_ingest_local(*, allocation: Allocation) -> int:
@@ -40,7 +50,7 @@ def usage_ingest_local(*, allocation: Allocation) -> int:
             continue
         elapsed = float(ended.get("elapsed_seconds") or 0)
         slots = max(job.gpus, 1)
-        gpu_seconds = math.ceil(elapsed) * slots
+        gpu_seconds = charged_seconds(ended) * slots
         start = dt.datetime.fromtimestamp(ended["started_at"], tz=dt.timezone.utc)
         end = dt.datetime.fromtimestamp(ended["ended_at"], tz=dt.timezone.utc)
         records.append(UsageRecord(
@@ -50,7 +60,8 @@ def usage_ingest_local(*, allocation: Allocation) -> int:
             cost=(Decimal(gpu_seconds) / 3600 * rate).quantize(Decimal("0.0001")),
             job_id=job.pk,  # replaces the job's reservation in the ledger (launcher/ledger.py)
             detail={"job_id": job.pk, "elapsed_seconds": elapsed, "slots": slots,
-                    "exit_code": ended.get("exit_code")}))
+                    "exit_code": ended.get("exit_code"),
+                    "vanished": bool(ended.get("vanished"))}))
         if job.gpu_seconds != gpu_seconds + job.prior_gpu_seconds:
             job.gpu_seconds = gpu_seconds + job.prior_gpu_seconds
             changed.append(job)

@@ -7,7 +7,9 @@ worker restart (or a second worker) finds every job where the first left it.
     <root>/<facility>/<token>/<index>/     one cell's own working directory:
         launch.json  the dispatcher started it (written before the spawn)
         pid.json     the supervisor's pid and /proc start time
-        exit.json    how it ended: exit code, elapsed seconds (what is charged)
+        exit.json    how it ended: exit code, elapsed seconds (what is charged, at most the
+                     limit); for a vanished process the portal writes it (`vanished`)
+        seen.json    when the portal last saw the process running
         cancel       cancel asked; log.txt; out/ (progress.json, metrics.json, checkpoint.pt)
 
 Dispatch runs under a per-facility lock: cells start in submission order while their slots fit.
@@ -100,6 +102,43 @@ def read_cell(cell_dir: Path, *, now: float | None = None) -> CellState | None:
     return CellState("waiting")
 
 
+SEEN = "seen.json"
+
+
+def observe_cell(cell_dir: Path) -> CellState | None:
+    """read_cell, and what the portal saw: a running cell's seen.json is refreshed; a vanished
+    one gets the exit.json its supervisor could not write (record_vanished), so it is charged."""
+    state = read_cell(cell_dir)
+    if state is not None and state.phase == "running":
+        write_json(cell_dir / SEEN, {"at": time.time()})
+    elif state is not None and state.phase == "vanished" and state.started_at is not None:
+        state = CellState("ended", exit=record_vanished(cell_dir, state),
+                          started_at=state.started_at, pid=state.pid)
+    return state
+
+
+def record_vanished(cell_dir: Path, state: CellState) -> dict:
+    """Write exit.json for a process that is gone without one: it ran from its start until it
+    was last seen running (seen.json, or the last write to its log or progress file), at most
+    its limit. Returns what was written."""
+    seen = [state.started_at or 0.0, float((_read(cell_dir / SEEN) or {}).get("at") or 0)]
+    for path in (cell_dir / LOG, cell_dir / "out" / "progress.json"):
+        with contextlib.suppress(OSError):
+            seen.append(path.stat().st_mtime)
+    last = max(seen)
+    ended = {"exit_code": None, "vanished": True, "pid": state.pid,
+             "started_at": state.started_at, "ended_at": last,
+             "elapsed_seconds": max(0.0, last - (state.started_at or last)), "timed_out": False,
+             "limit_seconds": _limit(cell_dir)}
+    write_json(cell_dir / EXIT, ended)
+    return ended
+
+
+def _limit(cell_dir: Path) -> float | None:
+    spec = _read(cell_dir.parent / SPEC) or {}
+    return (spec.get("cells", {}).get(cell_dir.name) or {}).get("limit_seconds")
+
+
 def _cells(facility_dir: Path) -> list[tuple[float, int, Path, int]]:
     """Every cell of every job folder: (created, index, cell dir, slots)."""
     found = []
@@ -183,5 +222,6 @@ def read_json(path: Path) -> dict | None:
     return _read(path)
 
 
-__all__ = ["CANCEL", "EXIT", "LOG", "PID", "CellState", "cancel", "dispatch", "read_cell",
-           "read_json", "slots_in_use", "tail", "write_job"]
+__all__ = ["CANCEL", "EXIT", "LOG", "PID", "SEEN", "CellState", "cancel", "dispatch",
+           "observe_cell", "read_cell", "read_json", "record_vanished", "slots_in_use", "tail",
+           "write_job"]

@@ -7,8 +7,11 @@ process). What `make run` uses.
   processes) and starts what fits in the facility's slots; the rest waits `pending` with the
   reason, and starts on a later submit or poll as slots free up.
 - observe: each cell's files (pid + /proc start time, exit.json); a process gone without an
-  exit status is `failed` with the reason. Also starts waiting cells (the monitor's beat poll
-  drives the queue).
+  exit status is `failed` with the reason, and charged for the time it was seen running (each
+  observe of a running cell writes seen.json; see cells.record_vanished). Also starts waiting
+  cells (the monitor's beat poll drives the queue).
+- the wall time is a hard limit: SIGTERM at it, SIGKILL `LOCAL_KILL_AFTER_SECONDS` later
+  (supervisor.py), and a cell is charged at most its limit (accounting.py).
 - cancel: SIGTERM, on which the trainer checkpoints and exits.
 - usage: the measured wall time x the job's GPUs (or CPU slots), once per cell.
 """
@@ -32,7 +35,6 @@ from . import cells
 
 S = Job.State
 CHECKPOINT_EXIT = 75
-SECONDS_PER_MINUTE = 60  # of wall time; tests shrink it
 DEFAULT_SLOTS = 2
 
 
@@ -60,6 +62,12 @@ def facility_slots(facility: Facility) -> int:
         return max(int(configured), 1)
     per_node = [nt.accelerators_per_node for nt in facility.node_types.all()]
     return max(per_node or [int(getattr(settings, "LOCAL_JOB_SLOTS", DEFAULT_SLOTS))])
+
+
+def limit_seconds(wall_time_minutes: int) -> float:
+    """A cell's hard limit: its wall time, in settings.LOCAL_SECONDS_PER_MINUTE seconds a
+    minute (60; tests shrink it)."""
+    return wall_time_minutes * float(getattr(settings, "LOCAL_SECONDS_PER_MINUTE", 60))
 
 
 def cell_argv(job: Job, data: str) -> list[str]:
@@ -144,7 +152,9 @@ class LocalRunner(BaseBackend):
                 folder, token=token, data=data, synth=synth, pythonpath=str(settings.BASE_DIR),
                 cells={str(j.array_index or 0): {
                     "argv": cell_argv(j, data), "slots": need,
-                    "limit_seconds": j.wall_time_minutes * SECONDS_PER_MINUTE} for j in jobs})
+                    "limit_seconds": limit_seconds(j.wall_time_minutes),
+                    "kill_after_seconds": float(getattr(settings, "LOCAL_KILL_AFTER_SECONDS", 30)),
+                } for j in jobs})
         cells.dispatch(facility_dir(facility), slots=slots)
         return Submission(scheduler_id=token, workdir=str(folder),
                           output_path=str(folder / "{index}" / cells.LOG),
@@ -157,7 +167,7 @@ class LocalRunner(BaseBackend):
         in_use = cells.slots_in_use(facility_dir(facility))
         seen = {}
         for job in jobs:
-            state = cells.read_cell(cell_dir(facility, job))
+            state = cells.observe_cell(cell_dir(facility, job))
             if state is not None:
                 seen[job.pk] = _observation(state, cell_dir(facility, job), in_use, slots)
         return seen
@@ -198,6 +208,8 @@ def _observation(state: cells.CellState, folder: Path, in_use: int, slots: int) 
         return Observation(state=S.FAILED, reason=f"the process vanished: {what} is gone and "
                            "left no exit status (killed, or the host restarted)")
     ended = state.exit or {}
+    if ended.get("vanished"):
+        return _observation(cells.CellState("vanished", pid=ended.get("pid")), folder, in_use, slots)
     code = int(ended.get("exit_code", 1))
     elapsed = math.ceil(float(ended.get("elapsed_seconds") or 0))
     if (folder / cells.CANCEL).exists():

@@ -15,7 +15,9 @@ it): a worker restart neither kills nor orphans the job. In CELL_DIR it
 
 A `cancel` file in CELL_DIR before the start means: do not run, record exit 143. At the cell's
 `limit_seconds` (its wall time) the trainer gets SIGTERM, checkpoints and exits; exit.json then
-says `timed_out` (a trainer that ignores it is killed two minutes later).
+says `timed_out`. A trainer still there `kill_after_seconds` later is killed with SIGKILL, with
+every process of its group (torchrun's workers too): the hard stop that makes the wall time a
+limit, as Slurm's --time is. exit.json carries `limit_seconds`: a cell is never charged more.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from pathlib import Path
 
 PID, EXIT, CANCEL, LOG, SPEC = "pid.json", "exit.json", "cancel", "log.txt", "spec.json"
 CANCELLED_EXIT = 143
-KILL_AFTER_SECONDS = 120
+KILL_AFTER_SECONDS = 30  # the default; settings.LOCAL_KILL_AFTER_SECONDS
 
 
 def proc_start_ticks(pid: int) -> int | None:
@@ -93,10 +95,11 @@ def run(cell_dir: Path) -> int:
                 p for p in (spec["pythonpath"], os.environ.get("PYTHONPATH", "")) if p)}
             started, began = time.time(), time.monotonic()
             child = subprocess.Popen(cell["argv"], cwd=cell_dir, stdout=log,
-                                     stderr=subprocess.STDOUT, env=env)
+                                     stderr=subprocess.STDOUT, env=env, start_new_session=True)
             write_json(cell_dir / PID, {"pid": me, "start_ticks": proc_start_ticks(me),
                                         "started_at": started, "child_pid": child.pid})
-            code, timed_out = _wait(child, cell.get("limit_seconds"))
+            code, timed_out = _wait(child, cell.get("limit_seconds"),
+                                    float(cell.get("kill_after_seconds", KILL_AFTER_SECONDS)))
             if code < 0:
                 code = 128 - code  # killed by a signal: the shell's convention
         elif stop:
@@ -105,20 +108,25 @@ def run(cell_dir: Path) -> int:
     elapsed = time.monotonic() - began if child is not None else 0.0
     write_json(cell_dir / EXIT, {"exit_code": code, "started_at": started, "ended_at": ended,
                                  "elapsed_seconds": elapsed, "signals": stop,
-                                 "timed_out": timed_out})
+                                 "timed_out": timed_out, "limit_seconds": cell.get("limit_seconds")})
     return code
 
 
-def _wait(child: subprocess.Popen, limit: float | None) -> tuple[int, bool]:
-    """The child's exit code, and whether it was stopped at its time limit."""
+def _wait(child: subprocess.Popen, limit: float | None, kill_after: float) -> tuple[int, bool]:
+    """The child's exit code, and whether it was stopped at its time limit: SIGTERM at the
+    limit (the trainer checkpoints and exits 75), SIGKILL to its whole process group
+    `kill_after` seconds later if it is still there."""
     try:
         return child.wait(timeout=limit), False
     except subprocess.TimeoutExpired:
-        child.send_signal(signal.SIGTERM)  # the trainer checkpoints and exits 75
+        child.send_signal(signal.SIGTERM)
     try:
-        return child.wait(timeout=KILL_AFTER_SECONDS), True
+        return child.wait(timeout=kill_after), True
     except subprocess.TimeoutExpired:
-        child.kill()
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         return child.wait(), True
 
 

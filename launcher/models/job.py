@@ -86,6 +86,15 @@ class Job(models.Model):
     resumes = models.PositiveSmallIntegerField(default=0)
     prior_gpu_seconds = models.BigIntegerField(default=0)
 
+    # Submission survives outages (launcher/services/leases.py): one owner at a time holds a
+    # lease until `submit_lease_until`; a failed attempt sets the next one (exponential backoff)
+    # and the first failure at or after `submit_deadline` fails the job with its last error.
+    submit_attempts = models.PositiveSmallIntegerField(default=0)
+    submit_lease_owner = models.CharField(max_length=32, blank=True)
+    submit_lease_until = models.DateTimeField(null=True, blank=True)
+    submit_next_at = models.DateTimeField(null=True, blank=True)
+    submit_deadline = models.DateTimeField(null=True, blank=True)
+
     created_at = models.DateTimeField(default=timezone.now)
     submitted_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -10,13 +10,14 @@ from .monitor import facilities_with_live_jobs, job_observe, job_record_files, j
 from .moves import job_move, job_move_if
 from .rerun import job_rerun
 from .resume import job_resume
-from .submission import job_submit, stalled_submissions, sweep_submit
+from .leases import submissions_dispatch, submissions_due
+from .submission import job_submit, sweep_submit
 
 __all__ = [
     "LaunchConflict", "allocation_provision_slurm", "allocation_sync", "allocation_sync_slurm",
     "facilities_with_live_jobs", "failing_jobs_digest_send", "job_cancel", "job_launch",
     "job_move", "job_move_if", "job_observe", "job_record_files", "job_rerun", "job_resume", "job_submit",
-    "jobs_poll", "project_sync_members", "stalled_submissions",
+    "jobs_poll", "project_sync_members", "submissions_dispatch", "submissions_due",
     "sweep_cancel", "sweep_launch", "sweep_submit", "usage_ingest_slurm",
     "usage_records_from_rows",
 ]

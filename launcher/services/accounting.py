@@ -40,7 +40,7 @@ def usage_records_from_rows(*, allocation: Allocation, rows: Iterable[UsageRow],
         cost = (Decimal(row.gpu_seconds) / 3600 * rate).quantize(Decimal("0.0001"))
         records.append(UsageRecord(
             allocation_id=allocation.pk, source=UsageRecord.Source.SLURM,
-            external_id=f"{allocation.facility.slug}:{row.external_id}", period_start=start,
+            external_id=f"{allocation.facility_id}/{row.external_id}", period_start=start,
             period_end=end, gpu_seconds=row.gpu_seconds, cost=cost,
             job_id=jobs.get(_ref(row.job_id)),
             detail={"job_id": row.job_id, "step": row.step, "state": row.state,

@@ -1,10 +1,11 @@
 """Submitting jobs and sweeps to their backend, safely: the rows move to `submitting` (with
 their token) before any network call, the network call happens outside any transaction, and
 the backend looks the token up before submitting, so a retry, a lost reply or a worker killed
-mid-submit never makes a second scheduler job."""
+mid-submit never makes a second scheduler job. Only the caller holding the submission lease
+submits (leases.py): a transient error gives the lease back with a backoff, and past the
+deadline the job fails with its last error and staff are told."""
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from collections.abc import Sequence
 
@@ -17,6 +18,10 @@ from ..backends.base import BackendError
 from ..models import Job, Sweep
 from ..backends.registry import Capability, backend_for
 from ..runners import Submission
+from .alerts import submission_failure_send
+from .leases import (
+    Lease, submit_lease_expired_past_deadline, submit_lease_release, submit_lease_take,
+)
 from .moves import job_move_if
 
 log = logging.getLogger(__name__)
@@ -24,7 +29,8 @@ S = Job.State
 
 
 def job_submit(*, job_id: int) -> Job | None:
-    """Submit one queued (or half-submitted) job. Idempotent; transient errors propagate."""
+    """Submit one queued (or half-submitted) job if this caller takes its lease. Idempotent;
+    a transient error schedules the next attempt (leases.py) instead of propagating."""
     job = Job.objects.select_related("allocation__facility").filter(pk=job_id, sweep=None).first()
     if job is not None:
         _submit([job], facility=job.allocation.facility, token=job.token)
@@ -33,7 +39,7 @@ def job_submit(*, job_id: int) -> Job | None:
 
 
 def sweep_submit(*, sweep_id: int) -> Sweep | None:
-    """Submit every queued cell of a sweep as one array. Idempotent; transient errors propagate."""
+    """Submit every queued cell of a sweep as one array, under one lease (see job_submit)."""
     sweep = Sweep.objects.select_related("allocation__facility").filter(pk=sweep_id).first()
     if sweep is not None:
         cells = list(sweep.jobs.select_related("allocation", "sweep").order_by("array_index"))
@@ -41,17 +47,13 @@ def sweep_submit(*, sweep_id: int) -> Sweep | None:
     return sweep
 
 
-def _claim(jobs: Sequence[Job]) -> list[Job]:
-    """Move queued jobs to submitting; jobs already submitting are a retry's to finish."""
-    for job in jobs:
-        if job.state == S.QUEUED:
-            job_move_if(job=job, to=S.SUBMITTING)
-    return [j for j in jobs if j.state == S.SUBMITTING]
-
-
 def _submit(jobs: Sequence[Job], *, facility: Facility, token: str) -> None:
-    todo = _claim(jobs)
-    if not todo:
+    lease = submit_lease_take(jobs=jobs)
+    if lease is None:
+        return  # another caller owns this submission, or nothing is left to submit
+    todo = lease.jobs
+    if submit_lease_expired_past_deadline(lease=lease):
+        _give_up(lease, facility, "the workers that tried it stopped before they finished")
         return
     runner = backend_for(facility)
     if Capability.SUBMIT not in runner.capabilities:
@@ -61,12 +63,21 @@ def _submit(jobs: Sequence[Job], *, facility: Facility, token: str) -> None:
     try:
         submission = runner.submit(facility=facility, jobs=jobs, token=token)
     except BackendError as error:
-        if error.transient:
-            raise
-        _fail(todo, f"Submission refused: {error.message}")
+        if not error.transient:
+            _fail(todo, f"Submission refused: {error.message}")
+        elif not submit_lease_release(lease=lease, error=error.message):
+            _give_up(lease, facility, error.message)
         return
     faults.point("after-submit")
     _record(todo, submission, facility=facility)
+
+
+def _give_up(lease: Lease, facility: Facility, error: str) -> None:
+    """The deadline passed: fail the rows with the last error and tell staff."""
+    reason = (f"Not submitted: {facility.name} could not be reached in {lease.attempt} "
+              f"attempt(s) before the submission deadline; last error: {error}")
+    _fail(lease.jobs, reason)
+    submission_failure_send(job_ids=lease.job_ids, reason=reason)
 
 
 def _record(jobs: Sequence[Job], submission: Submission, *, facility: Facility) -> None:
@@ -75,7 +86,8 @@ def _record(jobs: Sequence[Job], submission: Submission, *, facility: Facility) 
     for job in jobs:
         updates = dict(scheduler_id=submission.scheduler_id, workdir=submission.workdir,
                        output_path=submission.output_path.format(index=job.array_index or 0),
-                       submitted_at=now)
+                       submitted_at=now, state_reason="", submit_lease_owner="",
+                       submit_lease_until=None, submit_next_at=None)
         note = "found by its token" if submission.already_submitted else "submitted"
         if not job_move_if(job=job, to=S.PENDING, comment=f"Scheduler id {submission.scheduler_id} "
                                                         f"({note}).", **updates):
@@ -95,13 +107,3 @@ def _fail(jobs: Sequence[Job], reason: str) -> None:
                     finished_at=timezone.now())
 
 
-def stalled_submissions(*, older_than: dt.timedelta = dt.timedelta(seconds=30)) -> dict[str, list[int]]:
-    """Jobs and sweeps stuck in `submitting` (their worker died) or `queued` (their message was
-    lost) for longer than `older_than`: the reconciler re-enqueues their submission, which is
-    safe because submission is idempotent by token."""
-    cutoff = timezone.now() - older_than
-    stuck = Job.objects.filter(state__in=[S.QUEUED, S.SUBMITTING], created_at__lt=cutoff,
-                               submitted_at__isnull=True)
-    return {"jobs": list(stuck.filter(sweep=None).values_list("pk", flat=True)[:200]),
-            "sweeps": list(stuck.exclude(sweep=None).order_by().values_list("sweep_id", flat=True)
-                           .distinct()[:50])}

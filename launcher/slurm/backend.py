@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import secrets
 from pathlib import PurePosixPath
 
 from . import parse as slurm_parse
@@ -32,21 +33,25 @@ _NOTHING_TO_DO = ("Nothing new added", "Nothing modified", "already exists")
 
 # Runs on the login node. Under a per-token lock it looks the token up (squeue keeps finished
 # jobs for MinJobAge, sacct after that) and only submits if nothing carries it, so a re-sent
-# submission after a lost reply never makes a second job. Values arrive as positional
-# arguments ("$@"), never spliced into this text.
+# submission after a lost reply never makes a second job. `staged` is this attempt's own fresh
+# folder (never a submitted job's): removed when a job with the token exists or sbatch fails.
+# Prints `new ID` or `existing ID|WORKDIR`. Values arrive as positional arguments ("$@"), never
+# spliced into this text.
 _SUBMIT_SCRIPT = r"""
 set -u
-token=$1; lock=$2; shift 2
+token=$1; lock=$2; staged=$3; shift 3
 exec 9>>"$lock"
 flock -w 60 9 || { echo "lock busy: $lock" >&2; exit 75; }
-q=$(squeue -h -a -t all --name="$token" -o %F) || exit 75
-a=$(sacct -n -X -a -P --name="$token" -S now-60days -o JobID) || exit 75
-found=$(printf '%s\n%s\n' "$q" "$a" | sed -e 's/[_.].*//' | grep -m1 '^[0-9]')
-if [ -n "$found" ]; then echo "existing $found"; exit 0; fi
-out=$(sbatch --parsable "$@") || exit $?
+q=$(squeue -h -a -t all --name="$token" -o '%F|%Z') || exit 75
+a=$(sacct -n -X -a -P --name="$token" -S now-60days -o JobID,WorkDir) || exit 75
+found=$(printf '%s\n%s\n' "$q" "$a" | sed -e 's/^\([0-9]*\)[_.][^|]*|/\1|/' | grep -m1 '^[0-9][0-9]*|')
+if [ -n "$found" ]; then
+  [ -n "$staged" ] && rm -rf -- "$staged"
+  echo "existing $found"; exit 0
+fi
+out=$(sbatch --parsable "$@") || { rc=$?; [ -n "$staged" ] && rm -rf -- "$staged"; exit $rc; }
 echo "new ${out%%;*}"
 """
-
 
 class SlurmBackend(Backend):
     """A Slurm cluster reached through one `SSHConnection`."""
@@ -219,36 +224,56 @@ class SlurmBackend(Backend):
                 raise BackendError(f"invalid {what} {value!r}", transient=False)
 
     def submit(self, spec: JobSpec) -> SubmitResult:
-        """Stage `spec.bundle_dir` to ~/<jobs_dir>/<token>/ and sbatch it, at most once per token.
+        """Stage `spec.bundle_dir` and sbatch it, at most once per token.
 
-        Safe to call again after any failure, from any worker: the remote side looks the token
-        up under a lock before submitting, so the second call returns the first job
-        (`already_submitted=True`).
+        Safe to call again after any failure, from any worker: the token is looked up on the
+        cluster before anything is uploaded (a job that carries it is returned as it is,
+        `already_submitted=True`, its folder untouched), the bundle goes to a fresh folder of
+        this attempt's own (`<jobs_dir>/<token>-<nonce>`, never a running job's), and the remote
+        side looks the token up again under a per-token lock before submitting.
         """
         self._validate(spec)
+        if not spec.workdir:
+            found = self._find(spec.token)
+            if found is not None:
+                return self._result(spec, *found, already=True)
         # A resumed job runs again in its first submission's folder (its checkpoints are there).
-        workdir = spec.workdir or self.ssh.upload_dir(spec.bundle_dir, f"{self.jobs_dir}/{spec.token}")
-        sbatch_args, output = self._sbatch_args(spec, workdir)
-        result = self._run(["bash", "-c", _SUBMIT_SCRIPT, "portal-submit", spec.token,
-                            f"{workdir}/.submit.lock", *sbatch_args])
-        kind, _, job_id = result.stdout.strip().rpartition("\n")[2].partition(" ")
+        staged = "" if spec.workdir else self.ssh.upload_dir(
+            spec.bundle_dir, f"{self.jobs_dir}/{spec.token}-{secrets.token_hex(4)}")
+        workdir = spec.workdir or staged
+        lock = f"{workdir}/.submit.lock" if spec.workdir else f"{self.jobs_dir}/.{spec.token}.lock"
+        sbatch_args, _ = self._sbatch_args(spec, workdir)
+        result = self._run(["bash", "-c", _SUBMIT_SCRIPT, "portal-submit", spec.token, lock,
+                            staged, *sbatch_args])
+        kind, _, found_line = result.stdout.strip().rpartition("\n")[2].partition(" ")
+        job_id, _, existing_dir = found_line.partition("|")
         if kind not in ("new", "existing") or not JOB_ID_RE.match(job_id):
             raise BackendError(f"unexpected sbatch reply: {result.stdout[:200]!r}", transient=False)
+        return self._result(spec, job_id, existing_dir or workdir, already=kind == "existing")
+
+    def _result(self, spec: JobSpec, job_id: str, workdir: str, *, already: bool) -> SubmitResult:
+        _, output = self._sbatch_args(spec, workdir)
         return SubmitResult(job_id=job_id, token=spec.token, workdir=workdir,
-                            output_pattern=output, already_submitted=kind == "existing")
+                            output_pattern=output, already_submitted=already)
+
+    def _find(self, token: str) -> tuple[str, str] | None:
+        """(job id, work folder) of the job submitted with `token`, from squeue or sacct."""
+        live = self._run(["squeue", "-h", "-a", "-t", "all", f"--name={token}", "-o", "%F|%Z"]).stdout
+        past = self._run(["sacct", "-n", "-X", "-a", "-P", f"--name={token}", "-S", "now-60days",
+                          "-o", "JobID,WorkDir"]).stdout
+        for line in (live + "\n" + past).splitlines():
+            ref, _, workdir = line.strip().partition("|")
+            job = re.split(r"[_.]", ref, maxsplit=1)[0]
+            if job.isdigit():
+                return job, workdir
+        return None
 
     def find_job_by_token(self, token: str) -> str | None:
         """The id of the job submitted with `token` (pending, running or finished), or None."""
         if not TOKEN_RE.match(token):
             raise BackendError(f"invalid job token {token!r}", transient=False)
-        live = self._run(["squeue", "-h", "-a", "-t", "all", f"--name={token}", "-o", "%F"]).stdout
-        past = self._run(["sacct", "-n", "-X", "-a", "-P", f"--name={token}", "-S", "now-60days",
-                          "-o", "JobID"]).stdout
-        for line in (live + "\n" + past).splitlines():
-            job = re.split(r"[_.]", line.strip(), maxsplit=1)[0]
-            if job.isdigit():
-                return job
-        return None
+        found = self._find(token)
+        return found[0] if found else None
 
     def status(self, job_ids: list[str]) -> dict[str, JobStatus]:
         """Each job's state: squeue for live jobs, sacct once final; arrays carry `tasks`.

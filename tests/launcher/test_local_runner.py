@@ -113,18 +113,29 @@ def test_usage_is_the_measured_wall_time_times_the_slots_charged_once(local_allo
     assert job.progress.get("state") == "succeeded" and job.log_tail
 
 
-def test_a_vanished_process_is_marked_failed_with_the_reason(local_allocation, researcher):
+def test_a_vanished_process_is_marked_failed_and_charged_for_the_time_it_was_seen_running(
+        local_allocation, researcher):
     job = launch(local_allocation, researcher, LONG)
     services.job_submit(job_id=job.pk)
     poll_until(job, {"running"})
     pid = wait_for(lambda: (cells.read_json(cell_of(job) / cells.PID) or {}).get("child_pid")
                    and cells.read_json(cell_of(job) / cells.PID), timeout=120, what="child pid")
+    wait_for(lambda: training_started(job), timeout=120, what="the first training step")
+    services.jobs_poll(facility_id=local_allocation.facility_id)  # seen running once more
+    seen = cells.read_json(cell_of(job) / cells.SEEN)["at"]
     os.kill(pid["pid"], signal.SIGKILL)  # the supervisor first: nobody writes exit.json
     os.kill(pid["child_pid"], signal.SIGKILL)
+    killed = time.time()
     wait_for(lambda: proc_start_ticks(pid["pid"]) is None, timeout=30, what="the kill")
 
     poll_until(job, {"failed"})
     assert "vanished" in job.state_reason and str(pid["pid"]) in job.state_reason
+    backend_for(local_allocation.facility).usage(allocation=local_allocation)
+    [record] = UsageRecord.objects.filter(allocation=local_allocation)
+    assert record.job_id == job.pk and record.detail["vanished"] is True
+    # From its start to when it was last seen running (never 0, never past the kill).
+    assert math.ceil(seen - pid["started_at"]) <= record.gpu_seconds <= math.ceil(killed - pid["started_at"])
+    assert record.gpu_seconds >= 1
 
 
 def test_several_gpus_run_under_torchrun_with_one_process_each(local_allocation, researcher):
@@ -166,14 +177,20 @@ def test_a_sweep_runs_each_cell_as_its_own_process_and_charges_each(local_alloca
     assert UsageRecord.objects.filter(allocation=local_allocation).count() == 2
 
 
-def test_a_job_is_stopped_at_its_wall_time_limit(local_allocation, researcher, monkeypatch):
-    monkeypatch.setattr("launcher.local.runner.SECONDS_PER_MINUTE", 0.5)  # 10 min -> 5 s
-    job = launch(local_allocation, researcher, LONG)
+def test_a_job_that_outruns_its_wall_time_is_stopped_and_charged_exactly_the_limit(
+        local_allocation, researcher, settings):
+    settings.LOCAL_SECONDS_PER_MINUTE = 0.5  # its 10-minute wall time -> 5 s
+    job = launch(local_allocation, researcher, LONG, gpus=2)  # torchrun, two processes
     services.job_submit(job_id=job.pk)
     poll_until(job, {"timeout"})
     assert job.state_reason.startswith("stopped at its wall-time limit")
     ended = cells.read_json(cell_of(job) / cells.EXIT)
-    assert ended["timed_out"] is True and 5 <= ended["elapsed_seconds"]
+    assert ended["timed_out"] is True and ended["limit_seconds"] == 5
+    assert ended["elapsed_seconds"] > 5  # it ran to the limit and a little past (checkpoint)
+
+    backend_for(local_allocation.facility).usage(allocation=local_allocation)
+    [record] = UsageRecord.objects.filter(allocation=local_allocation)
+    assert record.gpu_seconds == 5 * 2  # the limit x GPUs, not what it ran past the limit
 
 
 def test_a_suspended_allocation_stops_its_running_local_jobs(
