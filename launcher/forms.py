@@ -13,6 +13,7 @@ from allocations.prepared import Statement
 
 from . import params as P
 from . import sweepgrid
+from .capacity import capacity_note
 from .estimates import default_wall_time
 from .api.serializers import LaunchInput, SweepInput
 
@@ -179,6 +180,7 @@ class SweepForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.allocation = allocation
         self.fields["dataset"].choices = _dataset_choices(allocation)
+        self.capacity_note = capacity_note(allocation.facility) if allocation is not None else ""
         first = lambda k: self.get_initial_for_field(self.fields[k], k)  # noqa: E731
         _predicted_wall_time(self, {
             **P.DEFAULT_SWEEP_PARAMS, "dataset": first("dataset"), "synthetic_n": first("synthetic_n"),
