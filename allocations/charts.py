@@ -117,15 +117,18 @@ def burn_down_figure(allocation: Allocation, series: list[dict[str, Any]],
 
 
 def daily_figure(allocation: Allocation, series: list[dict[str, Any]]) -> dict[str, Any]:
-    """One bar per day with use; ticks fall on whole days whatever the span."""
-    start = min([allocation.start_date] + [r["day"] for r in series])
-    last = max([r["day"] for r in series] or [timezone.localdate()])
-    end = max(last, start + dt.timedelta(days=6))
+    """One bar per day with use over the allocation's days so far (its start to today, or to
+    its end once it has ended): no axis past today, and each bar most of a day wide, so a single
+    day of use is a bar, not a hairline. Ticks fall on whole days whatever the span."""
+    days = [r["day"] for r in series]
+    start = min([allocation.start_date] + days)
+    end = max([min(allocation.end_date, timezone.localdate())] + days)
     half_day = dt.timedelta(hours=12)
     span_days = (end - start).days + 1
     return {"data": [{"type": "bar", "name": "GPU-hours",
                       "x": [r["day"].isoformat() for r in series],
                       "y": [_num(r["gpu_hours"]) for r in series],
+                      "width": [ONE_DAY_MS * 0.8] * len(series),
                       "marker": {"color": "#1f5fa8"},
                       "hovertemplate": "%{x|%d %b %Y}: %{y} GPU-hours<extra></extra>"}],
             "layout": {

@@ -78,9 +78,20 @@ class RequestForm(forms.ModelForm):
             # The facility field is keyed by slug: an instance's initial value is its pk, which
             # matches no option and came back empty after "changes requested".
             self.initial["facility"] = self.instance.facility.slug
+        self._state_trial_cap()
         if not self.is_bound and not self.initial.get("start_date"):
             self.initial["start_date"] = timezone.localdate()
             self.initial["end_date"] = timezone.localdate() + dt.timedelta(days=90)
+
+    def _state_trial_cap(self) -> None:
+        """On a trial for a known facility, say what the policy allows beside the hours."""
+        slug = self.data.get("facility") if self.is_bound else self.initial.get("facility")
+        kind = self.data.get("kind") if self.is_bound else self.initial.get("kind")
+        facility = Facility.objects.filter(slug=slug or "").first() if kind == "trial" else None
+        if facility is not None:
+            self.fields["gpu_hours"].help_text = (
+                f"A trial on {facility.name} is capped at {facility.trial_gpu_hours_cap} GPU-hours "
+                f"and {facility.trial_days} days.")
 
     def clean_start_date(self):
         value = self.cleaned_data["start_date"]
@@ -123,8 +134,16 @@ def initial_from_query(params, user) -> dict:
         nodes = facility.node_types.all()
         node = (nodes.filter(pk=whole["node_type"]).first() if "node_type" in whole else None) \
             or nodes.filter(name=params.get("node_type", "")).first()
+        only = list(nodes[:2])
+        node = node or (only[0] if len(only) == 1 else None)  # one node type: no choice to make
         if node:
             initial["node_type"] = node.pk
+        if initial.get("kind") == "trial":
+            # What the policy allows: the cap and the longest trial, so "Submit" just works.
+            initial.setdefault("gpu_hours", facility.trial_gpu_hours_cap)
+            if "end_date" not in initial:
+                initial["end_date"] = timezone.localdate() + dt.timedelta(
+                    days=min(facility.trial_days, 90))
     projects = visible_projects(user).filter(memberships__user=user)
     project = (projects.filter(pk=whole["project"]).first() if "project" in whole else
                projects.filter(code=params.get("project", "")).first())

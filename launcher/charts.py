@@ -12,7 +12,7 @@ def loss_figure(job: Job) -> dict[str, Any]:
                       "x": [p[0] for p in history], "y": [p[1] for p in history]}],
             "layout": {"title": {"text": "Training loss"}, "height": 300,
                        "margin": {"l": 50, "r": 20, "t": 40, "b": 40},
-                       "xaxis": {"title": {"text": "step"}}, "yaxis": {"title": {"text": "loss"}}}}
+                       "xaxis": {"title": {"text": "step"}, "tickformat": "d"}, "yaxis": {"title": {"text": "loss"}}}}
 
 
 def leaderboard_figure(rows: list[dict[str, Any]], metric: str, top: int = 20) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_UP, Decimal
@@ -20,8 +21,10 @@ from typing import Any
 
 from django.db import transaction
 
-from allocations.models import Allocation
+from allocations.models import Allocation, NodeType
 from benchmarks.estimates import JobPrediction, job_prediction
+
+from . import params as P
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +48,20 @@ class Estimate:
                 "predicted_images_per_s": self.predicted_images_per_s}
 
 
+def node_type_of(allocation: Allocation) -> NodeType | None:
+    """The node type a prediction is for: the allocation's own, or its facility's only one (a
+    facility with one node type, like `local`, needs no choice)."""
+    if allocation.node_type_id is not None:
+        return allocation.node_type
+    only = list(NodeType.objects.filter(facility_id=allocation.facility_id)[:2])
+    return only[0] if len(only) == 1 else None
+
+
 def _predict(allocation: Allocation, params: Mapping[str, Any], gpus: int) -> JobPrediction:
     try:
         # A savepoint: a failed query in here must not poison the launch's transaction.
         with transaction.atomic():
-            return job_prediction(node_type=allocation.node_type, params=params, gpus=gpus)
+            return job_prediction(node_type=node_type_of(allocation), params=params, gpus=gpus)
     except Exception as error:  # a broken prediction must not block launching: fall back
         log.exception("prediction failed for allocation %s", allocation.pk)
         return JobPrediction("wall-time", f"the recommender failed ({type(error).__name__})")
@@ -79,6 +91,32 @@ def estimate_run(*, allocation: Allocation, params: Mapping[str, Any], gpus: int
     return Estimate(gpu_hours=hours, cost=cost, source=source, basis=basis,
                     confidence=found.confidence, neighbour=found.neighbour,
                     predicted_hours=run_hours, predicted_images_per_s=found.images_per_s)
+
+
+@dataclass(frozen=True)
+class WallTimeDefault:
+    """The wall time a launch gets when it names none, and why (the form shows the sentence)."""
+
+    minutes: int
+    basis: str
+
+
+def default_wall_time(*, allocation: Allocation | None, params: Mapping[str, Any],
+                      gpus: int) -> WallTimeDefault:
+    """The predicted run time x P.WALL_TIME_MARGIN, rounded up to whole minutes, at least
+    P.WALL_TIME_FLOOR_MINUTES and within the wall-time bounds; P.DEFAULT_WALL_TIME_MINUTES when
+    nothing can be predicted."""
+    found = _predict(allocation, params, gpus) if allocation is not None else None
+    if found is None or found.hours is None:
+        why = found.basis if found is not None else "no allocation"
+        return WallTimeDefault(P.DEFAULT_WALL_TIME_MINUTES,
+                               f"Default {P.DEFAULT_WALL_TIME_MINUTES} min: no prediction ({why}).")
+    predicted = found.hours * 60
+    minutes = max(P.WALL_TIME_FLOOR_MINUTES, math.ceil(predicted * P.WALL_TIME_MARGIN))
+    minutes = min(max(minutes, P.WALL_TIME_MINUTES[0]), P.WALL_TIME_MINUTES[1])
+    return WallTimeDefault(minutes, (
+        f"{minutes} min: {P.WALL_TIME_MARGIN}x the predicted {predicted:.1f} min per run, at least "
+        f"{P.WALL_TIME_FLOOR_MINUTES} min. The run is stopped there; only what it uses is charged."))
 
 
 #: Money throughout the portal is US dollars (benchmarks/catalogue.py; cloud prices are USD).

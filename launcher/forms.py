@@ -12,6 +12,8 @@ from allocations.models import Dataset
 
 from . import params as P
 from . import sweepgrid
+from .capacity import capacity_note
+from .estimates import default_wall_time
 from .api.serializers import LaunchInput, SweepInput
 
 
@@ -29,6 +31,17 @@ def _gpus() -> forms.IntegerField:
 def _wall_time(label: str) -> forms.IntegerField:
     return forms.IntegerField(label=label, initial=P.DEFAULT_WALL_TIME_MINUTES,
                               min_value=P.WALL_TIME_MINUTES[0], max_value=P.WALL_TIME_MINUTES[1])
+
+
+def _predicted_wall_time(form: forms.Form, params: dict[str, Any]) -> None:
+    """An unbound form's wall time: the prediction for its initial values with a stated margin
+    (launcher/estimates.py: default_wall_time), the sentence shown under the field."""
+    if form.is_bound or form.allocation is None:
+        return
+    found = default_wall_time(allocation=form.allocation, params=params,
+                              gpus=form.get_initial_for_field(form.fields["gpus"], "gpus") or 1)
+    form.fields["wall_time_minutes"].initial = found.minutes
+    form.fields["wall_time_minutes"].help_text = found.basis
 
 
 def _dataset() -> forms.ChoiceField:
@@ -101,6 +114,8 @@ class LaunchForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.allocation = allocation
         self.fields["dataset"].choices = _dataset_choices(allocation)
+        _predicted_wall_time(self, P.with_defaults(
+            {k: self.get_initial_for_field(self.fields[k], k) for k in self.PARAMS}))
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -161,6 +176,12 @@ class SweepForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.allocation = allocation
         self.fields["dataset"].choices = _dataset_choices(allocation)
+        self.capacity_note = capacity_note(allocation.facility) if allocation is not None else ""
+        first = lambda k: self.get_initial_for_field(self.fields[k], k)  # noqa: E731
+        _predicted_wall_time(self, {
+            **P.DEFAULT_SWEEP_PARAMS, "dataset": first("dataset"), "synthetic_n": first("synthetic_n"),
+            "model": (list(first("models")) or [P.DEFAULT_JOB["model"]])[0],
+            **{k: first(k) for k in self.FIXED if first(k) is not None}})
 
     @classmethod
     def preset_initial(cls, name: str) -> dict[str, Any]:

@@ -77,7 +77,14 @@ DEFAULT_GPUS = 1
 #: The seed a job trains with unless it names one; every job records its seed in its params, so
 #: "Run again" reproduces it.
 DEFAULT_SEED = 0
+#: The wall time a launch gets when it names none and nothing can be predicted (no node type, a
+#: dataset of unknown size). With a prediction, the default is the predicted run time times
+#: WALL_TIME_MARGIN, rounded up to whole minutes and at least WALL_TIME_FLOOR_MINUTES
+#: (launcher/estimates.py: default_wall_time): a loaded machine or a cold start still finishes,
+#: and a run that hangs is stopped long before an hour of a trial is gone.
 DEFAULT_WALL_TIME_MINUTES = 60
+WALL_TIME_MARGIN = 3
+WALL_TIME_FLOOR_MINUTES = 15
 #: The sweep form's default grid: 2 learning rates x 3 folds of the default job's model and data.
 DEFAULT_SWEEP_GRID: dict[str, Any] = {
     "models": ["densenet121"], "lrs": [1e-3, 1e-4], "lr_steps": [5], "weight_decays": [1e-4],

@@ -14,6 +14,7 @@ from allocations.selectors import visible_allocations
 
 from . import access, charts, selectors, services, sweepgrid
 from .backends.base import BackendError
+from .capacity import capacity_note
 from .forms import LaunchForm, SweepForm
 from .ledger import with_reservation
 from .models import Job
@@ -60,6 +61,7 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "sweep": sweep, "counts": counts, "finished": finished, "done": finished >= sweep.size,
         "charged": selectors.sweep_gpu_seconds(sweep), "board": board[:100],
         "figure": charts.leaderboard_figure(board, sweep.sort_by),
+        "capacity": capacity_note(sweep.allocation.facility, concurrency=sweep.concurrency),
         "cells": sweep.jobs.order_by("array_index").only(
             "pk", "sweep_id", "array_index", "state", "params", "state_reason", "progress")[:200]})
 

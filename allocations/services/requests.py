@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .. import signals
-from ..models import Allocation, AllocationRequest, Project
+from ..models import Allocation, AllocationRequest, NodeType, Project
 from ..policy import RequestDraft, request_errors
 from ..roles import is_reviewer
 from ..selectors import belongs_to, can_manage_project, membership
@@ -60,6 +60,11 @@ def request_create(*, by, project: Project, submit: bool = False, **fields: Any)
     # rule.
     Project.objects.select_for_update().filter(pk=project.pk).first()
     req = AllocationRequest(project=project, requested_by=by, **fields)
+    if req.node_type_id is None and req.facility_id is not None:
+        # A facility with one node type needs no choice: naming it lets every launch on the
+        # allocation be predicted (launcher/estimates.py).
+        only = list(NodeType.objects.filter(facility_id=req.facility_id)[:2])
+        req.node_type = only[0] if len(only) == 1 else None
     if req.purpose == AllocationRequest.Purpose.CLOSURE and not can_manage_project(by, project):
         raise PermissionDenied("Only the project's PI or a manager can ask to close an "
                                "allocation early.")

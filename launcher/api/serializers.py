@@ -13,6 +13,7 @@ from allocations.models import Allocation
 
 from .. import params as P
 from .. import sweepgrid
+from ..estimates import default_wall_time
 from ..models import Job, Sweep
 
 # A dataset reference: a synthetic set, or one of the project's datasets by id or name (the
@@ -147,8 +148,9 @@ class _AllocationScoped(serializers.Serializer):
     gpus = serializers.IntegerField(min_value=P.GPUS[0], max_value=P.GPUS[1], default=P.DEFAULT_GPUS)
     wall_time_minutes = serializers.IntegerField(
         min_value=P.WALL_TIME_MINUTES[0], max_value=P.WALL_TIME_MINUTES[1], required=False,
-        help_text=f"Per run; default {P.DEFAULT_WALL_TIME_MINUTES}. The estimate is GPUs x wall time "
-                  "unless the recommender predicts less.")
+        help_text=f"Per run; default: the predicted run time x {P.WALL_TIME_MARGIN}, at least "
+                  f"{P.WALL_TIME_FLOOR_MINUTES} min ({P.DEFAULT_WALL_TIME_MINUTES} without a "
+                  "prediction). The estimate is GPUs x wall time unless the recommender predicts less.")
 
     def __init__(self, *args, allocations=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -157,10 +159,27 @@ class _AllocationScoped(serializers.Serializer):
     def _wall_time(self, attrs):
         params = dict(attrs.get("params") or {})
         attrs["wall_time_minutes"] = (attrs.get("wall_time_minutes") or params.pop("wall_time_minutes", None)
-                                      or P.DEFAULT_WALL_TIME_MINUTES)
+                                      or self._predicted_minutes(attrs, params))
         params.pop("wall_time_minutes", None)
         attrs["params"] = params
         return attrs
+
+    @staticmethod
+    def _predicted_minutes(attrs, params) -> int:
+        """No wall time given: the prediction with its margin (P.WALL_TIME_MARGIN)."""
+        return default_wall_time(allocation=attrs.get("allocation"), params=_first_cell(attrs, params),
+                                 gpus=attrs.get("gpus") or P.DEFAULT_GPUS).minutes
+
+
+def _first_cell(attrs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """What one run of this launch trains: the job's params, or a sweep's first cell."""
+    grid = attrs.get("grid")
+    if grid is None or attrs.get("workload", "sweep") != "sweep":
+        return P.with_defaults(params)
+    grid = sweepgrid.PRESETS.get(grid.get("preset"), grid) if "preset" in grid else grid
+    models = grid.get("models") or [P.DEFAULT_JOB["model"]]
+    return {**P.DEFAULT_SWEEP_PARAMS, **params, **(grid.get("fixed") or {}), "model": models[0],
+            "folds": grid.get("folds", 1)}
 
 
 class SweepParams(TrainParams):

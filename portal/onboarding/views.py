@@ -73,6 +73,9 @@ def walk(request: HttpRequest) -> HttpResponse:
         "recommender_url": selectors.recommender_url(position.facts),
         "diagram": render_svg(chart.graph, on_path=on_path, current=position.node_ref,
                               taken=taken, description=path_description(chart, position)),
+        "diagram_vertical": render_svg(chart.graph, on_path=on_path, current=position.node_ref,
+                                       taken=taken, description=path_description(chart, position),
+                                       vertical=True),
         "outline": outline(chart),
         "flow": selectors.flow_payload(chart),
     })

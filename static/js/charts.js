@@ -1,15 +1,88 @@
 // Draws every plotly figure whose JSON the page embedded (<script id="X-data">) into #chart-X.
-// window.portalCharts.draw(root) does the same inside a part of the page swapped in later.
+// window.portalCharts.draw(root) does the same inside a part of the page swapped in later, and
+// window.portalCharts.show(target, fig) draws one figure (the job page's live loss curve).
+//
+// Honest and phone-sized: a figure with no data, or a line of one point, is a sentence, not an
+// empty axis; every chart is responsive (re-laid out when the window is resized), and on a
+// narrow chart (under SMALL px) the legend goes below the plot, margins shrink and text labels
+// are not clipped, so the plot keeps its width.
 (function () {
+  var SMALL = 600;
+
+  function points(fig) {
+    return (fig.data || []).reduce(function (n, t) {
+      var values = t.y || t.z || t.values || t.x || [];
+      return n + values.length;
+    }, 0);
+  }
+
+  function tooFew(fig) {
+    var n = points(fig);
+    if (n === 0) { return 'No data yet.'; }
+    var lines = (fig.data || []).every(function (t) { return (t.type || 'scatter') === 'scatter'; });
+    if (lines && n === 1) {
+      var t = fig.data.find(function (d) { return (d.y || []).length; });
+      return 'One point so far (' + t.x[0] + ': ' + Number(t.y[0]).toPrecision(4) +
+        '); the chart is drawn from two.';
+    }
+    return null;
+  }
+
+  function fitted(base, width, traces) {
+    var layout = JSON.parse(JSON.stringify(base));
+    if (width >= SMALL) { return layout; }
+    var m = layout.margin || {};
+    layout.margin = {l: Math.min(m.l || 50, 48), r: 8, t: m.t || 40, b: m.b || 40};
+    if (layout.showlegend !== false && (base.legend || traces > 1)) {
+      // Below the plot, at the bottom of the figure, with the room it needs.
+      layout.legend = {orientation: 'h', x: 0, xanchor: 'left', y: 0, yanchor: 'bottom',
+        yref: 'container', font: {size: 11}};
+      layout.margin.b += 24 * Math.min(traces, 4);
+      layout.height = (layout.height || 320) + 24 * Math.min(traces, 4);
+    }
+    if (layout.title) { layout.title.font = {size: 14}; }
+    return layout;
+  }
+
+  function say(target, text) {
+    if (window.Plotly && target.data) { window.Plotly.purge(target); }
+    target.classList.add('chart-empty');
+    target.textContent = text;
+  }
+
+  function show(target, fig) {
+    var empty = tooFew(fig);
+    if (empty) { say(target, empty); return; }
+    target.classList.remove('chart-empty');
+    if (!target.data) { target.textContent = ''; }
+    (fig.data || []).forEach(function (t) { if (t.text) { t.cliponaxis = false; } });
+    target.baseLayout = fig.layout || {};
+    target.layout = fig.layout;
+    window.Plotly.react(target, fig.data, fitted(target.baseLayout, target.clientWidth, (fig.data || []).length),
+      {responsive: true, displaylogo: false});
+  }
+
   function draw(root) {
     (root || document).querySelectorAll('script[type="application/json"][id$="-data"]').forEach(function (node) {
       var target = document.getElementById('chart-' + node.id.replace(/-data$/, ''));
       if (!target || !window.Plotly) { return; }
-      var fig = JSON.parse(node.textContent);
-      target.layout = fig.layout;
-      window.Plotly.newPlot(target, fig.data, fig.layout, {responsive: true, displaylogo: false});
+      show(target, JSON.parse(node.textContent));
     });
   }
-  window.portalCharts = {draw: draw};
+
+  var pending = null;
+  window.addEventListener('resize', function () {
+    clearTimeout(pending);
+    pending = setTimeout(function () {
+      document.querySelectorAll('.chart').forEach(function (target) {
+        if (target.data && target.baseLayout) {
+          window.Plotly.react(target, target.data, fitted(target.baseLayout, target.clientWidth, target.data.length),
+            {responsive: true, displaylogo: false});
+        }
+      });
+    }, 150);
+  });
+
+  window.portalCharts = {draw: draw, show: show, SMALL: SMALL};
   draw(document);
 })();

@@ -28,10 +28,10 @@
     text('job-eta', p.eta_s != null && FINAL.indexOf(job.state) < 0 ? Math.round(p.eta_s) + ' s' : '-');
     var history = p.history || [];
     var chart = document.getElementById('chart-loss');
-    if (chart && window.Plotly && history.length) {
-      window.Plotly.react(chart, [{type: 'scatter', mode: 'lines+markers', name: 'training loss',
+    if (chart && window.Plotly && window.portalCharts) {
+      window.portalCharts.show(chart, {data: [{type: 'scatter', mode: 'lines+markers', name: 'training loss',
         x: history.map(function (h) { return h[0]; }), y: history.map(function (h) { return h[1]; })}],
-        chart.layout || {title: {text: 'Training loss'}, height: 300});
+        layout: chart.baseLayout || {title: {text: 'Training loss'}, height: 300}});
     }
     return FINAL.indexOf(job.state) >= 0;
   }

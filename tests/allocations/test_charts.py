@@ -83,3 +83,17 @@ def test_daily_usage_has_day_ticks_and_a_range_of_whole_days(allocation, pi):
     low, high = (dt.datetime.fromisoformat(x) for x in layout["xaxis"]["range"])
     assert high - low >= dt.timedelta(days=7)
     assert layout["yaxis"]["rangemode"] == "tozero"
+
+
+def test_daily_usage_spans_the_allocations_days_so_far_with_readable_bars(project, facility, pi):
+    today = timezone.localdate()
+    fresh = AllocationFactory(project=project, facility=facility, gpu_hours=Decimal("10"),
+                              start_date=today - dt.timedelta(days=2),
+                              end_date=today + dt.timedelta(days=60))
+    use(fresh, days_ago=0, gpu_seconds=180)
+    daily = charts_for(fresh, pi)["daily"]
+    low, high = (dt.datetime.fromisoformat(x) for x in daily["layout"]["xaxis"]["range"])
+    # From the start to today (half a day each side): no week of empty axis past today.
+    assert low.date() == fresh.start_date - dt.timedelta(days=1)
+    assert high.date() == today and high - low == dt.timedelta(days=3)
+    assert daily["data"][0]["width"] == [ONE_DAY_MS * 0.8]  # a bar most of a day wide

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from allocations.models import Allocation
 from launcher.models import Job
-from launcher.params import DEFAULT_JOB
+from launcher.params import DEFAULT_JOB, DEFAULT_SEED
 from tests.factories import FacilityFactory
 
 pytestmark = [pytest.mark.django_db]
@@ -51,7 +51,8 @@ def test_a_valid_form_launches_through_the_service(client, researcher, allocatio
     assert f"Job #{job.pk} launched" in response.content.decode()
     assert job.state == "queued" and job.created_by == researcher and job.gpus == 2
     # What the form left blank is the default job's (launcher/params.py), stored as it will run.
-    assert job.params == {**DEFAULT_JOB, "model": "resnet18", "epochs": 2, "lr": 0.001}
+    assert job.params == {**DEFAULT_JOB, "seed": DEFAULT_SEED, "model": "resnet18", "epochs": 2,
+                          "lr": 0.001}
     assert job.wall_time_minutes == 90 and job.estimate_gpu_hours == Decimal("3.000")
 
 

@@ -76,7 +76,7 @@ def test_an_empty_launch_is_the_default_job_that_learns(api, researcher, allocat
     response = launch(api, researcher, allocation)
 
     assert response.status_code == 201, response.json()
-    assert response.json()["params"] == DEFAULT_JOB
+    assert response.json()["params"] == {**DEFAULT_JOB, "seed": P.DEFAULT_SEED}
     assert response.json()["wall_time_minutes"] == P.DEFAULT_WALL_TIME_MINUTES
     assert P.combination_errors(DEFAULT_JOB, gpus=1) == {}
 

@@ -59,7 +59,7 @@ def test_every_path_without_javascript(page_no_js, live_server, chart, project, 
 
 def test_back_restart_and_the_diagram_follow_the_path(page, live_server, chart):
     page.goto(f"{live_server.url}/onboarding/?path=cloud-no,data-internal")
-    diagram = page.locator(".flow-diagram")
+    diagram = page.locator(".flow-diagram.flow-wide")
     assert diagram.locator('[data-node="q:notebooks"]').get_attribute("class") == \
         "node question on-path current"
     page.get_by_role("link", name="Back").click()
@@ -69,8 +69,26 @@ def test_back_restart_and_the_diagram_follow_the_path(page, live_server, chart):
     assert "on-path" not in diagram.locator('path[data-edge="sensitivity:data-internal"]') \
         .get_attribute("class")
     assert page.locator("#onb-live").text_content() == "Question 2: How sensitive is the data?"
+    # The phone layout follows the same path (it is the one shown under 600 px).
+    vertical = page.locator(".flow-diagram.flow-vertical")
+    assert "current" in vertical.locator('[data-node="q:sensitivity"]').get_attribute("class")
     page.go_back()
     page.get_by_role("heading", name="Am I using notebooks?").wait_for()
     page.get_by_role("link", name="Restart").click()
     page.get_by_role("heading", name="Do I need cloud?").wait_for()
     assert page.url == f"{live_server.url}/onboarding/"
+
+
+def test_a_phone_gets_the_one_column_chart(page, live_server, chart):
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto(f"{live_server.url}/onboarding/?path=cloud-no")
+    wide, vertical = page.locator(".flow-diagram.flow-wide"), page.locator(".flow-diagram.flow-vertical")
+    assert not wide.is_visible() and vertical.is_visible()
+    box = vertical.bounding_box()
+    assert box["width"] <= 390
+    # Drawn near its own scale (about 360 px of viewBox in the width): nodes stay readable.
+    view_width = float(vertical.get_attribute("viewBox").split()[2])
+    assert box["width"] / view_width >= 0.85
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.set_viewport_size({"width": 1280, "height": 800})
+    assert wide.is_visible() and not vertical.is_visible()

@@ -72,8 +72,10 @@
   }
 
   function renderDiagram(pos, current) {
-    var svg = root.querySelector('.flow-diagram');
-    if (!svg) { return; }
+    root.querySelectorAll('.flow-diagram').forEach(function (svg) { highlight(svg, pos, current); });
+  }
+
+  function highlight(svg, pos, current) {
     var onPath = {};
     var taken = {};
     pos.steps.forEach(function (s) { onPath['q:' + s[0].key] = 1; taken[s[0].key + ':' + s[1].key] = 1; });

@@ -1,0 +1,26 @@
+"""How many runs a facility really runs at once, said before a launch and on the sweep page:
+a sweep's `concurrency` is an upper bound, the facility's free slots decide (issue 22: cells
+ran one at a time under "at most 2 at once", and an API job waited minutes for a slot with
+nothing saying so beforehand). Only the local backend knows its slots here; elsewhere the
+scheduler decides and the sentence says so."""
+from __future__ import annotations
+
+from allocations.models import Facility
+
+from .local import cells
+from .local.runner import facility_dir, facility_slots
+
+
+def capacity_note(facility: Facility, *, concurrency: int | None = None) -> str:
+    """One sentence: the facility's slots, how many are in use now, and what that means."""
+    if facility.backend != "local":
+        return (f"{facility.name}'s scheduler decides when each run starts; a run waits while "
+                "the cluster or the allocation's limits are full.")
+    slots = facility_slots(facility)
+    in_use = min(cells.slots_in_use(facility_dir(facility)), slots)
+    free = slots - in_use
+    sentence = (f"{facility.name} runs {slots} run{'s' if slots != 1 else ''} at a time (one per "
+                f"GPU or CPU slot, all users together); {in_use} of {slots} in use now, {free} free.")
+    if concurrency is not None and concurrency > slots:
+        sentence += f" A concurrency above {slots} cannot help here."
+    return sentence + " Runs beyond the free slots wait, each saying \"waiting for a free slot\"."
