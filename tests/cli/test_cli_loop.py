@@ -86,6 +86,12 @@ def test_json_is_the_apis_objects(cli, local_allocation, researcher):
     me = cli("whoami", "--json", **env).json()
     assert me["username"] == "rosalind" and me["auth"] == "token"
 
+    too_big = cli("jobs", "launch", "--allocation", str(local_allocation.pk), "--wall-time", "720",
+                  "--estimate", "--json", **env)
+    assert too_big.code == 3 and too_big.json() == api.post(
+        "/api/v1/jobs/estimate/", {"allocation": local_allocation.pk, "params": {},
+                                   "wall_time_minutes": 720}, format="json").json()
+    assert too_big.json()["fits"] is False and too_big.json()["source"] == "wall-time"
     refused = cli("jobs", "launch", "--allocation", str(local_allocation.pk), "--wall-time", "720",
                   "--json", **env)
     assert refused.code == 3
