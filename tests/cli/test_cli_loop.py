@@ -41,7 +41,7 @@ def test_login_launch_follow_logs_and_a_refusal(cli, monitor, local_allocation, 
     assert run.code == 0, run.err
     assert "succeeded" in run.out and "epoch 1/1" in run.out
     job_id = int(run.err.split("Launched job ")[1].split(":")[0])
-    assert "job %d: running" % job_id in run.err  # the states it went through, as they came
+    assert f"job {job_id}: running" in run.err  # the states it went through, as they came
 
     job = api_as(researcher).get(f"/api/v1/jobs/{job_id}/").json()
     assert job["state"] == "succeeded"
