@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import Any
 
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
@@ -26,7 +25,7 @@ def gpu_hours_so_far(job: dict, now: dt.datetime | None = None) -> float:
     started = _started(job)
     if charged or not started or job.get("is_final"):
         return charged
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     return max(0.0, (now - started).total_seconds()) * (job.get("gpus") or 1) / 3600
 
 

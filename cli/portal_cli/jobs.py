@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -33,18 +33,18 @@ def parse_params(pairs: list[str]) -> dict:
 @app.command()
 def launch(
     allocation: Annotated[int, typer.Option(help="The allocation to run on (see `portal allocations`).")],
-    gpus: Annotated[Optional[int], typer.Option(help="GPUs (default 1).")] = None,
-    wall_time: Annotated[Optional[int], typer.Option(help="Wall time in minutes (default 60); the "
+    gpus: Annotated[int | None, typer.Option(help="GPUs (default 1).")] = None,
+    wall_time: Annotated[int | None, typer.Option(help="Wall time in minutes (default 60); the "
                                                           "launch reserves GPUs x wall time unless "
                                                           "the recommender predicts less.")] = None,
-    model: Annotated[Optional[str], typer.Option(help="densenet121, resnet18, ...")] = None,
-    epochs: Annotated[Optional[int], typer.Option()] = None,
-    dataset: Annotated[Optional[str], typer.Option(help="synthetic-ct, synthetic-xray, or one of the "
+    model: Annotated[str | None, typer.Option(help="densenet121, resnet18, ...")] = None,
+    epochs: Annotated[int | None, typer.Option()] = None,
+    dataset: Annotated[str | None, typer.Option(help="synthetic-ct, synthetic-xray, or one of the "
                                                         "project's datasets by id or name.")] = None,
-    batch_size: Annotated[Optional[int], typer.Option()] = None,
-    lr: Annotated[Optional[float], typer.Option()] = None,
-    seed: Annotated[Optional[int], typer.Option()] = None,
-    param: Annotated[Optional[list[str]], typer.Option(help="Any other train parameter, key=value "
+    batch_size: Annotated[int | None, typer.Option()] = None,
+    lr: Annotated[float | None, typer.Option()] = None,
+    seed: Annotated[int | None, typer.Option()] = None,
+    param: Annotated[list[str] | None, typer.Option(help="Any other train parameter, key=value "
                                                             "(repeatable; docs/workload.md).")] = None,
     estimate: Annotated[bool, typer.Option("--estimate", help="Show what the launch would reserve "
                                                               "and whether it fits; launch nothing.")] = False,
@@ -95,7 +95,7 @@ def _summary(job: dict, url: str) -> None:
 
 @app.command("list")
 def list_jobs(
-    allocation: Annotated[Optional[int], typer.Option(help="Only this allocation's jobs.")] = None,
+    allocation: Annotated[int | None, typer.Option(help="Only this allocation's jobs.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many, newest first (0: all).")] = 20,
     as_json: JsonOpt = False,
 ) -> None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -22,11 +22,11 @@ app.add_typer(sweeps.app, name="sweeps")
 
 @app.command()
 def login(
-    url: Annotated[Optional[str], typer.Option(help="The portal's address (default: PORTAL_URL, the "
+    url: Annotated[str | None, typer.Option(help="The portal's address (default: PORTAL_URL, the "
                                                     "stored one, or http://127.0.0.1:8000).")] = None,
-    username: Annotated[Optional[str], typer.Option("--username", "-u", help="Log in with a password.")] = None,
-    password: Annotated[Optional[str], typer.Option(help="Prompted for if not given.")] = None,
-    token: Annotated[Optional[str], typer.Option(help="Paste a token (e.g. a personal token from "
+    username: Annotated[str | None, typer.Option("--username", "-u", help="Log in with a password.")] = None,
+    password: Annotated[str | None, typer.Option(help="Prompted for if not given.")] = None,
+    token: Annotated[str | None, typer.Option(help="Paste a token (e.g. a personal token from "
                                                       "/account/tokens/) instead of a password.")] = None,
     as_json: JsonOpt = False,
 ) -> None:

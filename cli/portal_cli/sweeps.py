@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 import yaml
@@ -42,10 +42,10 @@ def read_grid(path: Path) -> dict[str, Any]:
 def launch(
     allocation: Annotated[int, typer.Option(help="The allocation to run on.")],
     grid: Annotated[Path, typer.Option(help="YAML file: the grid, or a whole sweep body (docs/cli.md).")],
-    gpus: Annotated[Optional[int], typer.Option(help="GPUs per cell.")] = None,
-    wall_time: Annotated[Optional[int], typer.Option(help="Wall time per cell, minutes.")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(help="Cells at once.")] = None,
-    name: Annotated[Optional[str], typer.Option()] = None,
+    gpus: Annotated[int | None, typer.Option(help="GPUs per cell.")] = None,
+    wall_time: Annotated[int | None, typer.Option(help="Wall time per cell, minutes.")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Cells at once.")] = None,
+    name: Annotated[str | None, typer.Option()] = None,
     estimate: Annotated[bool, typer.Option("--estimate", help="Show what it would reserve; launch nothing.")] = False,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Draw cells done until all end; exit 0 "
                                                                  "if every cell succeeded, else 1.")] = False,
@@ -105,7 +105,7 @@ def _board(sweep: dict) -> None:
 
 @app.command()
 def show(sweep: Annotated[int, typer.Argument(help="The sweep's id.")],
-         sort_by: Annotated[Optional[str], typer.Option(help="accuracy, precision, recall, "
+         sort_by: Annotated[str | None, typer.Option(help="accuracy, precision, recall, "
                                                              "specificity, f1 or roc_auc.")] = None,
          as_json: JsonOpt = False) -> None:
     """A sweep's cells by state and its leaderboard."""

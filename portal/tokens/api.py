@@ -1,10 +1,10 @@
 """GET auth/me/: who the credentials belong to, and which token they are (`portal whoami`)."""
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
-from drf_spectacular.utils import extend_schema
 
 from .models import PersonalToken
 

@@ -41,7 +41,7 @@ def test_login_launch_follow_logs_and_a_refusal(cli, monitor, local_allocation, 
     assert run.code == 0, run.err
     assert "succeeded" in run.out and "epoch 1/1" in run.out
     job_id = int(run.err.split("Launched job ")[1].split(":")[0])
-    assert "job %d: running" % job_id in run.err  # the states it went through, as they came
+    assert f"job {job_id}: running" in run.err  # the states it went through, as they came
 
     job = api_as(researcher).get(f"/api/v1/jobs/{job_id}/").json()
     assert job["state"] == "succeeded"
@@ -86,6 +86,12 @@ def test_json_is_the_apis_objects(cli, local_allocation, researcher):
     me = cli("whoami", "--json", **env).json()
     assert me["username"] == "rosalind" and me["auth"] == "token"
 
+    too_big = cli("jobs", "launch", "--allocation", str(local_allocation.pk), "--wall-time", "720",
+                  "--estimate", "--json", **env)
+    assert too_big.code == 3 and too_big.json() == api.post(
+        "/api/v1/jobs/estimate/", {"allocation": local_allocation.pk, "params": {},
+                                   "wall_time_minutes": 720}, format="json").json()
+    assert too_big.json()["fits"] is False and too_big.json()["source"] == "wall-time"
     refused = cli("jobs", "launch", "--allocation", str(local_allocation.pk), "--wall-time", "720",
                   "--json", **env)
     assert refused.code == 3

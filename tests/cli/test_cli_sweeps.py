@@ -7,8 +7,6 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from tests.launcher.local_fixtures import QUICK
-
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(900)]
 
 GRID_YAML = """\

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_a_pasted_personal_token_logs_in_and_whoami_names_it(cli, researcher):
-    token, key = services.token_create(user=researcher, name="laptop", days=30)
+    _, key = services.token_create(user=researcher, name="laptop", days=30)
     login = cli("login", "--url", cli.url, "--token", key)
     assert login.code == 0, login.err
     assert key in cli.config.read_text()
