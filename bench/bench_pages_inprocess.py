@@ -59,7 +59,7 @@ def main() -> None:
 
     call_command("migrate", "--noinput", verbosity=0)
     namespace: dict = {}
-    exec(SEED.replace("N_REQUESTS", str(N_REQUESTS)), namespace)  # noqa: S102 - our own seed
+    exec(SEED.replace("N_REQUESTS", str(N_REQUESTS)), namespace)  # nosec B102 # our seed
     from allocations.models import Allocation, AllocationRequest
 
     me = namespace["me"]

@@ -8,7 +8,7 @@ from django.contrib.auth.models import AnonymousUser
 from drf_spectacular.utils import extend_schema
 from rest_framework import status, viewsets
 
-from portal import strict_serializers as serializers
+from . import strict as serializers
 from rest_framework.response import Response
 
 from .. import selectors, services

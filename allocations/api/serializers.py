@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
-from portal import strict_serializers as serializers
+from . import strict as serializers
 
 from ..models import (
     Allocation, AllocationRequest, Facility, NodeType, Project, ProjectMembership, Sensitivity,

@@ -5,7 +5,7 @@ import json
 from typing import Any
 
 from django.db.models import Q
-from portal import strict_serializers as serializers
+from allocations.api import strict as serializers
 
 from allocations.models import NodeType
 from benchmarks.models import BenchmarkResult, Workload

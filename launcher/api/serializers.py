@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
-from portal import strict_serializers as serializers
+from allocations.api import strict as serializers
 
 from allocations.models import Allocation
 

@@ -1,7 +1,7 @@
 """Clusters and nodes on the API: `GET clusters/`, `GET clusters/{id}/` (others' are 404)."""
 from __future__ import annotations
 
-from portal import strict_serializers as serializers
+from allocations.api import strict as serializers
 from rest_framework.generics import ListAPIView, RetrieveAPIView
 
 from .models import CloudTask, Cluster, Node

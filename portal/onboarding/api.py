@@ -3,7 +3,7 @@ ends. Public (AllowAny): the chart is the same public information the page shows
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from portal import strict_serializers as serializers
+from allocations.api import strict as serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response

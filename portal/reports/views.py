@@ -9,7 +9,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import renderers
 
-from portal import strict_serializers as serializers
+from allocations.api import strict as serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 

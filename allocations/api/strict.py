@@ -5,7 +5,7 @@ into a string (`"pi_name": 0` became "0"), where the schema says `type: string`;
 API fuzzer. These subclasses refuse anything but a string with DRF's own `invalid` message, and
 `ModelSerializer` maps the model's text fields to them. Used as
 
-    from portal import strict_serializers as serializers
+    from allocations.api import strict as serializers
 
 so a module reads as it would with DRF's; nothing of DRF is changed for anyone else.
 """
