@@ -74,8 +74,8 @@ def submit_lease_take(*, jobs: Sequence[Job], now: dt.datetime | None = None) ->
         deadline = min((r.submit_deadline for r in rows if r.submit_deadline),
                        default=now + _seconds("SUBMIT_DEADLINE_SECONDS"))
         until = now + _seconds("SUBMIT_LEASE_SECONDS")
-        fields = dict(submit_lease_owner=owner, submit_lease_until=until, submit_next_at=None,
-                      submit_attempts=attempt, submit_deadline=deadline)
+        fields = {"submit_lease_owner": owner, "submit_lease_until": until,
+                  "submit_next_at": None, "submit_attempts": attempt, "submit_deadline": deadline}
         for row in rows:
             if row.state == S.QUEUED:
                 job_move_if(job=row, to=S.SUBMITTING, **fields)

@@ -86,11 +86,11 @@ def _record(jobs: Sequence[Job], submission: Submission, *, facility: Facility) 
     for job in jobs:
         updates = dict(scheduler_id=submission.scheduler_id, workdir=submission.workdir,
                        output_path=submission.output_path.format(index=job.array_index or 0),
-                       submitted_at=now, state_reason="", submit_lease_owner="",
-                       submit_lease_until=None, submit_next_at=None)
+                       submitted_at=now, submit_lease_owner="", submit_lease_until=None,
+                       submit_next_at=None)
         note = "found by its token" if submission.already_submitted else "submitted"
         if not job_move_if(job=job, to=S.PENDING, comment=f"Scheduler id {submission.scheduler_id} "
-                                                        f"({note}).", **updates):
+                                                        f"({note}).", state_reason="", **updates):
             # Cancelled while we were submitting: keep the id and cancel it there too.
             Job.objects.filter(pk=job.pk).update(**updates)
             job.scheduler_id = submission.scheduler_id

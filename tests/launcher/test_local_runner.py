@@ -180,7 +180,7 @@ def test_a_sweep_runs_each_cell_as_its_own_process_and_charges_each(local_alloca
 def test_a_job_that_outruns_its_wall_time_is_stopped_and_charged_exactly_the_limit(
         local_allocation, researcher, settings):
     settings.LOCAL_SECONDS_PER_MINUTE = 0.5  # its 10-minute wall time -> 5 s
-    job = launch(local_allocation, researcher, LONG, gpus=2)  # torchrun, two processes
+    job = launch(local_allocation, researcher, {**LONG, "batch_size": 4}, gpus=2)  # torchrun
     services.job_submit(job_id=job.pk)
     poll_until(job, {"timeout"})
     assert job.state_reason.startswith("stopped at its wall-time limit")

@@ -23,7 +23,11 @@ from launcher.slurm import connection
 from tests.factories import FacilityFactory
 from tests.launcher.conftest import unique_name, wait_for
 from tests.launcher.slurm_fixtures import (
-    TINY, drop_account, drop_workdirs, make_allocation, slurm_settings,
+    TINY,
+    drop_account,
+    drop_workdirs,
+    make_allocation,
+    slurm_settings,
 )
 from tests.launcher.test_slurm_jobs import jobs_named
 from tests.worker import running_worker
@@ -95,7 +99,7 @@ def test_five_jobs_submitting_through_an_ssh_outage_are_each_submitted_once(
         job.refresh_from_db()
         assert job.state not in ("submitting", "failed"), (job.state, job.state_reason)
         assert job.scheduler_id and jobs_named(backend, job.token) == [job.scheduler_id]
-        limit = wait_for(lambda: backend.ssh.run(  # sbatch --time is the job's wall time
-            ["sacct", "-n", "-X", "-P", "-j", job.scheduler_id, "-o", "Timelimit"]).stdout.strip(),
-            what="the job's accounting record")
+        sacct = ["sacct", "-n", "-X", "-P", "-j", job.scheduler_id, "-o", "Timelimit"]
+        limit = wait_for(lambda cmd=sacct: backend.ssh.run(cmd).stdout.strip(),
+                         what="the job's accounting record")  # sbatch --time: its wall time
         assert limit == f"00:{job.wall_time_minutes:02d}:00"

@@ -30,7 +30,7 @@ def allocation(project):
 
 
 def rows() -> list[UsageRow]:
-    end = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.timezone.utc)
+    end = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.UTC)
     return [UsageRow(job_id=str(n), step="", account="ids-a1", state="COMPLETED",
                      elapsed_seconds=600, gpus=1, start=end - dt.timedelta(minutes=10), end=end)
             for n in (41, 42)]
