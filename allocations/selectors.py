@@ -138,7 +138,9 @@ def with_usage(qs: QuerySet[Allocation]) -> QuerySet[Allocation]:
         cost_reserved=Coalesce(reserved["cost"], Value(Decimal(0)), output_field=MONEY),
     ).annotate(
         gpu_hours_used=ExpressionWrapper(
-            F("gpu_seconds_used") / Value(Decimal("3600")),
+            # x 1.0 first: SQLite (`make run`) divides two integers as integers, and every
+            # allocation under an hour read "0.00 used" on the project page.
+            F("gpu_seconds_used") * Value(Decimal("1.0")) / Value(Decimal("3600")),
             output_field=DecimalField(max_digits=24, decimal_places=10),
         )
     )
