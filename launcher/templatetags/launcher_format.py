@@ -7,6 +7,8 @@ from typing import Any
 
 from django import template
 
+from allocations.figures import rounded
+
 from ..estimates import CURRENCY
 
 register = template.Library()
@@ -22,10 +24,9 @@ def _number(value: Any) -> float | None:
 
 
 def nonzero(value: float, places: int) -> str:
-    """`value` to `places` decimals, or to two significant digits when that would read 0."""
-    if value != 0 and abs(value) < 0.5 * 10 ** -places:
-        return f"{value:.2g}"
-    return f"{value:,.{places}f}"
+    """`value` by the portal's one rounding rule (allocations/figures.py: `places` decimals, or
+    two significant digits when that would read 0)."""
+    return rounded(value, places)
 
 
 @register.filter
@@ -44,9 +45,9 @@ def money(value: Any) -> str:
 
 @register.filter
 def gpu_hours(seconds: Any) -> str:
-    """GPU-seconds as GPU-hours to 3 decimals (never rounded to 0)."""
+    """GPU-seconds as GPU-hours to 2 decimals, as on every other page (never rounded to 0)."""
     number = _number(seconds)
-    return "-" if number is None else nonzero(number / 3600, 3)
+    return "-" if number is None else nonzero(Decimal(str(number)) / 3600, 2)
 
 
 @register.filter

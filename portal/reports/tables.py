@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import csv
 import io
+from decimal import Decimal
 from dataclasses import dataclass
+
+from allocations.figures import exact
 
 from .selectors import Report
 
@@ -57,10 +60,21 @@ def tables(report: Report) -> dict[str, Table]:
     return {t.name: t for t in result}
 
 
+def _cell(cell: object) -> object:
+    """A Decimal as it is stored (every digit, its scale kept: 6.0000); a float to the exact
+    decimals allocations/figures.py gives it; None as empty."""
+    if cell is None:
+        return ""
+    if isinstance(cell, Decimal):
+        return f"{cell:f}"
+    return exact(cell) if isinstance(cell, float) else cell
+
+
 def to_csv(table: Table) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(table.headers)
     for row in table.rows:
-        writer.writerow(["" if cell is None else cell for cell in row])
+        # Exact decimals (allocations/figures.py), not float artefacts like 0.05388888888888889.
+        writer.writerow([_cell(cell) for cell in row])
     return out.getvalue()

@@ -8,6 +8,8 @@ from django import template
 from django.utils import timezone
 from django.utils.html import conditional_escape, format_html
 
+from allocations.figures import exact, rounded
+
 register = template.Library()
 
 
@@ -32,22 +34,7 @@ def age(value: dt.datetime | None) -> str:
     return f"{rest // 60} min"
 
 
-def _exact(value: Decimal) -> str:
-    """Every digit of a figure, no exponent, no trailing zeros."""
-    text = f"{value:f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def rounded(value, places: int = 2) -> str:
-    """A figure rounded for display, never to zero: `places` decimals (with thousands
-    separators) unless that would print a non-zero value as 0, then two significant digits
-    (0.0025 -> "0.0025", 0.000278 -> "0.00028")."""
-    number = Decimal(str(value))
-    step = Decimal(1).scaleb(-places)
-    if number != 0 and abs(number) < step / 2:
-        digits = 2 - number.adjusted() - 1  # two significant digits
-        return _exact(number.quantize(Decimal(1).scaleb(-digits), ROUND_HALF_UP))
-    return f"{number.quantize(step, ROUND_HALF_UP):,f}"
+_exact = exact  # the names the filters below and their tests use
 
 
 @register.filter
@@ -79,16 +66,13 @@ def percent(used, total) -> str:
 
 @register.filter
 def shown(value, places: int = 2) -> str:
-    """A number for display: `places` decimals, but never rounded to zero (0.0004 shows as
-    0.0004, not 0.00); None shows as a dash. Exact values stay in the CSV and the API."""
+    """A number for display by the one rounding rule (allocations/figures.py): `places`
+    decimals, never rounded to zero; whole numbers as they are; None shows as a dash. Exact
+    values stay in the CSV and the API."""
     if value is None or value == "":
         return "-"
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
         return str(value)
     if isinstance(value, int):
         return f"{value:,}"
-    number = float(value)
-    text = f"{number:,.{places}f}"
-    if number != 0 and float(text.replace(",", "")) == 0:
-        text = f"{number:.2g}"
-    return text
+    return rounded(value, int(places))

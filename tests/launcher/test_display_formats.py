@@ -9,7 +9,7 @@ from launcher.templatetags.launcher_format import gpu_hours, loss, metric, money
 
 def test_loss_has_four_decimals_and_a_tiny_loss_is_not_zero():
     assert loss(0.512345678) == "0.5123"
-    assert loss(0.00001234) == "1.2e-05"
+    assert loss(0.00001234) == "0.000012"  # the one rule: two significant digits, no exponent
     assert loss(None) == "-"
 
 
@@ -20,7 +20,8 @@ def test_money_has_its_currency_and_small_amounts_keep_their_digits():
 
 
 def test_gpu_hours_from_seconds():
-    assert gpu_hours(118) == "0.033"
+    # 2 decimals, as the dashboard, project, allocation and report pages show GPU-hours.
+    assert gpu_hours(118) == "0.03"
     assert gpu_hours(1) == "0.00028"
-    assert gpu_hours(0) == "0.000"
+    assert gpu_hours(0) == "0.00"
     assert metric(0.98333) == "0.983"

@@ -15,6 +15,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from launcher.models import Job
+from portal.reports.tables import Table, to_csv
 from tests.factories import AllocationFactory, FacilityFactory, ProjectFactory, UserFactory
 from tests.factories import charge
 
@@ -163,7 +164,7 @@ def test_the_api_csv_is_the_main_table(api, reviewer, world):
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
     lines = list(csv.reader(io.StringIO(response.content.decode())))
     assert lines[0][:3] == ["Project", "Month", "GPU-hours"]
-    assert ["ABC-DEF-001", "2026-01-01", "3.0", "6.0000", "2", "1", "1"] in lines
+    assert ["ABC-DEF-001", "2026-01-01", "3", "6.0000", "2", "1", "1"] in lines
 
 
 def test_queries_do_not_grow_with_rows(api, reviewer, world, researcher):
@@ -178,3 +179,8 @@ def test_queries_do_not_grow_with_rows(api, reviewer, world, researcher):
     with CaptureQueriesContext(connection) as after:
         _get(client, group_by="user")
     assert len(after) == len(before) <= 12
+
+
+def test_csv_gpu_hours_are_exact_decimals_not_float_artefacts():
+    table = Table("t", "t", ["GPU-hours", "Cost"], [[194 / 3600, Decimal("0.0500")]], "")
+    assert to_csv(table).splitlines()[1] == "0.053889,0.0500"

@@ -1,0 +1,34 @@
+"""The portal's one rounding rule for figures shown to people, and the exact form for files.
+
+Every page (through the template filters in portal/templatetags/portal_tags.py and
+launcher/templatetags/launcher_format.py) rounds a figure with `rounded`: `places` decimals,
+half up, with thousands separators, unless that would print a non-zero value as 0; then two
+significant digits (0.0025 -> "0.0025", 1/3600 -> "0.00028"). GPU-hours and money take 2
+places everywhere, so one fact reads as one figure on every page. CSV files and the API carry
+`exact` values: every digit of a Decimal, and a float (a GPU-hours figure derived from whole
+GPU-seconds) to 6 decimals, which is finer than one GPU-second (0.000278 h), never an
+artefact like 0.05388888888888889. Pure Python, no Django.
+"""
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+
+#: Decimals of a float in a file: below one GPU-second in GPU-hours, so no information is lost.
+FILE_PLACES = 6
+
+
+def exact(value: Decimal | float | int) -> str:
+    """Every digit of a figure, no exponent, no trailing zeros (a float to FILE_PLACES)."""
+    number = Decimal(str(round(value, FILE_PLACES))) if isinstance(value, float) else Decimal(value)
+    text = f"{number:f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def rounded(value: Decimal | float | int | str, places: int = 2) -> str:
+    """A figure rounded for display, never to zero (see the module's rule)."""
+    number = Decimal(str(value))
+    step = Decimal(1).scaleb(-places)
+    if number != 0 and abs(number) < step / 2:
+        digits = 2 - number.adjusted() - 1  # two significant digits
+        return exact(number.quantize(Decimal(1).scaleb(-digits), ROUND_HALF_UP))
+    return f"{number.quantize(step, ROUND_HALF_UP):,f}"
