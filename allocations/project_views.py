@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 from . import selectors, services
 from .models import Allocation, Dataset, ProjectMembership
 from .refusals import refused_to
+from .usernames import CLUSTER_USERNAME_HELP, CLUSTER_USERNAME_HTML_PATTERN
 
 
 def _datasets(project) -> list:
@@ -41,6 +42,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "can_manage": selectors.can_manage_project(user, project),
         "is_member": selectors.membership(user, project) is not None,
         "roles": ProjectMembership.Role.choices,
+        "cluster_pattern": CLUSTER_USERNAME_HTML_PATTERN, "cluster_help": CLUSTER_USERNAME_HELP,
         "datasets_url": _datasets_url(project.pk),
         "datasets": _datasets(project),
         "events": selectors.timeline(project).order_by("-created_at")[:20],

@@ -13,6 +13,9 @@ import re
 
 CLUSTER_USERNAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,31}$"
 CLUSTER_USERNAME_RE = re.compile(CLUSTER_USERNAME_PATTERN)
+# The same rule for a form field's `pattern` attribute (anchored by the browser; `-` escaped
+# for the `v` flag browsers compile it with).
+CLUSTER_USERNAME_HTML_PATTERN = r"[a-z0-9][a-z0-9_.\-]{0,31}"
 CLUSTER_USERNAME_HELP = ("Use the login name you have on the cluster: 1-32 lower-case letters, "
                          "digits, '_', '.' and '-', starting with a letter or a digit.")
 

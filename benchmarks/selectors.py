@@ -19,6 +19,7 @@ from django.urls import reverse
 
 from allocations.connection import connection_note
 from allocations.models import NodeType
+from allocations.roles import is_staff
 from benchmarks.models import BENCHMARKERS_GROUP, BenchmarkResult
 from benchmarks.models import Workload as WorkloadRow
 from benchmarks.recommender import (
@@ -39,7 +40,7 @@ def can_submit_results(user: Any) -> bool:
     """Staff and members of the `benchmarkers` group may record results; nobody else."""
     if not getattr(user, "is_authenticated", False):
         return False
-    return bool(user.is_staff or user.groups.filter(name=BENCHMARKERS_GROUP).exists())
+    return bool(is_staff(user) or user.groups.filter(name=BENCHMARKERS_GROUP).exists())
 
 
 def benchmark_results() -> QuerySet[BenchmarkResult]:

@@ -3,6 +3,9 @@ cannot be farmed with many projects, project creation rate-limited, no reviewer 
 project they belong to, and one definition of staff and reviewer for every app."""
 from __future__ import annotations
 
+import html
+import re
+
 import pytest
 from django.core.exceptions import PermissionDenied
 
@@ -22,8 +25,14 @@ pytestmark = pytest.mark.django_db
     ("_x", False), ("-x", False), ("Rosalind", False), ("a,b", False), ("a=b", False),
     ("x" * 33, False), ("", False)])
 def test_one_cluster_login_rule_for_the_service_the_api_and_the_backends(
-        api, pi, project, login, ok):
+        api, client, pi, project, login, ok):
     newcomer = UserFactory(username=f"new{len(login)}{ok}")
+    # The project page's form field (the browser checks the same rule before posting)
+    client.force_login(pi)
+    pattern = re.search(r'name="cluster_username"[^>]*pattern="([^"]+)"',
+                        client.get(f"/projects/{project.pk}/").content.decode()).group(1)
+    if login:  # blank is "none" to the portal, and the field is optional
+        assert (re.fullmatch(html.unescape(pattern), login) is not None) is ok
     # The backends' check
     if ok:
         assert check_cluster_username(login) == login
