@@ -56,7 +56,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "roles": ProjectMembership.Role.choices,
         "datasets_url": _datasets_url(project.pk),
         "datasets": _datasets(project),
-        "events": selectors.timeline(project).order_by("-created_at")[:20],
+        "events": selectors.project_history(project),
     }
     return render(request, "allocations/project_detail.html", context)
 
