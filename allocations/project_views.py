@@ -45,7 +45,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "cluster_pattern": CLUSTER_USERNAME_HTML_PATTERN, "cluster_help": CLUSTER_USERNAME_HELP,
         "datasets_url": _datasets_url(project.pk),
         "datasets": _datasets(project),
-        "events": selectors.timeline(project).order_by("-created_at")[:20],
+        "events": selectors.project_history(project),
     }
     return render(request, "allocations/project_detail.html", context)
 

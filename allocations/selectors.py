@@ -176,3 +176,27 @@ def visible_datasets(user: User) -> QuerySet[Dataset]:
     if sees_all_projects(user):
         return qs
     return qs.filter(project_id__in=member_project_ids(user))
+
+
+def project_history(project: Project, limit: int = 40) -> list[Event]:
+    """The project's whole story, newest first: its own events (members added, removed, their
+    roles), its requests' (submitted, decided, with the reviewer's comment) and its allocations'
+    (provisioned, active, suspended, closed). Each event carries `about` ("Request #5") and
+    `about_url` for the page. One query."""
+    types = ContentType.objects.get_for_models(Project, AllocationRequest, Allocation)
+    requests = AllocationRequest.objects.filter(project=project).values("pk")
+    allocations = Allocation.objects.filter(project=project).values("pk")
+    events = list(Event.objects.filter(
+        Q(content_type=types[Project], object_id=project.pk)
+        | Q(content_type=types[AllocationRequest], object_id__in=requests)
+        | Q(content_type=types[Allocation], object_id__in=allocations),
+    ).select_related("actor").order_by("-created_at", "-pk")[:limit])
+    for event in events:
+        if event.content_type_id == types[AllocationRequest].pk:
+            event.about, event.about_url = f"Request #{event.object_id}", f"/requests/{event.object_id}/"
+        elif event.content_type_id == types[Allocation].pk:
+            event.about, event.about_url = (f"Allocation #{event.object_id}",
+                                                f"/allocations/{event.object_id}/")
+        else:
+            event.about, event.about_url = "Project", ""
+    return events

@@ -84,7 +84,7 @@ DEFAULT_SEED = 0
 #: and a run that hangs is stopped long before an hour of a trial is gone.
 DEFAULT_WALL_TIME_MINUTES = 60
 WALL_TIME_MARGIN = 3
-WALL_TIME_FLOOR_MINUTES = 15
+WALL_TIME_FLOOR_MINUTES = 30
 #: The sweep form's default grid: 2 learning rates x 3 folds of the default job's model and data.
 DEFAULT_SWEEP_GRID: dict[str, Any] = {
     "models": ["densenet121"], "lrs": [1e-3, 1e-4], "lr_steps": [5], "weight_decays": [1e-4],

@@ -134,6 +134,8 @@ def _cluster_username(user, given: str) -> str:
 def user_find(*, identifier: str):
     """The active user with this username or (unique) email, or a PolicyError on `username`."""
     identifier = (identifier or "").strip()
+    if not identifier:
+        raise PolicyError("Give the username or email of the person to add.", field="username")
     users = get_user_model().objects.filter(is_active=True)
     user = users.filter(username=identifier).first()
     if user is None and "@" in identifier:

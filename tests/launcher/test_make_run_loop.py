@@ -79,8 +79,10 @@ def test_a_researcher_runs_the_whole_loop_on_make_run(embedded_portal, chromium)
         page.get_by_role("button", name="Log in").click()
         page.wait_for_url(f"{base}/")
 
-        # A trial on the local facility: auto-approved, made active by the worker.
-        page.goto(f"{base}/requests/new/?facility=local&kind=trial&gpu_hours=20")
+        # The README's step 1 word for word: pick the project, write a sentence, "Submit
+        # request"; the form pre-fills the rest (the trial cap, local's only node type).
+        page.goto(f"{base}/requests/new/?facility=local&kind=trial")
+        assert page.get_by_label("GPU hours requested").input_value() != ""
         project = page.get_by_label("Project")
         project.select_option(index=1)
         justification = page.get_by_label("Platform justification")
@@ -125,22 +127,27 @@ def test_a_researcher_runs_the_whole_loop_on_make_run(embedded_portal, chromium)
                 break
             page.wait_for_timeout(1000)
         assert charged_s > 0 and abs(used_s - charged_s) <= 18, (charged_s, used_s)
+        # Predicted, not the wall time reserved: within 2x of what the run was charged.
+        job_body = page.request.get(job_api).json()
+        estimate_s = float(job_body["estimate_gpu_hours"]) * 3600
+        print(f"default job: estimate {estimate_s:.0f} GPU-s ({job_body['estimate_source']}), "
+              f"wall time {job_body['wall_time_minutes']} min, charged {charged_s} GPU-s")
+        assert job_body["estimate_source"] != "wall-time"
+        assert charged_s / 2 <= estimate_s <= charged_s * 2, (estimate_s, charged_s)
         page.goto(allocation_url)
 
-        # A small sweep from the same page runs to a leaderboard.
+        # The README's step 3 with the form's defaults: 2 learning rates x 3 folds.
         page.locator("#launch-sweep summary").click()
         form = page.locator("#sweep-form")
-        form.get_by_label("Learning rates").fill("0.001")
-        form.get_by_label("Folds").fill("2")
-        form.locator("#sweep_epochs").fill("2")  # by id: "LR steps (epochs)" matches "Epochs" too
-        form.get_by_label("Synthetic images").fill("60")
-        form.get_by_label("Image size (pixels)").fill("32")
         form.get_by_role("button", name="Launch sweep").click()
         page.wait_for_url(re.compile(r".*/sweeps/\d+/$"))
-        page.wait_for_function("() => document.getElementById('sweep-finished').textContent === '2'",
-                               timeout=40 * MINUTE)
+        page.wait_for_function("() => document.getElementById('sweep-finished').textContent === '6'",
+                               timeout=50 * MINUTE)
         row = page.locator("#leaderboard tbody tr").first.locator("td").all_inner_texts()
-        assert row[1] == "densenet121" and row[5] == "2/2" and re.match(r"\d\.\d{3}", row[6]), row
+        assert row[1] == "densenet121" and row[5] == "3/3" and re.match(r"\d\.\d{3}", row[6]), row
+        sweep_body = page.request.get(page.url.replace("/sweeps/", "/api/v1/sweeps/")).json()
+        print(f"default sweep: estimate {sweep_body['estimate_gpu_hours']} GPU-h for "
+              f"{sweep_body['size']} cells")
         assert job_url
     finally:
         context.close()

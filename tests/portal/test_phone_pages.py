@@ -55,7 +55,7 @@ def _finished(**more) -> dict:
     return {"state": "succeeded", "metrics": METRICS, "gpu_seconds": 47, "exit_code": 0,
             "finished_at": timezone.now(), "log_tail": "epoch 8\n" + "/very/long/path" * 20,
             "progress": {"state": "succeeded", "epoch": 8, "epochs": 8, "step": 15,
-                         "steps_per_epoch": 15, "loss": 0.04, "images_per_s": 15.6, "eta_s": 0,
+                         "steps_per_epoch": 15, "loss": 0.04, "images_per_s": 15.6, "train_images_per_s": 16.4, "eta_s": 0,
                          "history": [[15 * e, 0.7 / e] for e in range(1, 9)]}, **more}
 
 
@@ -76,7 +76,7 @@ def demo_world(live_server):
     done = _job(allocation, researcher, 1, **_finished())
     running = _job(allocation, researcher, 2, state="running", progress={
         "state": "running", "epoch": 3, "epochs": 8, "step": 7, "steps_per_epoch": 15, "loss": 0.4,
-        "images_per_s": 15.1, "eta_s": 80, "history": [[15, 0.69], [30, 0.5], [37, 0.4]]})
+        "images_per_s": 15.1, "train_images_per_s": 16.2, "eta_s": 80, "history": [[15, 0.69], [30, 0.5], [37, 0.4]]})
     sweep = Sweep.objects.create(allocation=allocation, created_by=researcher, name="lr check",
                                  grid=GRID, params={"dataset": "synthetic-ct", "synthetic_n": 300},
                                  size=6, token="portal-sweep-phone", concurrency=2,

@@ -160,8 +160,11 @@ def _train_epoch(run: Run, stop: ckpt.StopFlag) -> bool:
         loss_sum += loss.detach().double()
         state.step += 1
         run.progress.step_done()
-        state.loss_sum = float(loss_sum) if (state.step % cfg.progress_every == 0 or stop) else state.loss_sum
-        if state.step % cfg.progress_every == 0:
+        # At least five reports an epoch, so a short epoch shows its steps as they finish (the
+        # page read 0% through all of epoch 1 of the default job: 15 steps, one report per 10).
+        every = min(cfg.progress_every, max(1, run.steps_per_epoch // 5))
+        state.loss_sum = float(loss_sum) if (state.step % every == 0 or stop) else state.loss_sum
+        if state.step % every == 0:
             run.progress.write("running", state.epoch, state.step, state.loss_sum / state.step)
         if runtime.agree(bool(stop), rt) and state.step < run.steps_per_epoch:
             state.loss_sum = float(loss_sum)
