@@ -12,16 +12,9 @@ and reports, the admin). Nothing else reads `is_staff` or the reviewers' group.
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
-
-from .prepared import Statement
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 User = AbstractBaseUser | AnonymousUser
-
-# Asked on every page (navigation, scoping): compiled once (prepared.py).
-REVIEWER_GROUP = Statement(
-    lambda p: Group.objects.filter(user__id=p.value("user"), name=settings.PORTAL_REVIEWERS_GROUP)
-    .values_list("pk", flat=True)[:1], key=lambda: settings.PORTAL_REVIEWERS_GROUP)
 
 
 def is_reviewer(user: User | None) -> bool:
@@ -32,7 +25,8 @@ def is_reviewer(user: User | None) -> bool:
         return True
     cached = getattr(user, "_is_reviewer", None)
     if cached is None:
-        cached = bool(REVIEWER_GROUP.run(user=user.pk))
+        # Asked on every page (navigation, scoping): one query per request, kept on the user.
+        cached = user.groups.filter(name=settings.PORTAL_REVIEWERS_GROUP).exists()
         user._is_reviewer = cached
     return cached
 

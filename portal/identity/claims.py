@@ -1,12 +1,12 @@
 """From a provider's verified claims to what the portal needs: whether the email is verified,
 the username (which is also the member's cluster login, so it must pass the membership rule's
-own check, allocations.services.projects.CLUSTER_USERNAME_RE), and the roles the groups give.
+own check, allocations.usernames.CLUSTER_USERNAME_RE), and the roles the groups give.
 Pure functions: portal/identity/services.py applies them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from allocations.services.projects import CLUSTER_USERNAME_RE
+from allocations.usernames import CLUSTER_USERNAME_RE
 
 
 class SignInRefused(Exception):

@@ -1,6 +1,7 @@
 """/account/tokens/: a person's personal API tokens (make, list, revoke)."""
 from __future__ import annotations
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -12,6 +13,15 @@ from django.views.decorators.http import require_POST
 from . import selectors, services
 
 
+def _days(raw: str) -> int | None:
+    """The lifetime as Django parses a whole number, or None: never `isdigit()` and `int()`
+    ("\u00b2" is a digit to `isdigit()` and no number to `int()`, a 500)."""
+    try:
+        return forms.IntegerField(min_value=0, max_value=100_000).clean(raw)
+    except ValidationError:
+        return None
+
+
 @login_required
 def token_list(request: HttpRequest) -> HttpResponse:
     """The list and the form; a POST makes a token and shows its key on this one response."""
@@ -19,12 +29,12 @@ def token_list(request: HttpRequest) -> HttpResponse:
     status = 200
     if request.method == "POST":
         context["name"] = request.POST.get("name", "")
-        days = request.POST.get("days", "")
-        context["days"] = int(days) if days.isdigit() else days
+        days = _days(request.POST.get("days", ""))
+        context["days"] = days
         try:
-            token, key = services.token_create(
-                user=request.user, name=context["name"],
-                days=int(days) if days.isdigit() and len(days) < 5 else -1)
+            # The service refuses a lifetime outside its choices with a message on `days`.
+            token, key = services.token_create(user=request.user, name=context["name"],
+                                               days=-1 if days is None else days)
         except ValidationError as error:
             context["errors"] = error.message_dict
             status = 400

@@ -51,6 +51,15 @@ def test_the_page_refuses_a_blank_name_and_an_unlisted_lifetime(client, research
     assert not PersonalToken.objects.exists()
 
 
+@pytest.mark.parametrize("days", ["\u00b2", "x", "", "99999999999999999999"])
+def test_a_lifetime_that_is_no_whole_number_is_a_400_not_a_500(client, researcher, days):
+    client.force_login(researcher)
+    response = client.post("/account/tokens/", {"name": "laptop", "days": days})
+    assert response.status_code == 400
+    assert "Choose one of 7, 30, 90, 365 days" in response.content.decode()
+    assert not PersonalToken.objects.exists()
+
+
 def test_the_settings_pages_link_to_each_other(client, researcher):
     """The name in the header opens the person's settings; the tokens page is one link on."""
     client.force_login(researcher)
