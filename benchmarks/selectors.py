@@ -18,6 +18,7 @@ from django.db.models import QuerySet
 from django.urls import reverse
 
 from allocations.connection import connection_note
+from allocations.errors import Invalid
 from allocations.models import NodeType
 from allocations.roles import is_staff
 from benchmarks.models import BENCHMARKERS_GROUP, BenchmarkResult
@@ -27,6 +28,7 @@ from benchmarks.recommender import (
     BenchmarkRecord,
     NodeTypeInfo,
     Recommendation,
+    RecommendationInputError,
     Workload,
     WorkloadRequest,
     parse_request,
@@ -160,15 +162,24 @@ def _result_dict(rec: Recommendation, row: NodeType, req: WorkloadRequest) -> di
     return d
 
 
+class RecommendationRefused(Invalid):
+    """A workload description the recommender cannot rank (HTTP 400, per field). The recommender
+    itself imports no Django, so its RecommendationInputError is put in the domain's vocabulary
+    here."""
+
+
 def recommendations_for(*, data: Mapping[str, Any],
                         inputs: RecommenderInputs | None = None) -> Outcome:
     """Rank every active node type for the workload described by untrusted `data`.
 
-    Raises RecommendationInputError (per-field messages listing what is allowed) for bad input.
-    Reads only; three queries when `inputs` is not given, none when it is.
+    Raises RecommendationRefused (HTTP 400, per-field messages listing what is allowed) for
+    bad input. Reads only; three queries when `inputs` is not given, none when it is.
     """
     inputs = inputs or recommender_inputs()
-    req = parse_request(data, inputs.workloads)
+    try:
+        req = parse_request(data, inputs.workloads)
+    except RecommendationInputError as error:  # the pure recommender's error, in the domain's words
+        raise RecommendationRefused(error.errors) from None
     ranked = recommend(req, inputs.workloads, inputs.nodes, inputs.records)
     results = [_result_dict(r, inputs.rows[r.node_type], req) for r in ranked]
     front = sorted((d for d in results if d["pareto"]), key=lambda d: d["predicted_hours"])

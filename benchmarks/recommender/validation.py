@@ -9,7 +9,6 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from allocations.errors import Invalid
 from benchmarks.recommender.types import (
     NEEDS,
     REQUEST_PRECISIONS,
@@ -32,15 +31,12 @@ LIMITS: dict[str, tuple[float, float]] = {
 SEQUENCE_LIMITS = (1, 131_072)  # tokens per sample for dims 1
 
 
-class RecommendationInputError(Invalid, ValueError):
-    """Invalid workload description (HTTP 400); `errors` maps field name to a list of messages."""
+class RecommendationInputError(ValueError):
+    """Invalid workload description; `errors` maps field name to a list of messages."""
 
     def __init__(self, errors: dict[str, list[str]]) -> None:
+        super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()))
         self.errors = errors
-        super().__init__(errors)
-
-    def __str__(self) -> str:
-        return "; ".join(f"{k}: {' '.join(v)}" for k, v in self.errors.items())
 
 
 def _number(data: Mapping[str, Any], name: str, errors: dict[str, list[str]], *,
