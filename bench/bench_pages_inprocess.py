@@ -12,7 +12,6 @@ request detail, the API's allocation list and a request form POST. Uses its own 
 from __future__ import annotations
 
 import os
-import re
 import statistics
 import sys
 import time
