@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from allocations.models import Facility
 
+from .backends.registry import backend_for
 from .local import cells
-from .local.runner import facility_dir, facility_slots
+from .local.runner import LocalRunner, facility_dir, facility_slots
 
 
 def capacity_note(facility: Facility, *, concurrency: int | None = None) -> str:
     """One sentence: the facility's slots, how many are in use now, and what that means."""
-    if facility.backend != "local":
+    if not isinstance(backend_for(facility), LocalRunner):
         return (f"{facility.name}'s scheduler decides when each run starts; a run waits while "
                 "the cluster or the allocation's limits are full.")
     slots = facility_slots(facility)
