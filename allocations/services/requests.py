@@ -147,11 +147,14 @@ def _approve(req: AllocationRequest, *, by, gpu_hours: int, comment: str) -> All
                        reviewed_by_id=getattr(by, "pk", None), reviewed_at=timezone.now(),
                        decision_comment=comment, granted_gpu_hours=gpu_hours)
     Purpose = AllocationRequest.Purpose
-    if req.purpose in (Purpose.TOP_UP, Purpose.EXTENSION):
-        allocation = allocation_top_up(allocation=req.extends, gpu_hours=gpu_hours, by=by,
+    extends = req.extends  # set for every top-up, extension and closure (the request's form)
+    if req.purpose in (Purpose.TOP_UP, Purpose.EXTENSION, Purpose.CLOSURE) and extends is None:
+        raise ValueError(f"request #{req.pk} ({req.purpose}) names no allocation")
+    if extends is not None and req.purpose in (Purpose.TOP_UP, Purpose.EXTENSION):
+        allocation = allocation_top_up(allocation=extends, gpu_hours=gpu_hours, by=by,
                                        end_date=req.end_date)
-    elif req.purpose == Purpose.CLOSURE:
-        allocation = allocation_close(allocation=req.extends, by=by,
+    elif extends is not None and req.purpose == Purpose.CLOSURE:
+        allocation = allocation_close(allocation=extends, by=by,
                                       comment=f"Closed early on request #{req.pk}.")
     else:
         allocation = _grant(req, gpu_hours=gpu_hours, by=by)

@@ -61,7 +61,7 @@ def _submit(jobs: Sequence[Job], *, facility: Facility, token: str) -> None:
     try:
         submission = runner.submit(facility=facility, jobs=jobs, token=token)
     except BackendError as error:
-        if error.transient:
+        if not error.permanent:
             raise
         _fail(todo, f"Submission refused: {error.message}")
         return

@@ -1,15 +1,15 @@
-"""Slurm accounts for allocations: created on activation with the members and a GPU-minute cap,
-blocked when the allocation stops being usable, unblocked when it is active again, and the cap
-raised on a top-up. Every function is idempotent; SSH happens outside any transaction."""
+"""Slurm accounts for allocations: the account's name, members and GPU-minute cap (created by
+SlurmBackend.provision), blocked when the allocation stops being usable, unblocked when it is
+active again, and the cap raised on a top-up. Every function is idempotent; SSH happens outside
+any transaction, and nothing here moves the allocation's state."""
 from __future__ import annotations
 
 import logging
 
 from allocations.models import Allocation, ProjectMembership
-from allocations.services import allocation_activate, allocation_fail
 
-from ..backends.base import BackendError, check_name
-from .connection import slurm_backend
+from ..backends.base import check_name
+from .connection import slurm_client
 
 log = logging.getLogger(__name__)
 
@@ -29,28 +29,6 @@ def member_usernames(allocation: Allocation) -> list[str]:
                       .exclude(cluster_username="").values_list("cluster_username", flat=True)))
 
 
-def allocation_provision_slurm(*, allocation: Allocation) -> Allocation:
-    """Create (or complete) the allocation's Slurm account, then mark it active.
-
-    A permanent BackendError (bad host key, invalid name, refused) fails the allocation with
-    the reason; a transient one propagates so the task retries with backoff. Re-running after
-    success changes nothing on the cluster (ensure_account only fixes what differs).
-    """
-    name = account_name(allocation)
-    try:
-        check_name(name, "account")
-        for user in member_usernames(allocation):
-            check_name(user, "cluster username")
-        slurm_backend(allocation.facility).ensure_account(
-            name=name, users=member_usernames(allocation), gpu_minutes=gpu_minutes(allocation))
-    except BackendError as error:
-        if error.transient:
-            raise
-        return allocation_fail(allocation=allocation,
-                               reason=f"Slurm account {name} could not be set up: {error.message}")
-    return allocation_activate(allocation=allocation, account_name=name)
-
-
 def allocation_sync_slurm(*, allocation: Allocation) -> str:
     """Bring the account in line with the allocation's state, grant and members: blocked (and
     its jobs cancelled) while suspended, exhausted, expired or closed; unblocked and capped
@@ -59,7 +37,7 @@ def allocation_sync_slurm(*, allocation: Allocation) -> str:
     propagate (the task retries)."""
     if not allocation.account_name:
         return "nothing to do"
-    backend = slurm_backend(allocation.facility)
+    backend = slurm_client(allocation.facility)
     if allocation.status in Allocation.LIVE:
         users = member_usernames(allocation)
         for user in users:
