@@ -2,8 +2,8 @@
 
 Services enqueue work this way so that they never import a tasks module (the tasks import the
 services they call, and the reverse import was an import cycle). The task is looked up by name
-in the registry of the current Celery app (portal/celery.py) and sent with `apply_async`, so
-`CELERY_TASK_ALWAYS_EAGER` (the unit tests) runs it in-process as `.delay()` would."""
+in the registry of the current Celery app (portal/celery.py) and sent with its `.delay()`, as
+if the service had imported it (`CELERY_TASK_ALWAYS_EAGER` runs it in-process)."""
 from __future__ import annotations
 
 from typing import Any
@@ -22,4 +22,4 @@ def task_named(name: str) -> Task:
 def enqueue(name: str, *args: Any) -> None:
     """Run task `name` with `args` after the current transaction commits (at once when no
     transaction is open). Arguments are ids and plain values, never model instances."""
-    transaction.on_commit(lambda: task_named(name).apply_async(args))
+    transaction.on_commit(lambda: task_named(name).delay(*args))

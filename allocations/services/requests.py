@@ -13,13 +13,13 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
-from .. import signals
 from ..models import Allocation, AllocationRequest, Project
 from ..policy import RequestDraft, request_errors
 from ..selectors import can_manage_project, is_reviewer, membership
 from ..states import REQUEST_MOVES
 from ..transitions import InvalidTransition, record_event, transition
-from .allocations import allocation_close, allocation_top_up
+from .allocations import PROVISION_TASK, allocation_close, allocation_top_up
+from ..queue import enqueue
 from .errors import PolicyError
 from .notify import notify_after_commit
 
@@ -178,9 +178,7 @@ def _grant(req: AllocationRequest, *, gpu_hours: int, by) -> Allocation:
     if req.purpose == AllocationRequest.Purpose.TRIAL_CONVERSION and req.extends:
         allocation_close(allocation=req.extends, by=by,
                          comment=f"Converted to full allocation #{allocation.pk}.")
-    transaction.on_commit(
-        lambda: signals.allocation_provisioning.send(Allocation, allocation_id=allocation.pk)
-    )
+    enqueue(PROVISION_TASK, allocation.pk)
     return allocation
 
 

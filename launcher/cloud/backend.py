@@ -5,8 +5,10 @@ How this entry meets the seam's contract (launcher/backends/registry.py, docs/ar
 
 - The cloud has no scheduler that remembers jobs, so the cloud app keeps that memory itself:
   its `CloudTask`, `Node` and `Interruption` rows are this backend's scheduler state. The
-  runner owns those rows (and only those: it never writes a `Job`), writes them in its own
-  short transactions, and `observe` / `fetch` read them, the way the Slurm runner reads squeue.
+  entry owns those rows (and only those: it never writes a `Job` or moves an `Allocation`),
+  writes them in its own short transactions, and `observe` / `fetch` read them, the way
+  `SlurmBackend` reads squeue. `provision` returns the account; launcher/provisioning.py
+  activates the allocation.
 - No AWS call ever runs inside a transaction: `submit` stages data in S3 before any write,
   `task_launch` commits the task row and only then (`on_commit`) starts the instances through
   the `cloud.start_task` Celery task; `cancel` terminates first and writes after.

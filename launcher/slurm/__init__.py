@@ -4,7 +4,7 @@ client.py   SlurmClient: accounts, sbatch, squeue/sacct, scancel (no Django)
 ssh.py      the SSH connection with retries and a pinned host key (no Django)
 parse.py    squeue/sacct output parsing (no Django)
 connection.py  a facility's settings -> a cached SlurmClient
-accounts.py    accounts for allocations (name, members, block/unblock, caps)
 usage.py       sacct records -> unsaved UsageRecords
-backend.py     SlurmBackend, the registry entry (registered by LauncherConfig.ready())
+backend.py     SlurmBackend, the registry entry (registered by LauncherConfig.ready()):
+               accounts (name, members, cap, block/unblock), jobs, usage
 """

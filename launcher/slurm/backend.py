@@ -10,7 +10,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from allocations.models import Allocation, Facility, UsageRecord
+from allocations.models import Allocation, Facility, ProjectMembership, UsageRecord
 
 from .. import bundles
 from ..backends.base import (
@@ -19,7 +19,6 @@ from ..backends.base import (
 from ..backends.registry import BaseBackend, Capability
 from ..models import Job
 from ..runners import Fetched, Observation, Submission
-from .accounts import account_name, allocation_sync_slurm, gpu_minutes, member_usernames
 from .client import SlurmClient
 from .connection import slurm_client, slurm_settings
 from .ssh import RemoteFileNotFound
@@ -37,6 +36,21 @@ def _scheduler_ref(job: Job) -> str:
     if job.array_index is None:
         return job.scheduler_id
     return f"{job.scheduler_id}_{job.array_index}"
+
+
+def gpu_minutes(allocation: Allocation) -> int:
+    """The cap: granted GPU-hours x 60, as whole minutes."""
+    return int(allocation.gpu_hours * 60)
+
+
+def account_name(allocation: Allocation) -> str:
+    return allocation.account_name or allocation.default_account_name()
+
+
+def member_usernames(allocation: Allocation) -> list[str]:
+    """Cluster usernames of the project's members (those who gave one)."""
+    return sorted(set(ProjectMembership.objects.filter(project_id=allocation.project_id)
+                      .exclude(cluster_username="").values_list("cluster_username", flat=True)))
 
 
 def _signal_seconds(wall_time_minutes: int) -> int:
@@ -91,8 +105,27 @@ class SlurmBackend(BaseBackend):
         return name
 
     def sync_account(self, *, allocation: Allocation) -> str:
-        """Block, unblock or re-cap the account to match the allocation."""
-        return allocation_sync_slurm(allocation=allocation)
+        """Bring the account in line with the allocation's state, grant and members: blocked
+        (and its jobs cancelled) while suspended, exhausted, expired or closed; unblocked and
+        capped while active; the user associations exactly the project's members' cluster
+        logins (plus the service user) while the allocation is live. Returns what was done.
+        Idempotent; errors propagate (the task retries)."""
+        if not allocation.account_name:
+            return "nothing to do"
+        client = slurm_client(allocation.facility)
+        if allocation.status in Allocation.LIVE:
+            users = member_usernames(allocation)
+            for user in users:
+                check_name(user, "cluster username")
+            client.sync_users(name=allocation.account_name, users=users)
+        if allocation.status in Allocation.BLOCKED:
+            client.block_account(name=allocation.account_name)
+            return "blocked"
+        if allocation.status == Allocation.Status.ACTIVE:
+            client.set_cap(name=allocation.account_name, gpu_minutes=gpu_minutes(allocation))
+            client.unblock_account(name=allocation.account_name)
+            return "active"
+        return "nothing to do"
 
     def usage(self, *, allocation: Allocation) -> list[UsageRecord]:
         """sacct records of the account since the last ingestion, as unsaved UsageRecords."""
