@@ -3,10 +3,6 @@ cycle. Each is sent after the transaction commits, with ids only. See docs/archi
 """
 from django.dispatch import Signal
 
-# A new allocation was granted and must be provisioned on its facility's backend.
-# kwargs: allocation_id
-allocation_provisioning = Signal()
-
 # An allocation changed state (suspended, exhausted, expired, closed, active again).
 # kwargs: allocation_id, from_state, to_state
 allocation_status_changed = Signal()

@@ -6,7 +6,7 @@ A move is allowed only if (from, to) is in the model's table. The row is updated
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.contrib.contenttypes.models import ContentType
@@ -38,7 +38,7 @@ class TransitionConflict(InvalidTransition):
                          f"This {obj._meta.verbose_name} was changed by someone else; reload it.")
 
 
-Table = dict[str, Iterable[str]]
+Table = Mapping[str, Iterable[str]]
 
 
 def transition(

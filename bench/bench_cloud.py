@@ -49,7 +49,7 @@ def local_loop(endpoint: str) -> dict:
     from allocations.models import Project
     from django.contrib.auth import get_user_model
     from launcher.cloud import faults
-    from launcher.cloud.backend import backend_for
+    from launcher.cloud.client import aws_client
     from launcher.cloud.models import CloudTask, Cluster, Interruption
     from launcher.cloud.services import cluster_sync, price_catalogue_load, task_launch
     from launcher.cloud.workload import TINY, ctxray_argv, stage_synthetic_dataset
@@ -86,7 +86,7 @@ def local_loop(endpoint: str) -> dict:
                            argv=ctxray_argv({**TINY, "epochs": RUN_EPOCHS}), hours=Decimal("1"))
         launched = time.monotonic() - t0
         running = launched + _wait(lambda: CloudTask.objects.get(pk=task.pk).state == "running", sync)
-        backend = backend_for(cluster)
+        backend = aws_client(cluster)
         _wait(lambda: (CloudTask.objects.get(pk=task.pk).progress.get("epoch") or 0) >= 2
               and backend.get_json(f"{task.prefix}checkpoint-meta.json"), sync)
         node = CloudTask.objects.get(pk=task.pk).node

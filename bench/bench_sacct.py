@@ -1,6 +1,6 @@
 """Benchmark: turning 100,000 sacct job records into usage rows.
 
-Compares the backend's parser of `sacct --parsable2` output (what `SlurmBackend.usage_since`
+Compares the backend's parser of `sacct --parsable2` output (what `SlurmClient.usage_since`
 reads) with the naive route of asking `sacct --json` and walking the decoded JSON. Both inputs
 are synthetic but shaped like Slurm 22.05's output on the test cluster (see the captured lines
 in tests/launcher/test_slurm_parse.py). Run: python bench/bench_sacct.py [N]

@@ -7,7 +7,7 @@
    monitor (polled at 0.25 s here; the beat runs every 10 s) sees it running. Baseline: a bare
    `sbatch --wrap` + `squeue` poll over the same SSH connection.
 3. sacct ingestion: 100,000 synthetic `sacct -P` rows (the shape `usage_since` parses) through
-   the parser and the real ingestion service (`usage_ingest_rows`: bulk UsageRecords, job
+   the parser and the real ingestion service (`usage_ingest_records`: bulk UsageRecords, job
    charges, thresholds). Baseline: a naive per-row `UsageRecord.objects.create` loop on 2,000
    rows, extrapolated to 100,000.
 
@@ -120,7 +120,7 @@ def activation(facility, user, project) -> tuple[list[float], list[float], list]
     from allocations.models import Allocation, AllocationRequest
     from launcher.slurm import connection
 
-    backend = connection.slurm_backend(facility)
+    backend = connection.slurm_client(facility)
     loop, base, made = [], [], []
     for _ in range(REPEATS):
         t0 = time.perf_counter()
@@ -156,7 +156,7 @@ def job_start(allocation, user) -> tuple[list[float], list[float]]:
 
     Allocation.objects.filter(pk=allocation.pk).update(status="active")
     allocation.refresh_from_db()
-    backend = connection.slurm_backend(allocation.facility)
+    backend = connection.slurm_client(allocation.facility)
     params = {"model": "resnet18", "epochs": 1, "size": 32, "synthetic_n": 24, "threads": 1,
               "bootstrap": 20}
     loop, base = [], []
@@ -196,7 +196,8 @@ def ingestion(allocation) -> tuple[float, float, int]:
 
     from allocations.models import UsageRecord
     from launcher.slurm.parse import parse_sacct_usage
-    from launcher.services.accounting import usage_ingest_rows
+    from launcher.services.accounting import usage_ingest_records
+    from launcher.slurm.usage import usage_records
 
     start = dt.datetime(2026, 1, 1)
     lines = []
@@ -208,7 +209,8 @@ def ingestion(allocation) -> tuple[float, float, int]:
                      f"{end:%Y-%m-%dT%H:%M:%S}|portal-job-{i:016x}")
     text = "\n".join(lines) + "\n"
     t0 = time.perf_counter()
-    offered = usage_ingest_rows(allocation=allocation, rows=parse_sacct_usage(text))
+    offered = usage_ingest_records(allocation=allocation, records=usage_records(
+        allocation=allocation, rows=parse_sacct_usage(text)))
     service = time.perf_counter() - t0
     stored = UsageRecord.objects.filter(allocation=allocation).count()
     assert offered == stored == N_ROWS, (offered, stored)
@@ -249,7 +251,7 @@ def main() -> int:
     finally:
         worker.terminate()
         worker.wait(timeout=30)
-        backend = connection.slurm_backend(facility)
+        backend = connection.slurm_client(facility)
         for allocation in made:
             backend.ssh.run(["scancel", f"--account={allocation.account_name}"])
             backend.ssh.run(["sacctmgr", "-i", "delete", "account", f"name={allocation.account_name}"])

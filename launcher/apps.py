@@ -11,12 +11,12 @@ class LauncherConfig(AppConfig):
         from allocations.sections import register_allocation_section
 
         from .backends.registry import ManualBackend, is_connected, register
-        from .local.runner import LocalRunner
-        from .slurm.runner import SlurmRunner
+        from .local.backend import LocalBackend
+        from .slurm.backend import SlurmBackend
 
         register(ManualBackend())
-        register(SlurmRunner())
-        register(LocalRunner())
+        register(SlurmBackend())
+        register(LocalBackend())
         register_connection_check(is_connected)
 
         from .pages import allocation_sections

@@ -117,7 +117,7 @@ def data_spec(params: Mapping[str, Any]) -> tuple[str, list[str] | None]:
                         "--size", str(max(int(size), 16)), "--seed", str(seed)]
     # A job from before datasets were registered (a raw path): never run it as it stands.
     raise BackendError(f"dataset {dataset!r} is not a registered dataset of the project",
-                       transient=False)
+                       permanent=True)
 
 
 def data_root_args(params: Mapping[str, Any]) -> list[str]:

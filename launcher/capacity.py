@@ -9,12 +9,12 @@ from allocations.models import Facility
 
 from .backends.registry import backend_for
 from .local import cells
-from .local.runner import LocalRunner, facility_dir, facility_slots
+from .local.backend import LocalBackend, facility_dir, facility_slots
 
 
 def capacity_note(facility: Facility, *, concurrency: int | None = None) -> str:
     """One sentence: the facility's slots, how many are in use now, and what that means."""
-    if not isinstance(backend_for(facility), LocalRunner):
+    if not isinstance(backend_for(facility), LocalBackend):
         return (f"{facility.name}'s scheduler decides when each run starts; a run waits while "
                 "the cluster or the allocation's limits are full.")
     slots = facility_slots(facility)

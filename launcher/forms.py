@@ -145,7 +145,8 @@ class SweepForm(forms.Form):
                           initial=", ".join(f"{v:g}" for v in P.DEFAULT_SWEEP_GRID["lrs"]))
     lr_steps = forms.CharField(label="LR steps (epochs)", help_text="Comma-separated StepLR step sizes.",
                                initial=", ".join(str(v) for v in P.DEFAULT_SWEEP_GRID["lr_steps"]))
-    weight_decays = forms.CharField(label="Weight decays", help_text="Comma-separated, each in [0, 1).",
+    weight_decays = forms.CharField(label="Weight decays", help_text=(
+        "Comma-separated, each from {p.low:g} to {p.high:g}.".format(p=P.PARAMS["weight_decay"])),
                                     initial=", ".join(f"{v:g}" for v in P.DEFAULT_SWEEP_GRID["weight_decays"]))
     folds = _bounded("folds", initial=P.DEFAULT_SWEEP_GRID["folds"],
                      help_text="Cross-validation folds: every combination trains once per fold.")

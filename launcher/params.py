@@ -13,12 +13,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from allocations.errors import Invalid
 from launcher.workloads.ctxray.config import TrainConfig
-
-from . import sweepgrid
 
 
 @dataclass(frozen=True)
@@ -34,6 +32,18 @@ class Param:
     help: str = ""
 
 
+class SweepGrid(Protocol):
+    """What `check_sweep` reads of a validated grid (sweepgrid.GridSpec)."""
+
+    @property
+    def folds(self) -> int: ...
+
+    @property
+    def fixed(self) -> dict[str, Any]: ...
+
+
+#: The models a job or a sweep may train (the workload's own, by name).
+MODELS = ("densenet121", "densenet161", "densenet169", "densenet201", "resnet18", "resnet50")
 GPUS = (1, 64)
 WALL_TIME_MINUTES = (1, 7 * 24 * 60)
 CONCURRENCY = (1, 1000)
@@ -43,7 +53,7 @@ SYNTHETIC = {"synthetic-ct": "ct", "synthetic-xray": "xray"}
 SYNTH_PER_PATIENT = 3
 
 PARAMS: dict[str, Param] = {
-    "model": Param(str, choices=sweepgrid.MODELS),
+    "model": Param(str, choices=MODELS),
     "epochs": Param(int, 1, 500),
     "synthetic_n": Param(int, 8, 5000, help="Images in the synthetic set (3 per patient)."),
     "size": Param(int, 16, 512, help="Input size in pixels (images are resized to size x size)."),
@@ -177,7 +187,7 @@ def check_job(params: Mapping[str, Any], *, gpus: int) -> None:
         raise ParamsError(errors)
 
 
-def check_sweep(params: Mapping[str, Any], grid: sweepgrid.GridSpec, *, gpus: int) -> None:
+def check_sweep(params: Mapping[str, Any], grid: SweepGrid, *, gpus: int) -> None:
     """Raise ParamsError when a sweep's cells cannot run: its shared params with the grid's
     `fixed` arguments, over every fold. Keys are `folds` and `fixed.<name>` for the grid's
     fields, the parameter's name otherwise."""

@@ -1,20 +1,26 @@
-"""Turn a granted allocation into usable compute on its facility's backend."""
+"""Turn a granted allocation into usable compute on its facility's backend: the one place that
+decides, for every backend, whether an allocation is activated, failed or retried."""
 from __future__ import annotations
 
 import logging
 
 from allocations.models import Allocation
-from allocations.services import allocation_await_staff
+from allocations.services import allocation_activate, allocation_await_staff, allocation_fail
 
+from .backends.base import BackendError
 from .backends.registry import Capability, backend_for
 
 log = logging.getLogger(__name__)
 
 
-def allocation_provision(*, allocation_id: int) -> Allocation | None:
+def allocation_provision(*, allocation_id: int, last_try: bool = False) -> Allocation | None:
     """Provision one allocation; idempotent: an allocation no longer provisioning is left as
     it is. A facility the portal cannot provision on (the `manual` backend, or a backend not
-    configured yet) waits for staff, who are told by email; it never fails for that."""
+    configured yet) waits for staff, who are told by email; it never fails for that.
+
+    The backend returns the account name (the allocation is activated with it) or raises a
+    BackendError: a permanent one fails the allocation with the reason; a transient one
+    propagates so the task retries, and on its `last_try` fails the allocation too."""
     allocation = Allocation.objects.select_related("facility", "project").filter(
         pk=allocation_id
     ).first()
@@ -26,4 +32,14 @@ def allocation_provision(*, allocation_id: int) -> Allocation | None:
             allocation=allocation,
             reason=f"{allocation.facility.name} is not connected to the portal: staff will "
                    "activate this allocation by hand.")
-    return backend.provision(allocation=allocation)
+    try:
+        account = backend.provision(allocation=allocation)
+    except BackendError as error:
+        if not error.permanent and not last_try:
+            raise
+        what = "could not be set up" if error.permanent else "is unreachable"
+        log.warning("allocation %s: %s", allocation.pk, error)
+        return allocation_fail(
+            allocation=allocation,
+            reason=f"The {backend.name} account {what}: {error.message}")
+    return allocation_activate(allocation=allocation, account_name=account)

@@ -5,7 +5,7 @@ from django.dispatch import receiver
 
 from allocations.models import Allocation
 from allocations.signals import (
-    allocation_grant_changed, allocation_provisioning, allocation_status_changed,
+    allocation_grant_changed, allocation_status_changed,
     project_members_changed,
 )
 
@@ -13,11 +13,6 @@ from . import tasks
 
 # Moves after which the backend account must be blocked or opened again.
 _SYNC_TO = {*Allocation.BLOCKED, Allocation.Status.ACTIVE}
-
-
-@receiver(allocation_provisioning, dispatch_uid="launcher.provision")
-def _provision(sender, allocation_id: int, **kwargs) -> None:
-    tasks.provision_allocation.delay(allocation_id)
 
 
 @receiver(allocation_status_changed, dispatch_uid="launcher.status_changed")

@@ -15,7 +15,7 @@ from allocations.models import Allocation, Project
 from allocations.selectors import User, allocation_ledger, member_project_ids, visible_allocations
 
 from . import access, sweepgrid
-from .estimates import CURRENCY, estimate_run
+from .estimates import CURRENCY, estimate_run, estimate_sweep
 from .models import Job, Sweep
 
 
@@ -140,8 +140,6 @@ def sweep_estimate(*, allocation: Allocation, grid: dict[str, Any], params: dict
                    wall_time_minutes: int) -> dict[str, Any]:
     """What launching this sweep would reserve (the same numbers `sweep_launch` checks), its
     basis in words, and whether it fits the GPU-hours left. Launches nothing."""
-    from .estimates import CURRENCY, estimate_sweep
-
     spec = sweepgrid.validate(grid)
     estimate = estimate_sweep(allocation=allocation, params=params, fixed=spec.fixed, cells=spec.size,
                               gpus=gpus, wall_time_minutes=wall_time_minutes)

@@ -15,11 +15,11 @@ from typing import Any
 
 from allocations.errors import Invalid
 
+from .params import MODELS, PARAMS
 from .stats import bounded_interval
 
 #: Models the workload can train (launcher.workloads.ctxray.config.MODEL_NAMES; a test keeps
 #: the two lists equal). densenet161 is built from MONAI's DenseNet class with its own layout.
-MODELS = ("densenet121", "densenet161", "densenet169", "densenet201", "resnet18", "resnet50")
 MAX_CELLS = 5000
 METRIC_NAMES = ("accuracy", "precision", "recall", "specificity", "f1", "roc_auc")
 AXES = ("model", "lr", "lr_step", "weight_decay")
@@ -101,14 +101,18 @@ def validate(spec: Mapping[str, Any]) -> GridSpec:
     if bad:
         raise GridError(f"models: unknown {', '.join(bad)}; choose from {', '.join(MODELS)}")
     raw_decays = spec.get("weight_decays") or ()
+    decay = PARAMS["weight_decay"]  # the bounds' one home (launcher/params.py)
     if (not isinstance(raw_decays, (list, tuple)) or not raw_decays
-            or any(isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w < 1
-                   for w in raw_decays)):
-        raise GridError("weight_decays: give a non-empty list of numbers in [0, 1)")
+            or any(isinstance(w, bool) or not isinstance(w, (int, float))
+                   or not decay.low <= w <= decay.high for w in raw_decays)):
+        raise GridError(f"weight_decays: give a non-empty list of numbers from {decay.low:g} "
+                        f"to {decay.high:g}")
     weight_decays = tuple(float(w) for w in raw_decays)
     folds = spec.get("folds", 1)
-    if isinstance(folds, bool) or not isinstance(folds, int) or not 1 <= folds <= 20:
-        raise GridError("folds: an integer from 1 to 20")
+    bound = PARAMS["folds"]
+    if (isinstance(folds, bool) or not isinstance(folds, int)
+            or not bound.low <= folds <= bound.high):
+        raise GridError(f"folds: an integer from {bound.low:g} to {bound.high:g}")
     grid = GridSpec(models, _list(spec, "lrs", float), _list(spec, "lr_steps", int), weight_decays, folds,
                     _fixed(spec.get("fixed") or {}))
     if grid.size > MAX_CELLS:

@@ -11,9 +11,8 @@ from celery import shared_task
 
 from allocations.models import Allocation
 
-from . import selectors, services
+from . import services
 from .backends.base import BackendError
-from .backends.registry import Capability, backend_for, backends_with
 from .provisioning import allocation_provision
 
 log = logging.getLogger(__name__)
@@ -28,17 +27,9 @@ _RETRY = dict(autoretry_for=(BackendError,), retry_backoff=2, retry_backoff_max=
 
 @shared_task(name="launcher.provision_allocation", bind=True, **_RETRY)
 def provision_allocation(self, allocation_id: int) -> str | None:
-    """Provision an allocation; after the last transient failure it is failed with the reason."""
-    try:
-        allocation = allocation_provision(allocation_id=allocation_id)
-    except BackendError as error:
-        if self.request.retries >= self.max_retries:
-            from allocations.services import allocation_fail
-
-            allocation = Allocation.objects.get(pk=allocation_id)
-            allocation_fail(allocation=allocation, reason=f"Backend unreachable: {error.message}")
-            return allocation.status
-        raise
+    """Provision an allocation (launcher/provisioning.py decides activate / fail / retry)."""
+    allocation = allocation_provision(allocation_id=allocation_id,
+                                      last_try=self.request.retries >= self.max_retries)
     return allocation.status if allocation else None
 
 
@@ -51,7 +42,7 @@ def sync_allocation_account(allocation_id: int) -> str:
     try:
         return services.allocation_sync(allocation=allocation)
     except BackendError as error:
-        if error.transient:
+        if not error.permanent:
             raise
         return _permanent(f"allocation {allocation_id}", error)
 
@@ -62,7 +53,7 @@ def sync_project_members(project_id: int) -> dict[int, str]:
     try:
         return services.project_sync_members(project_id=project_id)
     except BackendError as error:
-        if error.transient:
+        if not error.permanent:
             raise
         return _permanent(f"project {project_id}", error)
 
@@ -111,17 +102,5 @@ def poll_jobs() -> dict[str, int]:
 
 @shared_task(name="launcher.ingest_usage")
 def ingest_usage() -> int:
-    """Beat: charge usage to every allocation whose backend reports usage (Slurm's sacct, the
-    local runner's measured wall time), each record once: live ones, and expired or closed
-    ones until every job is final and recorded (selectors.allocations_owing_usage)."""
-    offered = 0
-    for allocation in selectors.allocations_owing_usage(
-            backends=backends_with(Capability.USAGE)):
-        backend = backend_for(allocation.facility)
-        if Capability.USAGE not in backend.capabilities:
-            continue  # not configured (served by `manual`)
-        try:
-            offered += backend.usage(allocation=allocation)
-        except BackendError as error:
-            log.warning("usage of allocation %s not read (%s); next time", allocation.pk, error)
-    return offered
+    """Beat: charge every allocation owing usage (services.usage_ingest_all)."""
+    return services.usage_ingest_all()

@@ -16,7 +16,12 @@ from ..models import Allocation
 from ..roles import is_staff
 from ..states import ALLOCATION_MOVES
 from ..transitions import record_event, transition
+from ..queue import enqueue
 from .notify import notify_after_commit
+
+#: The Celery task that turns a granted allocation into compute on its facility's backend
+#: (launcher/provisioning.py), enqueued by name after the commit.
+PROVISION_TASK = "launcher.provision_allocation"
 
 Status = Allocation.Status
 
@@ -72,9 +77,7 @@ def allocation_await_staff(*, allocation: Allocation, reason: str) -> Allocation
 def allocation_reprovision(*, allocation: Allocation, by) -> Allocation:
     """Try provisioning a failed allocation again (admins, once the cause is fixed)."""
     _move(allocation, to=Status.PROVISIONING, by=by, status_reason="")
-    transaction.on_commit(
-        lambda: signals.allocation_provisioning.send(Allocation, allocation_id=allocation.pk)
-    )
+    enqueue(PROVISION_TASK, allocation.pk)
     return allocation
 
 

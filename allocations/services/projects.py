@@ -231,7 +231,8 @@ def project_member_remove(*, project: Project, by, user) -> None:
     if project.pi_id == user.pk:
         successor = ProjectMembership.objects.filter(project=project, role=Role.PI).exclude(
             pk=membership.pk).order_by("added_at").first()
-        Project.objects.filter(pk=project.pk).update(pi=successor.user_id)
+        if successor is not None:  # _check_keeps_a_pi made sure there is one
+            Project.objects.filter(pk=project.pk).update(pi=successor.user_id)
     membership.delete()
     record_event(project, actor=by, from_state=membership.role, to_state="member_removed",
                  comment=user.get_username())

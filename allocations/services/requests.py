@@ -14,15 +14,15 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
-from .. import signals
 from ..models import Allocation, AllocationRequest, NodeType, Project
 from ..policy import RequestDraft, request_errors
 from ..roles import is_reviewer
 from ..selectors import belongs_to, can_manage_project, membership
 from ..states import REQUEST_MOVES
 from ..transitions import InvalidTransition, record_event, transition
+from ..queue import enqueue
 from ..trials import trial_limit_reason
-from .allocations import allocation_close, allocation_top_up
+from .allocations import PROVISION_TASK, allocation_close, allocation_top_up
 from .errors import PolicyError
 from .notify import notify_after_commit
 
@@ -178,11 +178,14 @@ def _approve(req: AllocationRequest, *, by, gpu_hours: int, comment: str) -> All
                        reviewed_by_id=getattr(by, "pk", None), reviewed_at=timezone.now(),
                        decision_comment=comment, granted_gpu_hours=gpu_hours)
     Purpose = AllocationRequest.Purpose
-    if req.purpose in (Purpose.TOP_UP, Purpose.EXTENSION):
-        allocation = allocation_top_up(allocation=req.extends, gpu_hours=gpu_hours, by=by,
+    extends = req.extends  # set for every top-up, extension and closure (the request's form)
+    if req.purpose in (Purpose.TOP_UP, Purpose.EXTENSION, Purpose.CLOSURE) and extends is None:
+        raise ValueError(f"request #{req.pk} ({req.purpose}) names no allocation")
+    if extends is not None and req.purpose in (Purpose.TOP_UP, Purpose.EXTENSION):
+        allocation = allocation_top_up(allocation=extends, gpu_hours=gpu_hours, by=by,
                                        end_date=req.end_date)
-    elif req.purpose == Purpose.CLOSURE:
-        allocation = allocation_close(allocation=req.extends, by=by,
+    elif extends is not None and req.purpose == Purpose.CLOSURE:
+        allocation = allocation_close(allocation=extends, by=by,
                                       comment=f"Closed early on request #{req.pk}.")
     else:
         allocation = _grant(req, gpu_hours=gpu_hours, by=by)
@@ -206,9 +209,7 @@ def _grant(req: AllocationRequest, *, gpu_hours: int, by) -> Allocation:
     if req.purpose == AllocationRequest.Purpose.TRIAL_CONVERSION and req.extends:
         allocation_close(allocation=req.extends, by=by,
                          comment=f"Converted to full allocation #{allocation.pk}.")
-    transaction.on_commit(
-        lambda: signals.allocation_provisioning.send(Allocation, allocation_id=allocation.pk)
-    )
+    enqueue(PROVISION_TASK, allocation.pk)
     return allocation
 
 

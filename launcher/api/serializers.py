@@ -90,11 +90,15 @@ class GridAxes(serializers.Serializer):
 
     models = serializers.ListField(child=serializers.ChoiceField(choices=list(sweepgrid.MODELS)),
                                    min_length=1)
-    lrs = serializers.ListField(child=serializers.FloatField(min_value=1e-7, max_value=1.0), min_length=1)
-    lr_steps = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=500), min_length=1)
-    weight_decays = serializers.ListField(child=serializers.FloatField(min_value=0, max_value=0.99),
-                                          min_length=1)
-    folds = serializers.IntegerField(min_value=1, max_value=20, default=1)
+    lrs = serializers.ListField(child=serializers.FloatField(
+        min_value=P.PARAMS["lr"].low, max_value=P.PARAMS["lr"].high), min_length=1)
+    lr_steps = serializers.ListField(child=serializers.IntegerField(
+        min_value=P.PARAMS["lr_step"].low, max_value=P.PARAMS["lr_step"].high), min_length=1)
+    weight_decays = serializers.ListField(child=serializers.FloatField(
+        min_value=P.PARAMS["weight_decay"].low, max_value=P.PARAMS["weight_decay"].high),
+        min_length=1)
+    folds = serializers.IntegerField(min_value=P.PARAMS["folds"].low,
+                                     max_value=P.PARAMS["folds"].high, default=1)
     fixed = FixedParams(required=False)
 
 

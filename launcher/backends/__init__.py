@@ -7,7 +7,7 @@ Nothing in this package imports Django at run time, so its pieces can be tested 
 
 from launcher.backends.base import (
     AccountState,
-    Backend,
+    SchedulerClient,
     BackendError,
     JobSpec,
     JobState,
@@ -18,7 +18,7 @@ from launcher.backends.base import (
 
 __all__ = [
     "AccountState",
-    "Backend",
+    "SchedulerClient",
     "BackendError",
     "JobSpec",
     "JobState",

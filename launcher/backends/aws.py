@@ -13,6 +13,7 @@ Guarantees:
 """
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import logging
@@ -51,7 +52,7 @@ class CapacityError(BackendError):
     """AWS had no capacity (or the spot price was too low) for this type, zone and market."""
 
     def __init__(self, message: str, *, code: str) -> None:
-        super().__init__(message, transient=True)
+        super().__init__(message, permanent=False)
         self.code = code
 
 
@@ -111,12 +112,12 @@ def _error(exc: Exception, what: str) -> BackendError:
         if code == "InvalidParameterValue" and "instance profile" in message.lower():
             # IAM is eventually consistent: a new instance profile is unknown to EC2 for a
             # few seconds. The launch succeeds when retried.
-            return BackendError(f"{what}: {code}: {message}", transient=True)
-        return BackendError(f"{what}: {code}: {message}", transient=code in TRANSIENT_CODES)
-    return BackendError(f"{what}: {exc}", transient=True)  # connection errors, timeouts
+            return BackendError(f"{what}: {code}: {message}", permanent=False)
+        return BackendError(f"{what}: {code}: {message}", permanent=code not in TRANSIENT_CODES)
+    return BackendError(f"{what}: {exc}", permanent=False)  # connection errors, timeouts
 
 
-class AwsBackend(AccessMixin):
+class AwsClient(AccessMixin):
     """EC2, S3, SSM and IAM for one facility (region, bucket). The cloud app (launcher.cloud)
     is its only caller: clusters, nodes and tasks there decide what to start; this class only
     speaks to AWS. (It is not a `launcher.backends.base.Backend`: AWS has no scheduler and no
@@ -232,13 +233,13 @@ class AwsBackend(AccessMixin):
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ParameterNotFound":
                 raise BackendError(f"SSM parameter {name} does not exist in {self.region}",
-                                   transient=False) from exc
+                                   permanent=True) from exc
             raise _error(exc, f"get_parameter {name}") from exc
         except BotoCoreError as exc:
             raise _error(exc, f"get_parameter {name}") from exc
         if not value.startswith("ami-"):
             raise BackendError(f"SSM parameter {name} holds {value!r}, not an AMI id",
-                               transient=False)
+                               permanent=True)
         return value
 
     def find(self, **tags: str) -> list[Instance]:
@@ -306,8 +307,6 @@ class AwsBackend(AccessMixin):
 
     def user_data(self, instance_id: str) -> str:
         """The instance's user data as text ('' if none)."""
-        import base64
-
         try:
             value = self.ec2.describe_instance_attribute(
                 InstanceId=instance_id, Attribute="userData")["UserData"].get("Value", "")

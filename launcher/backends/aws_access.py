@@ -1,16 +1,18 @@
 """Who the instances are and what they may reach: an IAM role and instance profile per cluster
 (the allocation's S3 prefix only), a security group per facility (no inbound rule at all), the
-bucket's tags. Mixed into AwsBackend; no Django.
+bucket's tags. Mixed into AwsClient; no Django.
 
 Every create is preceded by a look-up, so each method is idempotent and safe to retry."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from launcher.backends.aws_policy import EC2_TRUST_POLICY, worker_policy
+from launcher.backends.base import BackendError
 
 POLICY_NAME = "portal-allocation-prefix"
 
@@ -24,12 +26,13 @@ def _iam_tags(tags: dict[str, str]) -> list[dict[str, str]]:
 
 
 class AccessMixin:
-    """IAM and security-group plumbing for AwsBackend (which provides iam, ec2, s3, _wrap)."""
+    """IAM and security-group plumbing for AwsClient (which provides iam, ec2, s3, _wrap)."""
 
     iam: Any
     ec2: Any
     s3: Any
     bucket: str
+    _wrap: Callable[[Exception, str], BackendError]
 
     def ensure_worker_profile(self, *, name: str, prefix: str, tags: dict[str, str],
                               boundary: str = "") -> str:

@@ -1,8 +1,9 @@
 """What a compute backend does, in plain dataclasses (no Django).
 
 A backend turns portal decisions into scheduler or cloud actions. Every method either succeeds
-or raises `BackendError`, whose `transient` flag tells the caller (a Celery task) whether a retry
-can help. Methods documented as idempotent may be re-run after any failure.
+or raises `BackendError`, whose `permanent` flag tells the caller whether a retry can help
+(classified once, where the client raises it). Methods documented as idempotent may be re-run
+after any failure.
 """
 
 from __future__ import annotations
@@ -25,18 +26,18 @@ TOKEN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{7,63}$")
 class BackendError(Exception):
     """A backend operation failed.
 
-    `transient` is True when the same call may succeed later unchanged (network down, timeout,
-    daemon restarting) and False when retrying cannot help (bad host key, refused by policy,
-    invalid input).
+    `permanent` is True when retrying cannot help (bad host key, refused by policy, invalid
+    input) and False when the same call may succeed later unchanged (network down, timeout,
+    daemon restarting). The client that raises it decides, once; callers never re-classify.
     """
 
-    def __init__(self, message: str, *, transient: bool) -> None:
+    def __init__(self, message: str, *, permanent: bool) -> None:
         super().__init__(message)
         self.message = message
-        self.transient = transient
+        self.permanent = permanent
 
     def __str__(self) -> str:
-        kind = "transient" if self.transient else "permanent"
+        kind = "permanent" if self.permanent else "transient"
         return f"{self.message} ({kind})"
 
 
@@ -45,7 +46,7 @@ class PathRefused(BackendError):
     the launch is refused with the reason)."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message, transient=False)
+        super().__init__(message, permanent=True)
 
 
 NO_STORAGE = "has no project storage configured (storage_root in its backend settings)"
@@ -71,7 +72,7 @@ def check_name(value: str, what: str) -> str:
     if not isinstance(value, str) or not NAME_RE.match(value):
         raise BackendError(
             f"invalid {what} {value!r}: use 1-64 of a-z 0-9 _ . - starting with a letter or digit",
-            transient=False,
+            permanent=True,
         )
     return value
 
@@ -81,7 +82,7 @@ def check_cluster_username(value: str) -> str:
     the one rule), else raise a permanent BackendError."""
     if not is_cluster_username(value):
         raise BackendError(f"invalid cluster username {value!r}: {CLUSTER_USERNAME_HELP}",
-                           transient=False)
+                           permanent=True)
     return value
 
 
@@ -191,16 +192,9 @@ class AccountState:
     changed: bool = False
 
 
-@dataclass(frozen=True)
-class NodeInfo:
-    """A compute node a backend started or stopped."""
-
-    node_id: str
-    state: str
-
-
-class Backend(abc.ABC):
-    """The interface the launcher's services call. Implementations hold no Django state."""
+class SchedulerClient(abc.ABC):
+    """What a batch scheduler's client offers (launcher.slurm.client.SlurmClient): plain
+    arguments and dataclasses in, no Django state. Registry entries call it."""
 
     @abc.abstractmethod
     def ensure_account(self, *, name: str, users: list[str], gpu_minutes: int) -> AccountState:
@@ -246,11 +240,3 @@ class Backend(abc.ABC):
         """The last `lines` lines of a text file on the compute side."""
         data = self.read_file(path, max_bytes=max(4096, lines * 512))
         return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
-
-    @abc.abstractmethod
-    def start_nodes(self, *, count: int) -> list[NodeInfo]:
-        """Bring `count` more compute nodes up (cloud); a static cluster starts none."""
-
-    @abc.abstractmethod
-    def stop_nodes(self, *, node_ids: list[str]) -> list[NodeInfo]:
-        """Stop these nodes (cloud); a static cluster stops none."""

@@ -10,9 +10,12 @@ A facility whose backend is not registered, or not configured (a Slurm facility 
 key yet), is served by the `manual` entry: staff set it up by hand, and every page says so
 before anyone relies on it (`is_connected`).
 
-Operations do I/O with the backend and return plain facts (launcher.runners dataclasses);
-the services turn facts into state moves. Errors are `BackendError(transient=...)`. See
-docs/architecture.md ("The backend seam") for the contract of each capability.
+Operations do I/O with the backend and return plain facts (an account name, unsaved usage
+records, launcher.runners dataclasses) or raise one `BackendError(message, permanent=...)`.
+No entry moves an allocation's or a job's state: launcher/provisioning.py decides fail / retry
+/ activate for every backend's `provision`, launcher/services/accounting.py records every
+backend's `usage`, and launcher/services/ turn job facts into moves. See docs/architecture.md
+("The backend seam") for the contract of each capability.
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from .base import BackendError
 
 if TYPE_CHECKING:
-    from allocations.models import Allocation, Facility
+    from allocations.models import Allocation, Facility, UsageRecord
     from launcher.models import Job
     from launcher.runners import Fetched, Observation, Submission
 
@@ -48,7 +51,7 @@ class Unsupported(BackendError):
     """The backend does not declare this capability (a programming error: ask `supports`)."""
 
     def __init__(self, backend: str, capability: Capability) -> None:
-        super().__init__(f"the {backend} backend cannot {capability.value}", transient=False)
+        super().__init__(f"the {backend} backend cannot {capability.value}", permanent=True)
 
 
 @runtime_checkable
@@ -61,9 +64,10 @@ class ComputeBackend(Protocol):
     def is_configured(self, facility: Facility) -> bool:
         """Whether this facility has what the backend needs to reach it (host, key...)."""
 
-    def provision(self, *, allocation: Allocation) -> Allocation:
-        """Create or complete the allocation's account and activate it. Idempotent;
-        transient errors propagate, permanent ones fail the allocation with the reason."""
+    def provision(self, *, allocation: Allocation) -> str:
+        """Create or complete the allocation's account and return its name. Idempotent.
+        Raises BackendError; the caller (launcher/provisioning.py) activates, retries or
+        fails the allocation."""
 
     def sync_account(self, *, allocation: Allocation) -> str:
         """Bring the backend account in line with the allocation's state. Idempotent."""
@@ -89,8 +93,10 @@ class ComputeBackend(Protocol):
         """Price a launch and refuse it (LaunchConflict) when the backend's budget cannot take
         it. Runs under the allocation row lock: database reads only, no network."""
 
-    def usage(self, *, allocation: Allocation) -> int:
-        """Charge the allocation for finished work; each record once. Returns rows offered."""
+    def usage(self, *, allocation: Allocation) -> list[UsageRecord]:
+        """Unsaved UsageRecords for the allocation's finished work (each with its job when
+        known, an external id unique per record, so offering one again charges nothing).
+        launcher/services/accounting.py records them."""
 
     def resolve_data_path(self, *, facility: Facility, project_code: str, location: str) -> str:
         """The dataset at `location` (relative) in the project's folder of the facility's
@@ -109,7 +115,7 @@ class BaseBackend:
     def is_configured(self, facility: Facility) -> bool:
         return True
 
-    def provision(self, *, allocation: Allocation) -> Allocation:
+    def provision(self, *, allocation: Allocation) -> str:
         raise Unsupported(self.name, Capability.PROVISION)
 
     def sync_account(self, *, allocation: Allocation) -> str:
@@ -134,7 +140,7 @@ class BaseBackend:
                      runs: int = 1) -> Decimal:
         raise Unsupported(self.name, Capability.CHECK_LAUNCH)
 
-    def usage(self, *, allocation: Allocation) -> int:
+    def usage(self, *, allocation: Allocation) -> list[UsageRecord]:
         raise Unsupported(self.name, Capability.USAGE)
 
     def resolve_data_path(self, *, facility: Facility, project_code: str, location: str) -> str:

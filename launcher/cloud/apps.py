@@ -7,12 +7,12 @@ class CloudConfig(AppConfig):
     verbose_name = "Cloud clusters"
 
     def ready(self) -> None:
-        from . import (
-            receivers,  # noqa: F401  (stops workers when an allocation stops)
-            runner,
-        )
+        from launcher.backends.registry import register
 
-        runner.register()
+        from . import receivers  # noqa: F401  (stops workers when an allocation stops)
+        from .backend import AwsBackend
+
+        register(AwsBackend())
 
         from allocations.sections import register_allocation_section
 

@@ -1,72 +1,167 @@
-"""Which AwsBackend serves a cluster or facility (endpoint from settings.AWS_ENDPOINT_URL)."""
+"""The `aws` entry of the backend registry: a job becomes a CloudTask on the allocation's
+cluster (registered by CloudConfig.ready(); see launcher/backends/registry.py).
+
+How this entry meets the seam's contract (launcher/backends/registry.py, docs/architecture.md):
+
+- The cloud has no scheduler that remembers jobs, so the cloud app keeps that memory itself:
+  its `CloudTask`, `Node` and `Interruption` rows are this backend's scheduler state. The
+  entry owns those rows (and only those: it never writes a `Job` or moves an `Allocation`),
+  writes them in its own short transactions, and `observe` / `fetch` read them, the way
+  `SlurmBackend` reads squeue. `provision` returns the account; launcher/provisioning.py
+  activates the allocation.
+- No AWS call ever runs inside a transaction: `submit` stages data in S3 before any write,
+  `task_launch` commits the task row and only then (`on_commit`) starts the instances through
+  the `cloud.start_task` Celery task; `cancel` terminates first and writes after.
+- `submit` is idempotent per token (the task token is `<job token>-<index>`): a retry finds the
+  task already written and re-enqueues its start, which is itself idempotent.
+- Refusals (budget spent meanwhile, unknown price, allocation no longer active) are permanent
+  `BackendError`s, so the launcher fails the job with the reason instead of retrying.
+
+Budget: `check_launch` prices a launch (the catalogue's price x the instance time; PriceUnknown,
+400, when nobody knows it). It runs inside the launcher's `job_launch` / `sweep_launch`
+transaction (the allocation row locked); the ledger then refuses it when the money is not left
+(409 with `estimate_cost` and `remaining_budget`, docs/ledger.md), so nothing is written or
+launched. The ledger is the only place that refuses a launch for money.
+"""
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Sequence
+import posixpath
+from decimal import Decimal
 
-from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
 
-from allocations.models import Facility
-from launcher.backends import aws
-from launcher.backends.aws import AwsBackend
+from allocations.models import Allocation, Facility
+from allocations.transitions import InvalidTransition
+from launcher.backends.base import BackendError, PathRefused, confined, project_folder
+from launcher.backends.registry import BaseBackend, Capability
+from launcher.models import Job
+from launcher.runners import Fetched, Observation, Submission
 
-from .models import Cluster
+from . import clock
+from .client import aws_client
+from .models import CloudTask, Cluster
+from .selectors import gpus_for
+from .services.clusters import cluster_provision, nodes_terminate
+from .services.costs import BudgetExceeded, PriceUnknown, estimate
+from .services.tasks import task_finish, task_launch
+from .workload import ctxray_argv, job_data_prefix
 
-
-def facility_region(facility: Facility) -> str:
-    return (facility.backend_settings or {}).get("region", "us-east-1")
-
-
-def facility_bucket(facility: Facility) -> str:
-    return (facility.backend_settings or {}).get("bucket") or f"portal-{facility.slug}"
-
-
-def facility_zones(facility: Facility) -> list[str | None]:
-    """Zones to try in order; by default the region's a and b zones."""
-    region = facility_region(facility)
-    return list((facility.backend_settings or {}).get("zones") or [f"{region}a", f"{region}b"])
-
-
-# AWS's public SSM parameters for the images (looked up at each launch, so a new release of
-# the AMI is picked up without a portal change). Workers: the Deep Learning OSS Nvidia Driver
-# AMI GPU PyTorch 2.13 (Amazon Linux 2023): NVIDIA driver, CUDA, PyTorch at /opt/pytorch (the
-# version the workload is tested with). The head holds shared data only: plain Amazon Linux 2023.
-# https://docs.aws.amazon.com/dlami/latest/devguide/find-dlami-id.html
-WORKER_IMAGE_PARAMETER = ("/aws/service/deeplearning/ami/x86_64/"
-                          "oss-nvidia-driver-gpu-pytorch-2.13-amazon-linux-2023/latest/ami-id")
-HEAD_IMAGE_PARAMETER = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"
+_STATE = {CloudTask.State.QUEUED: "pending", CloudTask.State.LAUNCHING: "pending",
+          CloudTask.State.RUNNING: "running", CloudTask.State.PREEMPTED: "preempted",
+          CloudTask.State.SUCCEEDED: "succeeded", CloudTask.State.FAILED: "failed",
+          CloudTask.State.CANCELLED: "cancelled"}
+LOG_TAIL_BYTES = 20000
 
 
-def facility_image(facility: Facility, role: str) -> tuple[str, str]:
-    """("id", image) when the facility pins an image id for this role, else ("ssm", the SSM
-    parameter to look up). Settings: `image_id` / `image_ssm_parameter` for workers,
-    `head_image_id` / `head_image_ssm_parameter` for the head."""
-    settings_ = facility.backend_settings or {}
-    key = "head_image" if role == "head" else "image"
-    if settings_.get(f"{key}_id"):
-        return "id", settings_[f"{key}_id"]
-    default = HEAD_IMAGE_PARAMETER if role == "head" else WORKER_IMAGE_PARAMETER
-    return "ssm", settings_.get(f"{key}_ssm_parameter") or default
+def instance_type_for(allocation: Allocation, gpus: int) -> str:
+    """The worker type for a job: the allocation's node type, else the facility's smallest
+    type with enough GPUs. Raises PriceUnknown (HTTP 400) when the facility has none."""
+    node_type = allocation.node_type
+    if node_type is not None and node_type.instance_type:
+        return node_type.instance_type
+    types = [nt for nt in allocation.facility.node_types.all()
+             if nt.instance_type and nt.accelerators_per_node >= gpus]
+    if not types:
+        raise PriceUnknown(f"The facility has no instance type with {gpus} GPUs.")
+    return min(types, key=lambda nt: nt.accelerators_per_node).instance_type
 
 
-@functools.lru_cache(maxsize=32)
-def _backend(region: str, bucket: str, endpoint: str | None,
-             hooks: tuple[Callable[[Any], None], ...]) -> AwsBackend:
-    # boto3 clients are thread-safe and slow to build (~50 ms): one per place and hook set.
-    # The key holds the hooks themselves, not their id()s: a hook that has been removed and
-    # freed can leave its address to a new one, which then got the old hook's client (a test
-    # injecting spot status codes saw another test's codes).
-    return AwsBackend(region=region, bucket=bucket, endpoint_url=endpoint)
+def _ran(task: CloudTask) -> int:
+    """Seconds the task's current worker has run it (0: it never ran, e.g. no capacity)."""
+    if task.node is None or task.node.running_at is None or task.state == CloudTask.State.QUEUED:
+        return 0
+    end = task.finished_at or task.node.ended_at or clock.now()
+    return max(int((end - task.node.running_at).total_seconds()), 0)
 
 
-def _get(region: str, bucket: str, facility: Facility) -> AwsBackend:
-    return _backend(region, bucket, settings.AWS_ENDPOINT_URL or None, tuple(aws.CLIENT_HOOKS))
+def _hours(wall_time_minutes: int) -> Decimal:
+    return Decimal(wall_time_minutes) / 60
 
 
-def backend_for_facility(facility: Facility) -> AwsBackend:
-    return _get(facility_region(facility), facility_bucket(facility), facility)
+class AwsBackend(BaseBackend):
+    """Jobs on a cloud cluster: one spot worker per job, resumed after interruptions (by the
+    cloud app itself, so no `resume` here)."""
 
+    name = "aws"
+    capabilities = frozenset({
+        Capability.PROVISION, Capability.SUBMIT, Capability.OBSERVE, Capability.FETCH,
+        Capability.CANCEL, Capability.CHECK_LAUNCH, Capability.DATA_PATHS})
 
-def backend_for(cluster: Cluster) -> AwsBackend:
-    return _get(cluster.region, cluster.bucket, cluster.facility)
+    def resolve_data_path(self, *, facility: Facility, project_code: str, location: str) -> str:
+        """Object storage (the facility's bucket) has no symlinks: a location that passed the
+        policy's rules (relative, no '..') stays below the project's prefix (`storage_root`
+        is a key prefix). Returns the key prefix (launcher.cloud.workload.job_data_prefix)."""
+        root = project_folder(facility.backend_settings, project_code)
+        normal = posixpath.normpath(f"{root}/{location}")
+        if not confined(posixpath.normpath(root), normal):
+            raise PathRefused("it lies outside the project's prefix")
+        return normal
+
+    def provision(self, *, allocation: Allocation) -> str:
+        """The bucket, the allocation's prefix, its IAM profile and its cluster row; returns
+        the account (the prefix's name)."""
+        return cluster_provision(allocation)
+
+    def check_launch(self, *, allocation: Allocation, gpus: int, wall_time_minutes: int,
+                     runs: int = 1) -> Decimal:
+        """The estimated cost of `runs` jobs of `wall_time_minutes` each, which the ledger then
+        checks against what is left (only the ledger refuses a launch for money:
+        launcher/services/launch.py); PriceUnknown (400) when no price is known. Reads only."""
+        instance_type = instance_type_for(allocation, gpus)
+        return estimate(allocation=allocation, instance_type=instance_type,
+                        gpus=gpus_for(facility=allocation.facility, instance_type=instance_type),
+                        hours=_hours(wall_time_minutes) * runs)["cost"]
+
+    def submit(self, *, facility: Facility, jobs: Sequence[Job], token: str) -> Submission:
+        """One CloudTask per job (a sweep's cells share `token`); idempotent per token."""
+        first = jobs[0]
+        cluster = Cluster.objects.filter(allocation_id=first.allocation_id).first()
+        if cluster is None:
+            raise BackendError("This allocation has no cloud cluster.", permanent=True)
+        tokens = [f"{token}-{job.array_index or 0}"[:64] for job in jobs]
+        already = CloudTask.objects.filter(token__in=tokens).count() == len(tokens)
+        tasks = []
+        for job, task_token in zip(jobs, tokens):
+            data = job_data_prefix(cluster=cluster, params=job.params)  # S3, before any write
+            try:
+                tasks.append(task_launch(
+                    allocation=job.allocation, by=None, argv=ctxray_argv(job.params, gpus=job.gpus),
+                    data_prefix=data, instance_type=instance_type_for(job.allocation, job.gpus),
+                    hours=_hours(job.wall_time_minutes), job_id=job.pk, token=task_token))
+            except (BudgetExceeded, PriceUnknown, ValidationError, InvalidTransition,
+                    Allocation.DoesNotExist) as exc:
+                raise BackendError(f"The cloud refused the job: {exc}", permanent=True) from exc
+        return Submission(scheduler_id=tasks[0].token, workdir=tasks[0].prefix,
+                          output_path=tasks[0].prefix + "out/", already_submitted=already)
+
+    def observe(self, *, facility: Facility, jobs: Sequence[Job]) -> dict[int, Observation]:
+        tasks = CloudTask.objects.filter(job_id__in=[j.pk for j in jobs]).select_related("node")
+        return {t.job_id: Observation(state=_STATE[CloudTask.State(t.state)],
+                                      reason=t.state_reason, exit_code=t.exit_code,
+                                      elapsed_seconds=_ran(t))
+                for t in tasks if t.job_id is not None}
+
+    def fetch(self, *, facility: Facility, job: Job) -> Fetched:
+        task = (CloudTask.objects.select_related("cluster__facility", "node")
+                .filter(job_id=job.pk).first())
+        if task is None:
+            return Fetched()
+        backend = aws_client(task.cluster)
+        log_tail = None
+        if task.node and task.node.instance_id:  # uploaded when the worker's job ends
+            raw = backend.get_bytes(f"{task.prefix}logs/{task.node.instance_id}.log")
+            log_tail = raw[-LOG_TAIL_BYTES:].decode(errors="replace") if raw else None
+        return Fetched(progress=task.progress or None, log_tail=log_tail,
+                       metrics=backend.get_json(f"{task.prefix}out/metrics.json"))
+
+    def cancel(self, *, facility: Facility, jobs: Sequence[Job]) -> None:
+        for task in CloudTask.objects.filter(job_id__in=[j.pk for j in jobs]).exclude(
+                state__in=CloudTask.FINAL).select_related("cluster__facility", "node"):
+            if task.node and task.node.instance_id:  # network first, then the row
+                nodes_terminate(cluster=task.cluster, nodes=[task.node], reason="Cancelled.")
+            with transaction.atomic():
+                task = CloudTask.objects.select_for_update().get(pk=task.pk)
+                if task.state not in CloudTask.FINAL:
+                    task_finish(task=task, to=CloudTask.State.CANCELLED, reason="Cancelled.")

@@ -50,7 +50,7 @@ def capacity_errors(refuse: dict[tuple[str, str | None, str | None], str]) -> It
         aws.CLIENT_HOOKS.remove(hook)
 
 
-def interrupt(backend: aws.AwsBackend, *, emulator_root: Path, task_prefix: str,
+def interrupt(backend: aws.AwsClient, *, emulator_root: Path, task_prefix: str,
               instance_id: str, grace_seconds: float = 120.0, rebalance: bool = False) -> dict:
     """Serve the spot notice (or a rebalance recommendation) on the instance's metadata
     endpoint, wait (up to the grace time, AWS's two minutes) for its job to report a final

@@ -1,6 +1,8 @@
 """Allowed state moves (tables, not scattered ifs) for clusters, nodes and tasks."""
 from __future__ import annotations
 
+from allocations.transitions import transition
+
 from .models import CloudTask, Cluster, Node
 
 C, N, T = Cluster.State, Node.State, CloudTask.State
@@ -37,7 +39,5 @@ TABLES = {Cluster: CLUSTER_MOVES, Node: NODE_MOVES, CloudTask: TASK_MOVES}
 def move(obj: Cluster | Node | CloudTask, *, to: str, comment: str = "", actor=None, **updates):
     """Compare-and-swap `obj.state` to `to` by its table, with an audit event (inside the
     caller's transaction)."""
-    from allocations.transitions import transition
-
     return transition(obj, to=to, table=TABLES[type(obj)], field="state", actor=actor,
                       comment=comment, **updates)

@@ -20,7 +20,7 @@ def start_task(self, task_id: int) -> str:
     try:
         return services.task_start(task_id=task_id).state
     except BackendError as exc:
-        if exc.transient:
+        if not exc.permanent:
             raise self.retry(exc=exc, countdown=10)
         raise
 

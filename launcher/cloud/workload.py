@@ -6,7 +6,7 @@ from pathlib import Path
 
 from launcher.workloads.ctxray.synth import synthesize
 
-from .backend import backend_for
+from .client import aws_client
 from .models import Cluster
 
 # Flags a job may set, passed as separate arguments (never through a shell).
@@ -43,7 +43,7 @@ def stage_synthetic_dataset(*, cluster: Cluster, name: str = "ct-tiny", n: int =
     """Write a deterministic synthetic dataset to the cluster's shared prefix (the head
     node's shared data). Idempotent. Returns the data prefix."""
     prefix = f"{cluster.prefix}data/{name}/"
-    backend = backend_for(cluster)
+    backend = aws_client(cluster)
     if backend.list_keys(prefix):
         return prefix
     with tempfile.TemporaryDirectory() as tmp:

@@ -164,7 +164,8 @@ def dispatch(facility_dir: Path, *, slots: int) -> list[Path]:
     with facility_lock(facility_dir):
         cells = _cells(facility_dir)
         states = {cell_dir: read_cell(cell_dir) for _, _, cell_dir, _ in cells}
-        used = sum(s for _, _, d, s in cells if states[d] and states[d].phase in ("starting", "running"))
+        used = sum(need for _, _, d, need in cells
+                   if (state := states[d]) is not None and state.phase in ("starting", "running"))
         for _, _, cell_dir, need in cells:
             state = states[cell_dir]
             if state is None or state.phase != "waiting" or (cell_dir / CANCEL).exists():

@@ -1,6 +1,5 @@
 """Every write of the launcher goes through one of these functions (HackSoft style)."""
-from .accounting import usage_ingest_slurm, usage_records_from_rows
-from ..slurm.accounts import allocation_provision_slurm, allocation_sync_slurm
+from .accounting import usage_ingest, usage_ingest_all, usage_ingest_records
 from .accounts import allocation_sync, project_sync_members
 from .alerts import failing_jobs_digest_send
 from .cancel import job_cancel, sweep_cancel
@@ -14,10 +13,10 @@ from .leases import submissions_dispatch, submissions_due
 from .submission import job_submit, sweep_submit
 
 __all__ = [
-    "LaunchConflict", "allocation_provision_slurm", "allocation_sync", "allocation_sync_slurm",
+    "LaunchConflict", "allocation_sync",
     "facilities_with_live_jobs", "failing_jobs_digest_send", "job_cancel", "job_launch",
     "job_move", "job_move_if", "job_observe", "job_record_files", "job_rerun", "job_resume", "job_submit",
     "jobs_poll", "project_sync_members", "submissions_dispatch", "submissions_due",
-    "sweep_cancel", "sweep_launch", "sweep_submit", "usage_ingest_slurm",
-    "usage_records_from_rows",
+    "sweep_cancel", "sweep_launch", "sweep_submit", "usage_ingest", "usage_ingest_all",
+    "usage_ingest_records",
 ]

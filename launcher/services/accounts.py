@@ -43,8 +43,8 @@ def project_sync_members(*, project_id: int) -> dict[int, str]:
         except BackendError as error:
             log.warning("members of allocation %s not synced: %s", allocation.pk, error)
             done[allocation.pk] = f"failed: {error.message}"
-            if error.transient:
+            if not error.permanent:
                 transient.append(f"#{allocation.pk}: {error.message}")
     if transient:
-        raise BackendError("members not synced on " + "; ".join(transient), transient=True)
+        raise BackendError("members not synced on " + "; ".join(transient), permanent=False)
     return done

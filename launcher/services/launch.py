@@ -13,6 +13,7 @@ from allocations.models import Allocation
 from allocations.selectors import allocation_ledger
 from allocations.services import ledger_reserve
 from allocations.transitions import record_event
+from allocations.queue import enqueue
 
 from .. import params as launch_params
 from .. import sweepgrid
@@ -20,6 +21,7 @@ from ..access import check_can_act
 from ..estimates import Estimate, estimate_run, estimate_sweep
 from ..models import Job, Sweep
 from ..backends.registry import Capability, backend_for
+from ..datasets import job_data
 from .errors import LaunchConflict
 
 
@@ -86,13 +88,6 @@ def _runner_cost(allocation: Allocation, estimate: Estimate, *, gpus: int,
     return dataclasses.replace(estimate, cost=cost)
 
 
-def _enqueue(task_name: str, object_id: int) -> None:
-    from .. import tasks
-
-    task = getattr(tasks, task_name)
-    transaction.on_commit(lambda: task.delay(object_id))
-
-
 def job_launch(*, by: Any, allocation: Allocation, gpus: int, wall_time_minutes: int,
                params: dict[str, Any], workload: str = Job.Workload.CTXRAY_TRAIN) -> Job:
     """Create a queued job and enqueue its submission. Members of the allocation's project and
@@ -102,8 +97,6 @@ def job_launch(*, by: Any, allocation: Allocation, gpus: int, wall_time_minutes:
     before the transaction). Raises ParamsError (400, per field) for parameters that cannot
     run together, LaunchConflict (409) when the allocation is not active or
     the estimate exceeds the GPU-hours left."""
-    from ..datasets import job_data
-
     check_can_act(by, allocation, what="launch jobs on its allocations")
     launch_params.check_job(params, gpus=gpus)
     params = job_data(allocation=allocation, params=params)
@@ -127,7 +120,7 @@ def _job_create(*, by: Any, allocation: Allocation, gpus: int, wall_time_minutes
     ledger_reserve(allocation_id=allocation.pk, job_ids=[job.pk])
     record_event(job, actor=by, from_state="", to_state=job.state,
                  comment=f"Launched: estimate {estimate.gpu_hours} GPU-hours ({estimate.source}).")
-    _enqueue("submit_job", job.pk)
+    enqueue("launcher.submit_job", job.pk)
     return job
 
 
@@ -139,8 +132,6 @@ def sweep_launch(*, by: Any, allocation: Allocation, grid: dict[str, Any], gpus:
     The same permission and dataset rules as job_launch. Raises sweepgrid.GridError or ParamsError
     (400) for a bad grid or parameters its cells cannot run with, DatasetRefused (400) and
     LaunchConflict (409)."""
-    from ..datasets import job_data
-
     check_can_act(by, allocation, what="launch sweeps on its allocations")
     launch_params.check_sweep(params, sweepgrid.validate(grid), gpus=gpus)
     params = job_data(allocation=allocation, params=params)
@@ -177,7 +168,7 @@ def _sweep_create(*, by: Any, allocation: Allocation, grid: dict[str, Any], gpus
     ledger_reserve(allocation_id=allocation.pk, job_ids=[job.pk for job in cells_created])
     record_event(sweep, actor=by, from_state="", to_state="queued",
                  comment=f"{len(cells)} cells, estimate {total.gpu_hours} GPU-hours.")
-    _enqueue("submit_sweep", sweep.pk)
+    enqueue("launcher.submit_sweep", sweep.pk)
     return sweep
 
 

@@ -36,7 +36,8 @@ CHECKPOINT_EXIT = 75
 
 def resume_token(job: Job) -> str:
     """The token of the job's next attempt: unique, scheduler-safe, stable for retries."""
-    base = f"{job.sweep.token}-c{job.array_index}" if job.sweep_id else _SUFFIX.sub("", job.token)
+    sweep = job.sweep if job.sweep_id else None
+    base = f"{sweep.token}-c{job.array_index}" if sweep else _SUFFIX.sub("", job.token)
     return f"{base}-r{job.resumes + 1}"
 
 
@@ -96,7 +97,7 @@ def job_resume(*, job: Job, by: Any = None) -> bool:
     try:
         submission = runner.resume(facility=facility, job=job, token=job.token)
     except BackendError as error:
-        if error.transient:
+        if not error.permanent:
             raise
         return job_move_if(job=job, to=S.FAILED, comment=f"Resubmission refused: {error.message}",
                            state_reason=f"resubmission refused: {error.message}"[:300],

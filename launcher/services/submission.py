@@ -63,7 +63,7 @@ def _submit(jobs: Sequence[Job], *, facility: Facility, token: str) -> None:
     try:
         submission = runner.submit(facility=facility, jobs=jobs, token=token)
     except BackendError as error:
-        if not error.transient:
+        if error.permanent:
             _fail(todo, f"Submission refused: {error.message}")
         elif not submit_lease_release(lease=lease, error=error.message):
             _give_up(lease, facility, error.message)

@@ -1,9 +1,10 @@
 """The `slurm` backend: Slurm over SSH (paramiko, pinned host keys).
 
-backend.py  SlurmBackend: accounts, sbatch, squeue/sacct, scancel (no Django)
+client.py   SlurmClient: accounts, sbatch, squeue/sacct, scancel (no Django)
 ssh.py      the SSH connection with retries and a pinned host key (no Django)
 parse.py    squeue/sacct output parsing (no Django)
-connection.py  a facility's settings -> a cached SlurmBackend
-accounts.py    accounts for allocations (provision, block/unblock, caps)
-runner.py      SlurmRunner, the registry entry (registered by LauncherConfig.ready())
+connection.py  a facility's settings -> a cached SlurmClient
+usage.py       sacct records -> unsaved UsageRecords
+backend.py     SlurmBackend, the registry entry (registered by LauncherConfig.ready()):
+               accounts (name, members, cap, block/unblock), jobs, usage
 """

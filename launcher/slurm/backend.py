@@ -1,336 +1,274 @@
-"""The Slurm backend: sacctmgr, sbatch, squeue, sacct and scancel on a login node over SSH.
+"""The `slurm` registry entry: accounts, jobs and usage on a Slurm facility over SSH.
 
-The SSH login user is the portal's service account. It must be a Slurm administrator
-(`sacctmgr add user <u> adminlevel=Admin`) to manage accounts, and it is added to every account
-it manages so that it can submit on the members' behalf (`sbatch --account`).
-"""
-
+Operations do network I/O and database reads only: they return what they found (an account
+name, unsaved usage records, launcher.runners facts) and never move an allocation or a job
+(launcher/provisioning.py, launcher/services/ do)."""
 from __future__ import annotations
 
-import datetime as dt
-import re
-import secrets
-from pathlib import PurePosixPath
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
 
-from . import parse as slurm_parse
-from launcher.backends.base import (
-    TOKEN_RE, AccountState, Backend, BackendError, JobSpec, JobStatus, NodeInfo, SubmitResult,
-    UsageRow, check_cluster_username, check_name,
+from allocations.models import Allocation, Facility, ProjectMembership, UsageRecord
+from allocations.services import project_members_sync_record
+
+from .. import bundles
+from ..backends.base import (
+    BackendError, JobSpec, JobState, JobStatus, PathRefused, check_cluster_username, check_name,
+    confined, project_folder,
 )
-from .ssh import CommandResult, SSHConnection
+from ..backends.registry import BaseBackend, Capability
+from ..models import Job
+from ..runners import Fetched, Observation, Submission
+from .client import SlurmClient
+from .connection import slurm_client, slurm_settings
+from .ssh import RemoteFileNotFound
+from .usage import usage_read
 
-JOB_ID_RE = re.compile(r"^[0-9]+(_[0-9]+)?$")
-# A folder the portal staged earlier (what `submit` returned as `workdir`).
-_WORKDIR_RE = re.compile(r"^[A-Za-z0-9_./-]{1,300}$")
+TRAINER_EXIT_CHECKPOINTED = 75
+_STATE = {JobState.PENDING: Job.State.PENDING, JobState.RUNNING: Job.State.RUNNING,
+          JobState.SUCCEEDED: Job.State.SUCCEEDED, JobState.FAILED: Job.State.FAILED,
+          JobState.CANCELLED: Job.State.CANCELLED, JobState.TIMEOUT: Job.State.TIMEOUT,
+          JobState.PREEMPTED: Job.State.PREEMPTED}
 
-# Failures that mean "the Slurm daemons are unreachable right now", worth retrying later.
-_TRANSIENT_MARKERS = (
-    "Unable to contact slurm controller", "Socket timed out", "Connection refused",
-    "Problem talking to the database", "slurmdbd", "Transport endpoint", "try again",
-    "Zero Bytes were transmitted", "Slurm backup controller in standby mode",
-)
-_NOTHING_TO_DO = ("Nothing new added", "Nothing modified", "already exists")
 
-# Runs on the login node. Under a per-token lock it looks the token up (squeue keeps finished
-# jobs for MinJobAge, sacct after that) and only submits if nothing carries it, so a re-sent
-# submission after a lost reply never makes a second job. `staged` is this attempt's own fresh
-# folder (never a submitted job's): removed when a job with the token exists or sbatch fails.
-# Prints `new ID` or `existing ID|WORKDIR`. Values arrive as positional arguments ("$@"), never
-# spliced into this text.
-_SUBMIT_SCRIPT = r"""
-set -u
-token=$1; lock=$2; staged=$3; shift 3
-exec 9>>"$lock"
-flock -w 60 9 || { echo "lock busy: $lock" >&2; exit 75; }
-q=$(squeue -h -a -t all --name="$token" -o '%F|%Z') || exit 75
-a=$(sacct -n -X -a -P --name="$token" -S now-60days -o JobID,WorkDir) || exit 75
-found=$(printf '%s\n%s\n' "$q" "$a" | sed -e 's/^\([0-9]*\)[_.][^|]*|/\1|/' | grep -m1 '^[0-9][0-9]*|')
-if [ -n "$found" ]; then
-  [ -n "$staged" ] && rm -rf -- "$staged"
-  echo "existing $found"; exit 0
-fi
-out=$(sbatch --parsable "$@") || { rc=$?; [ -n "$staged" ] && rm -rf -- "$staged"; exit $rc; }
-echo "new ${out%%;*}"
-"""
+def _scheduler_ref(job: Job) -> str:
+    """The Slurm id of the job or of its array task."""
+    if job.array_index is None:
+        return job.scheduler_id
+    return f"{job.scheduler_id}_{job.array_index}"
 
-class SlurmBackend(Backend):
-    """A Slurm cluster reached through one `SSHConnection`."""
 
-    def __init__(self, ssh: SSHConnection, *, cluster: str, partition: str | None = None,
-                 jobs_dir: str = "portal-jobs") -> None:
-        self.ssh = ssh
-        self.cluster = check_name(cluster, "cluster")
-        self.partition = partition
-        self.jobs_dir = jobs_dir
+def gpu_minutes(allocation: Allocation) -> int:
+    """The cap: granted GPU-hours x 60, as whole minutes."""
+    return int(allocation.gpu_hours * 60)
 
-    # -- plumbing -----------------------------------------------------------------------------
 
-    def _run(self, args: list[str], *, ok_markers: tuple[str, ...] = ()) -> CommandResult:
-        """Run a Slurm command; a non-zero exit becomes a BackendError unless its output says
-        there was nothing to do (one of `ok_markers`). Every command we send is safe to repeat,
-        so the SSH layer may re-send it after a transient failure."""
-        result = self.ssh.run(args)
-        text = f"{result.stdout}\n{result.stderr}"
-        if result.ok() or (ok_markers and any(m in text for m in ok_markers)):
-            return result
-        transient = result.rc == 75 or any(m in text for m in _TRANSIENT_MARKERS)
-        raise BackendError(f"{args[0]} failed (exit {result.rc}): {text.strip()[:500]}",
-                           transient=transient)
+def account_name(allocation: Allocation) -> str:
+    return allocation.account_name or allocation.default_account_name()
 
-    def _sacctmgr(self, *args: str) -> CommandResult:
-        return self._run(["sacctmgr", "-i", *args], ok_markers=_NOTHING_TO_DO)
 
-    def _show(self, *args: str) -> list[list[str]]:
-        out = self._run(["sacctmgr", "-n", "-P", "show", *args]).stdout
-        return [line.split("|") for line in out.splitlines() if line.strip()]
+def member_logins(allocation: Allocation) -> tuple[list[str], dict[int, str]]:
+    """(the project's members' cluster logins a scheduler accepts, {membership id: why not}
+    for the others). One member's bad login never stops the account's other work: it is left
+    out, recorded on the membership and shown on the staff home until it is fixed."""
+    rows = (ProjectMembership.objects.filter(project_id=allocation.project_id)
+            .exclude(cluster_username="").values_list("pk", "cluster_username"))
+    logins, refused = set(), {}
+    for pk, login in rows:
+        try:
+            logins.add(check_cluster_username(login))
+        except BackendError as error:
+            refused[pk] = error.message
+    return sorted(logins), refused
 
-    # -- accounts -----------------------------------------------------------------------------
 
-    def account_state(self, name: str) -> AccountState | None:
-        """The account's users, cap and block flag as slurmdbd holds them, or None if absent."""
-        check_name(name, "account")
-        rows = self._show("assoc", "where", f"account={name}", f"cluster={self.cluster}",
-                          "format=User,GrpTRESMins,GrpSubmit")
-        if not rows:
-            return None
-        users = frozenset(r[0] for r in rows if r[0])
-        account_row = next((r for r in rows if not r[0]), ["", "", ""])
-        match = re.search(r"gres/gpu=(\d+)", account_row[1])
-        return AccountState(name=name, users=users, gpu_minutes=int(match.group(1)) if match else None,
-                            blocked=account_row[2] == "0")
+def member_usernames(allocation: Allocation) -> list[str]:
+    """Cluster usernames of the project's members (those who gave a valid one)."""
+    return member_logins(allocation)[0]
 
-    def ensure_account(self, *, name: str, users: list[str], gpu_minutes: int) -> AccountState:
-        """Make the account exist with (at least) these users and exactly this GPU-minute cap.
 
-        Idempotent: only what is missing or different is changed, and `changed` says whether
-        anything was. The service user is always added so the portal can submit for members.
-        """
-        check_name(name, "account")
-        wanted = {check_cluster_username(u) for u in users} | {self.ssh.target.user}
-        self._check_minutes(gpu_minutes)
-        state = self.account_state(name)
-        if state is None:  # one command creates the account with its cap
-            self._sacctmgr("add", "account", name, f"cluster={self.cluster}",
-                           "description=portal-allocation", "organization=portal",
-                           f"GrpTRESMins=gres/gpu={gpu_minutes}")
-        missing = sorted(wanted - (state.users if state else frozenset()))
-        if missing:
-            self._sacctmgr("add", "user", f"name={','.join(missing)}", f"account={name}",
-                           f"cluster={self.cluster}")
-        if state is not None and state.gpu_minutes != gpu_minutes:
-            self.set_cap(name=name, gpu_minutes=gpu_minutes)
-        changed = state is None or bool(missing) or state.gpu_minutes != gpu_minutes
-        users_now = (state.users if state else frozenset()) | frozenset(missing)
-        return AccountState(name=name, users=users_now, gpu_minutes=gpu_minutes,
-                            blocked=state.blocked if state else False, changed=changed)
+def _with_members(allocation: Allocation, done: str, refused: dict[int, str]) -> str:
+    """Record which members were left out (the staff home lists them), and say so."""
+    project_members_sync_record(project_id=allocation.project_id, refused=refused)
+    if not refused:
+        return done
+    return f"{done}; {len(refused)} member(s) left out (see the staff home)"
 
-    def sync_users(self, *, name: str, users: list[str]) -> AccountState:
-        """Make the account's user associations exactly `users` (plus the service user): add
-        the missing, delete the others (their pending and running jobs on the account are
-        cancelled first, so a removed member cannot keep computing). Idempotent; the account
-        must exist (see `ensure_account`)."""
-        check_name(name, "account")
-        service = self.ssh.target.user
-        wanted = {check_cluster_username(u) for u in users} | {service}
-        state = self.account_state(name)
-        if state is None:
-            raise BackendError(f"account {name} does not exist", transient=False)
-        missing = sorted(wanted - state.users)
-        extra = sorted(state.users - wanted)
-        if missing:
-            self._sacctmgr("add", "user", f"name={','.join(missing)}", f"account={name}",
-                           f"cluster={self.cluster}")
-        for user in extra:
-            self._run(["scancel", f"--account={name}", f"--user={user}"],
-                      ok_markers=("Invalid user",))
-        if extra:
-            self._run(["sacctmgr", "-i", "delete", "user", f"name={','.join(extra)}",
-                       f"account={name}", f"cluster={self.cluster}"],
-                      ok_markers=("Nothing deleted",))
-        return AccountState(name=name, users=frozenset(wanted), gpu_minutes=state.gpu_minutes,
-                            blocked=state.blocked, changed=bool(missing or extra))
 
-    @staticmethod
-    def _check_minutes(gpu_minutes: int) -> None:
-        if not isinstance(gpu_minutes, int) or isinstance(gpu_minutes, bool) or gpu_minutes < 0:
-            raise BackendError(f"invalid GPU-minute cap {gpu_minutes!r}", transient=False)
+def _signal_seconds(wall_time_minutes: int) -> int:
+    # Warn the trainer 2 minutes before the limit, or a quarter of a short limit.
+    return max(10, min(120, wall_time_minutes * 60 // 4))
 
-    def set_cap(self, *, name: str, gpu_minutes: int) -> None:
-        """Set GrpTRESMins=gres/gpu=<minutes> on the account. Idempotent."""
-        check_name(name, "account")
-        self._check_minutes(gpu_minutes)
-        self._sacctmgr("modify", "account", "where", f"name={name}", f"cluster={self.cluster}",
-                       "set", f"GrpTRESMins=gres/gpu={gpu_minutes}")
 
-    def block_account(self, *, name: str) -> None:
-        """Refuse submissions (GrpSubmitJobs=0) and cancel every job of the account. Idempotent."""
-        check_name(name, "account")
-        self._sacctmgr("modify", "account", "where", f"name={name}", f"cluster={self.cluster}",
-                       "set", "GrpSubmitJobs=0")
-        self._run(["scancel", f"--account={name}"])
+class SlurmBackend(BaseBackend):
+    """Slurm over SSH: accounts with GPU-minute caps, jobs and arrays, sacct usage. The portal
+    resubmits preempted jobs itself (`resume`)."""
 
-    def unblock_account(self, *, name: str) -> None:
-        """Lift GrpSubmitJobs (back to unlimited). Idempotent."""
-        check_name(name, "account")
-        self._sacctmgr("modify", "account", "where", f"name={name}", f"cluster={self.cluster}",
-                       "set", "GrpSubmitJobs=-1")
+    name = "slurm"
+    capabilities = frozenset({
+        Capability.PROVISION, Capability.ACCOUNT_SYNC, Capability.SUBMIT, Capability.RESUME,
+        Capability.OBSERVE, Capability.FETCH, Capability.CANCEL, Capability.USAGE,
+        Capability.DATA_PATHS})
 
-    # -- jobs ---------------------------------------------------------------------------------
+    def resolve_data_path(self, *, facility: Facility, project_code: str, location: str) -> str:
+        """Resolved where the files are: `realpath -e` over SSH (an argument list) follows
+        every symlink; the result must lie inside the project's folder (`storage_root` is on
+        the cluster, relative to the account's home or absolute). PathRefused for no storage,
+        a missing folder or an escape; a transient BackendError when the cluster is down."""
+        root = project_folder(facility.backend_settings, project_code)
+        result = slurm_client(facility).ssh.run(
+            ["realpath", "-e", "--", root, f"{root}/{location}"])
+        lines = [line for line in result.stdout.splitlines() if line.strip()]
+        if not lines:
+            raise PathRefused("the project has no folder in this facility's storage yet")
+        if result.rc != 0 or len(lines) != 2:
+            raise PathRefused("no such folder in the project's storage on the cluster")
+        real_root, real = lines
+        if not confined(real_root, real):
+            raise PathRefused("it resolves to a place outside the project's folder (a symlink?)")
+        return real
 
-    def _sbatch_args(self, spec: JobSpec, workdir: str) -> tuple[list[str], str]:
-        array = spec.array_size or spec.array_tasks
-        output = f"{workdir}/slurm-%A_%a.out" if array else f"{workdir}/slurm-%j.out"
-        args = [
-            f"--job-name={spec.token}", f"--account={spec.account}",
-            f"--time={spec.time_limit_minutes}", f"--chdir={workdir}", f"--output={output}",
-            "--open-mode=append",
-        ]
-        # The checkpoint warning comes at most half-way: a lead as long as the limit (the 120 s
-        # default on a 2-minute job) had Slurm send USR1 at its first time-limit check, killing
-        # a batch script that does not catch it (seen as FAILED, exit 0:10).
-        lead = min(spec.checkpoint_signal_seconds, spec.time_limit_minutes * 60 // 2)
-        if lead > 0:
-            args.append(f"--signal=B:USR1@{lead}")
-        if spec.gpus:
-            args.append(f"--gres=gpu:{spec.gpus}")
-        partition = spec.partition or self.partition
-        if partition:
-            args.append(f"--partition={check_name(partition, 'partition')}")
-        if spec.array_size:
-            limit = f"%{spec.array_concurrency}" if spec.array_concurrency else ""
-            args.append(f"--array=0-{spec.array_size - 1}{limit}")
-        elif spec.array_tasks:
-            args.append(f"--array={','.join(str(t) for t in spec.array_tasks)}")
-        if spec.comment:
-            args.append(f"--comment={spec.comment}")
-        return [*args, f"{workdir}/{spec.script}", *spec.args], output
+    def is_configured(self, facility: Facility) -> bool:
+        """Host, user, key, pinned host key and cluster name are all set."""
+        try:
+            slurm_settings(facility)
+        except BackendError:
+            return False
+        return True
 
-    def _validate(self, spec: JobSpec) -> None:
-        if not TOKEN_RE.match(spec.token):
-            raise BackendError(f"invalid job token {spec.token!r}", transient=False)
-        check_name(spec.account, "account")
-        script = PurePosixPath(spec.script)
-        staged = not spec.workdir and (spec.bundle_dir / spec.script).is_file()
-        if script.is_absolute() or ".." in script.parts or not (staged or spec.workdir):
-            raise BackendError(f"job script {spec.script!r} is not a file in the bundle", transient=False)
-        if spec.workdir and (not _WORKDIR_RE.match(spec.workdir) or ".." in spec.workdir.split("/")):
-            raise BackendError(f"invalid work folder {spec.workdir!r}", transient=False)
-        if any(not isinstance(t, int) or isinstance(t, bool) or t < 0 for t in spec.array_tasks):
-            raise BackendError(f"invalid array tasks {spec.array_tasks!r}", transient=False)
-        for value, what in ((spec.gpus, "gpus"), (spec.time_limit_minutes, "time limit"),
-                            (spec.array_size, "array size"), (spec.array_concurrency, "array concurrency"),
-                            (spec.checkpoint_signal_seconds, "checkpoint signal")):
-            if not isinstance(value, int) or value < 0:
-                raise BackendError(f"invalid {what} {value!r}", transient=False)
+    def provision(self, *, allocation: Allocation) -> str:
+        """Create (or complete) the allocation's Slurm account with its members and cap, and
+        return its name. A member whose login the scheduler cannot take is left out and
+        recorded (member_logins), never a reason to fail the account. Re-running after success
+        changes nothing on the cluster (ensure_account only fixes what differs)."""
+        name = check_name(account_name(allocation), "account")
+        users, refused = member_logins(allocation)
+        slurm_client(allocation.facility).ensure_account(
+            name=name, users=users, gpu_minutes=gpu_minutes(allocation))
+        _with_members(allocation, "", refused)
+        return name
 
-    def submit(self, spec: JobSpec) -> SubmitResult:
-        """Stage `spec.bundle_dir` and sbatch it, at most once per token.
+    def sync_account(self, *, allocation: Allocation) -> str:
+        """Bring the account in line with the allocation's state, grant and members: blocked
+        (and its jobs cancelled) while suspended, exhausted, expired or closed; unblocked and
+        capped while active; then the user associations exactly the project's members' valid
+        cluster logins (plus the service user) while the allocation is live. The state comes
+        first and a member's bad login is left out (member_logins), so neither can stop a
+        suspension, a block, a new cap or a removal. Returns what was done. Idempotent; errors
+        propagate (the task retries)."""
+        if not allocation.account_name:
+            return "nothing to do"
+        client = slurm_client(allocation.facility)
+        done = "nothing to do"
+        if allocation.status in Allocation.BLOCKED:
+            client.block_account(name=allocation.account_name)
+            done = "blocked"
+        elif allocation.status == Allocation.Status.ACTIVE:
+            client.set_cap(name=allocation.account_name, gpu_minutes=gpu_minutes(allocation))
+            client.unblock_account(name=allocation.account_name)
+            done = "active"
+        if allocation.status not in Allocation.LIVE:
+            return done
+        users, refused = member_logins(allocation)
+        client.sync_users(name=allocation.account_name, users=users)
+        return _with_members(allocation, done, refused)
 
-        Safe to call again after any failure, from any worker: the token is looked up on the
-        cluster before anything is uploaded (a job that carries it is returned as it is,
-        `already_submitted=True`, its folder untouched), the bundle goes to a fresh folder of
-        this attempt's own (`<jobs_dir>/<token>-<nonce>`, never a running job's), and the remote
-        side looks the token up again under a per-token lock before submitting.
-        """
-        self._validate(spec)
-        if not spec.workdir:
-            found = self._find(spec.token)
-            if found is not None:
-                return self._result(spec, *found, already=True)
-        # A resumed job runs again in its first submission's folder (its checkpoints are there).
-        staged = "" if spec.workdir else self.ssh.upload_dir(
-            spec.bundle_dir, f"{self.jobs_dir}/{spec.token}-{secrets.token_hex(4)}")
-        workdir = spec.workdir or staged
-        lock = f"{workdir}/.submit.lock" if spec.workdir else f"{self.jobs_dir}/.{spec.token}.lock"
-        sbatch_args, _ = self._sbatch_args(spec, workdir)
-        result = self._run(["bash", "-c", _SUBMIT_SCRIPT, "portal-submit", spec.token, lock,
-                            staged, *sbatch_args])
-        kind, _, found_line = result.stdout.strip().rpartition("\n")[2].partition(" ")
-        job_id, _, existing_dir = found_line.partition("|")
-        if kind not in ("new", "existing") or not JOB_ID_RE.match(job_id):
-            raise BackendError(f"unexpected sbatch reply: {result.stdout[:200]!r}", transient=False)
-        return self._result(spec, job_id, existing_dir or workdir, already=kind == "existing")
+    def usage(self, *, allocation: Allocation) -> list[UsageRecord]:
+        """sacct records of the account since the last ingestion, as unsaved UsageRecords."""
+        return usage_read(allocation=allocation)
 
-    def _result(self, spec: JobSpec, job_id: str, workdir: str, *, already: bool) -> SubmitResult:
-        _, output = self._sbatch_args(spec, workdir)
-        return SubmitResult(job_id=job_id, token=spec.token, workdir=workdir,
-                            output_pattern=output, already_submitted=already)
+    def submit(self, *, facility: Facility, jobs: Sequence[Job], token: str) -> Submission:
+        """Stage one bundle for these jobs and sbatch it once (an array for a sweep's cells).
+        Idempotent per token (the backend looks the token up under a lock first)."""
+        conf = slurm_settings(facility)
+        first = jobs[0]
+        sweep = first.sweep if first.sweep_id else None
+        cells = [bundles.single_cell(j.params) for j in jobs]
+        folder = bundles.write_bundle(cells=cells, params=first.params, gpus=first.gpus)
+        try:
+            spec = JobSpec(
+                token=token, account=first.allocation.account_name, bundle_dir=folder,
+                script="job.sh", args=(str(conf["python"]), str(conf["python_path"])),
+                gpus=first.gpus, time_limit_minutes=first.wall_time_minutes,
+                checkpoint_signal_seconds=_signal_seconds(first.wall_time_minutes),
+                array_size=len(jobs) if sweep else 0,
+                array_concurrency=sweep.concurrency if sweep else 0,
+                comment=f"portal sweep {sweep.pk}" if sweep else f"portal job {first.pk}")
+            backend = slurm_client(facility)
+            result = backend.submit(spec)
+            # The job's folder (checkpoints, logs, metrics) is private to the service account,
+            # as is the folder of all jobs (docs/security.md). Idempotent, like the submission.
+            backend.ssh.run(["chmod", "go-rwx", "--", conf["jobs_dir"], result.workdir])
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        output = result.output_pattern.replace("%j", result.job_id).replace("%A", result.job_id)
+        return Submission(scheduler_id=result.job_id, workdir=result.workdir,
+                          output_path=output.replace("%a", "{index}"),
+                          already_submitted=result.already_submitted)
 
-    def _find(self, token: str) -> tuple[str, str] | None:
-        """(job id, work folder) of the job submitted with `token`, from squeue or sacct."""
-        live = self._run(["squeue", "-h", "-a", "-t", "all", f"--name={token}", "-o", "%F|%Z"]).stdout
-        past = self._run(["sacct", "-n", "-X", "-a", "-P", f"--name={token}", "-S", "now-60days",
-                          "-o", "JobID,WorkDir"]).stdout
-        for line in (live + "\n" + past).splitlines():
-            ref, _, workdir = line.strip().partition("|")
-            job = re.split(r"[_.]", ref, maxsplit=1)[0]
-            if job.isdigit():
-                return job, workdir
+    def resume(self, *, facility: Facility, job: Job, token: str) -> Submission:
+        """Submit `job` again under `token` in its first submission's folder, where the trainer
+        finds its checkpoint (`--resume` is in every bundle's arguments); a sweep cell runs as
+        the same array task. Idempotent per token, like `submit`."""
+        conf = slurm_settings(facility)
+        spec = JobSpec(
+            token=token, account=job.allocation.account_name, bundle_dir=Path("."),
+            workdir=job.workdir, script="job.sh",
+            args=(str(conf["python"]), str(conf["python_path"])), gpus=job.gpus,
+            time_limit_minutes=job.wall_time_minutes,
+            checkpoint_signal_seconds=_signal_seconds(job.wall_time_minutes),
+            array_tasks=(job.array_index,) if job.array_index is not None else (),
+            comment=f"portal job {job.pk} resumed")
+        result = slurm_client(facility).submit(spec)
+        output = result.output_pattern.replace("%j", result.job_id).replace("%A", result.job_id)
+        return Submission(scheduler_id=result.job_id, workdir=result.workdir,
+                          output_path=output.replace("%a", str(job.array_index or 0)),
+                          already_submitted=result.already_submitted)
+
+    def observe(self, *, facility: Facility, jobs: Sequence[Job]) -> dict[int, Observation]:
+        """squeue/sacct states of these jobs (array cells from their array's tasks)."""
+        ids = sorted({j.scheduler_id for j in jobs if j.scheduler_id})
+        statuses = slurm_client(facility).status(ids) if ids else {}
+        seen: dict[int, Observation] = {}
+        for job in jobs:
+            status = statuses.get(job.scheduler_id)
+            if status is None:
+                continue
+            if job.array_index is not None:
+                status = status.tasks.get(_scheduler_ref(job)) or (
+                    status if status.state is JobState.PENDING else None)
+            if status is None or status.state is JobState.UNKNOWN:
+                continue
+            if status.state is JobState.FAILED and status.exit_code is None:
+                continue  # squeue saw it end before sacct has its exit code: next poll
+            seen[job.pk] = _observation(status)
+        return seen
+
+    def fetch(self, *, facility: Facility, job: Job) -> Fetched:
+        """progress.json, the log tail and (once written) metrics.json of the job's cell."""
+        backend = slurm_client(facility)
+        out = f"{job.workdir}/{bundles.out_dir(job.array_index or 0)}"
+        return Fetched(progress=_read_json(backend, f"{out}/progress.json"),
+                       log_tail=_read_text(backend, job.output_path),
+                       metrics=_read_json(backend, f"{out}/metrics.json"))
+
+    def cancel(self, *, facility: Facility, jobs: Sequence[Job]) -> None:
+        """scancel each job (or array task); finished ones are no error."""
+        backend = slurm_client(facility)
+        for ref in sorted({_scheduler_ref(j) for j in jobs if j.scheduler_id}):
+            backend.cancel(ref)
+
+
+def _observation(status: JobStatus) -> Observation:
+    state = _STATE[status.state]
+    reason = status.reason if status.state is JobState.PENDING else ""
+    if state == Job.State.FAILED and status.exit_code == TRAINER_EXIT_CHECKPOINTED:
+        # The trainer caught --signal (or a preemption's SIGTERM), checkpointed and exited 75:
+        # the monitor resumes it (launcher/services/resume.py).
+        state, reason = Job.State.PREEMPTED, "checkpointed on a signal before its time limit"
+    elif state == Job.State.PREEMPTED:
+        reason = "preempted or its node failed"
+    elif state == Job.State.FAILED and status.exit_code is not None:
+        reason = f"exit code {status.exit_code}"
+    return Observation(state=state, reason=reason, exit_code=status.exit_code,
+                       elapsed_seconds=status.elapsed_seconds)
+
+
+def _read_json(backend: SlurmClient, path: str) -> dict | None:
+    try:
+        return json.loads(backend.read_file(path, max_bytes=1 << 20))
+    except RemoteFileNotFound:
         return None
+    except ValueError:
+        return None  # being replaced right now: the next poll reads it
 
-    def find_job_by_token(self, token: str) -> str | None:
-        """The id of the job submitted with `token` (pending, running or finished), or None."""
-        if not TOKEN_RE.match(token):
-            raise BackendError(f"invalid job token {token!r}", transient=False)
-        found = self._find(token)
-        return found[0] if found else None
 
-    def status(self, job_ids: list[str]) -> dict[str, JobStatus]:
-        """Each job's state: squeue for live jobs, sacct once final; arrays carry `tasks`.
-
-        A job neither command knows (yet, or any more) is JobState.UNKNOWN.
-        """
-        ids = [self._check_job_id(j) for j in job_ids]
-        if not ids:
-            return {}
-        joined = ",".join(ids)
-        # squeue exits 1 with "Invalid job id" when none of the ids is still in memory.
-        live = self._run(["squeue", "-h", "-a", "--array", "-t", "all", f"--jobs={joined}",
-                          "-o", slurm_parse.SQUEUE_STATUS_FORMAT], ok_markers=("Invalid job id",))
-        accounted = self._run(["sacct", "-n", "-P", "-X", "-a", f"--jobs={joined}",
-                               "-o", ",".join(slurm_parse.SACCT_STATUS_FIELDS)]).stdout
-        records = slurm_parse.merge_status(
-            slurm_parse.parse_squeue_status(live.stdout if live.ok() else ""),
-            slurm_parse.parse_sacct_status(accounted))
-        return {j: slurm_parse.aggregate(j, records) for j in ids}
-
-    def cancel(self, job_id: str) -> None:
-        """scancel the job (every task of an array). Idempotent."""
-        self._run(["scancel", self._check_job_id(job_id)],
-                  ok_markers=("Invalid job id", "already completing or completed"))
-
-    def usage_since(self, *, account: str, since: dt.datetime, steps: bool = False) -> list[UsageRow]:
-        """sacct rows of the account's jobs active since `since` (allocation rows only unless
-        `steps`); running jobs appear with their elapsed time so far."""
-        check_name(account, "account")
-        args = ["sacct", "-n", "-P", "-a", f"--accounts={account}", f"--clusters={self.cluster}",
-                f"--starttime={since.strftime('%Y-%m-%dT%H:%M:%S')}", "--endtime=now",
-                "-o", ",".join(slurm_parse.SACCT_USAGE_FIELDS)]
-        if not steps:
-            args.insert(1, "-X")
-        return slurm_parse.parse_sacct_usage(self._run(args).stdout)
-
-    @staticmethod
-    def _check_job_id(job_id: str) -> str:
-        if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
-            raise BackendError(f"invalid job id {job_id!r}", transient=False)
-        return job_id
-
-    # -- files and nodes ----------------------------------------------------------------------
-
-    def read_file(self, path: str, *, max_bytes: int = 65536) -> bytes:
-        """The last `max_bytes` of a file on the login node (relative paths: from home)."""
-        return self.ssh.read_file(path, max_bytes=max_bytes)
-
-    def output_path(self, result: SubmitResult, task: int | None = None) -> str:
-        """Where the job's (or array task's) stdout goes."""
-        path = result.output_pattern.replace("%j", result.job_id).replace("%A", result.job_id)
-        return path.replace("%a", str(task if task is not None else 0))
-
-    def start_nodes(self, *, count: int) -> list[NodeInfo]:
-        """A Slurm cluster's nodes are the site's: nothing to start."""
-        return []
-
-    def stop_nodes(self, *, node_ids: list[str]) -> list[NodeInfo]:
-        """A Slurm cluster's nodes are the site's: nothing to stop."""
-        return []
+def _read_text(backend: SlurmClient, path: str) -> str | None:
+    if not path:
+        return None
+    try:
+        return backend.tail(path, lines=60)
+    except RemoteFileNotFound:
+        return None

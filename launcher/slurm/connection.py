@@ -18,10 +18,10 @@ from typing import Any
 
 from allocations.models import Facility
 from launcher.backends.base import BackendError
-from .backend import SlurmBackend
+from .client import SlurmClient
 from .ssh import SSHConnection, SSHTarget
 
-_cache: dict[int, tuple[str, SlurmBackend]] = {}
+_cache: dict[int, tuple[str, SlurmClient]] = {}
 _lock = threading.Lock()
 
 
@@ -33,7 +33,7 @@ def slurm_settings(facility: Facility) -> dict[str, Any]:
     missing = [k for k in ("host", "user", "key_path", "host_key", "cluster") if not raw.get(k)]
     if missing:
         raise BackendError(f"facility {facility.slug} has no {', '.join(missing)} in its backend "
-                           "settings", transient=False)
+                           "settings", permanent=True)
     raw.setdefault("port", 22)
     raw.setdefault("jobs_dir", "portal-jobs")
     raw.setdefault("python", "python3")
@@ -41,8 +41,8 @@ def slurm_settings(facility: Facility) -> dict[str, Any]:
     return raw
 
 
-def slurm_backend(facility: Facility) -> SlurmBackend:
-    """The (cached) SlurmBackend for a facility."""
+def slurm_client(facility: Facility) -> SlurmClient:
+    """The (cached) SlurmClient for a facility."""
     conf = slurm_settings(facility)
     key = repr(sorted(conf.items()))
     with _lock:
@@ -58,7 +58,7 @@ def slurm_backend(facility: Facility) -> SlurmBackend:
             retries=int(conf.get("retries", 3)),
             backoff_seconds=float(conf.get("backoff_seconds", 0.5)),
         )
-        backend = SlurmBackend(SSHConnection(target), cluster=conf["cluster"],
+        backend = SlurmClient(SSHConnection(target), cluster=conf["cluster"],
                                partition=conf.get("partition") or None, jobs_dir=conf["jobs_dir"])
         _cache[facility.pk] = (key, backend)
         return backend

@@ -46,7 +46,7 @@ class RemoteFileNotFound(BackendError):
     """The remote path does not exist (yet). Permanent for this call."""
 
     def __init__(self, path: str) -> None:
-        super().__init__(f"no such remote file: {path}", transient=False)
+        super().__init__(f"no such remote file: {path}", permanent=True)
 
 
 class _UnknownHostKey(paramiko.SSHException):
@@ -110,11 +110,11 @@ def pinned_host_keys(target: SSHTarget) -> paramiko.HostKeys:
             line = f"{target.known_hosts_name} {line}"  # a bare key is pinned to this target
         entry = paramiko.hostkeys.HostKeyEntry.from_line(line)
         if entry is None:
-            raise BackendError(f"unreadable pinned host key line: {raw[:60]!r}", transient=False)
+            raise BackendError(f"unreadable pinned host key line: {raw[:60]!r}", permanent=True)
         for name in entry.hostnames:
             keys.add(name, entry.key.get_name(), entry.key)
     if not keys.keys():
-        raise BackendError("no pinned host key configured", transient=False)
+        raise BackendError("no pinned host key configured", permanent=True)
     return keys
 
 
@@ -190,16 +190,16 @@ class SSHConnection:
         if isinstance(exc, paramiko.BadHostKeyException):
             return BackendError(
                 f"host key for {where} CHANGED: expected {exc.expected_key.fingerprint}, got "
-                f"{exc.key.fingerprint}; refusing to connect", transient=False)
+                f"{exc.key.fingerprint}; refusing to connect", permanent=True)
         if isinstance(exc, _UnknownHostKey):
-            return BackendError(f"{exc}; refusing to connect to {where}", transient=False)
+            return BackendError(f"{exc}; refusing to connect to {where}", permanent=True)
         if isinstance(exc, paramiko.AuthenticationException):
-            return BackendError(f"authentication as {where} failed: {exc}", transient=False)
+            return BackendError(f"authentication as {where} failed: {exc}", permanent=True)
         if isinstance(exc, FileNotFoundError):
-            return BackendError(f"SSH key file missing: {exc.filename}", transient=False)
+            return BackendError(f"SSH key file missing: {exc.filename}", permanent=True)
         if isinstance(exc, _TRANSIENT):
-            return BackendError(f"SSH to {where} failed: {type(exc).__name__}: {exc}", transient=True)
-        return BackendError(f"SSH to {where}: unexpected {type(exc).__name__}: {exc}", transient=False)
+            return BackendError(f"SSH to {where} failed: {type(exc).__name__}: {exc}", permanent=False)
+        return BackendError(f"SSH to {where}: unexpected {type(exc).__name__}: {exc}", permanent=True)
 
     def _with_retries(self, op: Callable[[dict[str, bool]], T], *, retry_after_send: bool = True) -> T:
         """Run `op`, retrying transient failures with exponential backoff.
@@ -215,7 +215,7 @@ class SSHConnection:
             except Exception as exc:  # noqa: BLE001 - classified below, never swallowed
                 error = self._classify(exc)
                 self.close()  # a half-broken connection is never reused
-                if not error.transient or attempt >= self.target.retries:
+                if error.permanent or attempt >= self.target.retries:
                     raise error from exc
                 if flags["sent"] and not retry_after_send:
                     raise error from exc
@@ -266,7 +266,7 @@ class SSHConnection:
         remote path."""
         local = Path(local)
         if not local.is_dir():
-            raise BackendError(f"bundle folder missing: {local}", transient=False)
+            raise BackendError(f"bundle folder missing: {local}", permanent=True)
 
         def op(flags: dict[str, bool]) -> str:
             sftp = self._sftp_client()

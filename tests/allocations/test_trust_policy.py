@@ -39,7 +39,7 @@ def test_one_cluster_login_rule_for_the_service_the_api_and_the_backends(
     else:
         with pytest.raises(BackendError) as refused:
             check_cluster_username(login)
-        assert refused.value.transient is False
+        assert refused.value.permanent is True
     # The API (serializer and service)
     if not login:
         return  # blank means "none" to the portal (no Slurm association)

@@ -13,10 +13,10 @@ import boto3
 import pytest
 
 from launcher.cloud import bundle
-from launcher.cloud.backend import (
+from launcher.cloud.client import (
     HEAD_IMAGE_PARAMETER,
     WORKER_IMAGE_PARAMETER,
-    backend_for,
+    aws_client,
     facility_image,
 )
 from launcher.cloud.models import CloudTask, Node
@@ -74,7 +74,7 @@ def test_instances_run_as_the_allocation_profile_with_imdsv2_and_no_inbound_acce
         allocation, cluster, researcher, moto_endpoint):
     task = _launch(allocation, researcher)
     cluster.refresh_from_db()
-    backend = backend_for(cluster)
+    backend = aws_client(cluster)
     for node in cluster.nodes.all():
         raw = _raw_instance(moto_endpoint, node.instance_id)
         assert raw["MetadataOptions"]["HttpTokens"] == "required"
@@ -96,7 +96,7 @@ def test_instances_run_as_the_allocation_profile_with_imdsv2_and_no_inbound_acce
 def test_the_user_data_holds_no_secret_and_names_a_bundle_that_matches_its_checksum(
         allocation, cluster, researcher):
     task = _launch(allocation, researcher)
-    backend = backend_for(cluster)
+    backend = aws_client(cluster)
     text = backend.user_data(task.node.instance_id)
     for secret in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "testing", "aws_session_token"):
         assert secret not in text

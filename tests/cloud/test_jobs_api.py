@@ -11,7 +11,7 @@ import pytest
 
 from allocations.models import UsageRecord
 from launcher.cloud import clock
-from launcher.cloud.backend import backend_for
+from launcher.cloud.client import aws_client
 from launcher.cloud.models import CloudTask, Node
 from launcher.cloud.tasks import sync_all
 from launcher.models import Job
@@ -51,7 +51,7 @@ def test_a_job_posted_to_the_api_trains_on_a_spot_worker_and_is_charged(
     assert job.state == "pending" and job.scheduler_id == task.token
     worker = Node.objects.get(pk=task.node_id)
     assert (worker.role, worker.market, worker.instance_type) == ("worker", "spot", "g5.xlarge")
-    assert worker.instance_id in {i.instance_id for i in backend_for(cluster).find(
+    assert worker.instance_id in {i.instance_id for i in aws_client(cluster).find(
         cluster=str(cluster.pk), role="worker")}
 
     wait_for(lambda: _job(job.pk).state == "running", _beat)
@@ -103,7 +103,7 @@ def test_a_launch_over_the_budget_left_is_refused_with_the_numbers_and_launches_
     assert "budget" in body["detail"]
     assert not Job.objects.exists() and not CloudTask.objects.exists()
     assert not Node.objects.filter(cluster=cluster).exists()
-    assert backend_for(cluster).find(cluster=str(cluster.pk)) == []
+    assert aws_client(cluster).find(cluster=str(cluster.pk)) == []
 
     # What is left still pays for a shorter run.
     response = api.as_user(researcher).post(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from launcher.backends.aws_policy import policy_allows, worker_policy
-from launcher.cloud.backend import backend_for
+from launcher.cloud.client import aws_client
 from launcher.cloud.models import Cluster
 from launcher.provisioning import allocation_provision
 from tests.factories import AllocationFactory
@@ -34,7 +34,7 @@ def test_the_instance_profile_allows_its_prefix_and_refuses_another_allocation_s
     other_alloc = allocation_provision(allocation_id=AllocationFactory(
         project=project, facility=cloud_facility, status="provisioning").pk)
     other = Cluster.objects.get(allocation=other_alloc)
-    backend = backend_for(cluster)
+    backend = aws_client(cluster)
     policy = backend.role_policy(cluster.instance_profile)  # as IAM stored it
     assert policy == worker_policy(bucket=cluster.bucket, prefix=cluster.prefix)
     assert other.instance_profile != cluster.instance_profile

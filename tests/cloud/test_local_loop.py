@@ -11,7 +11,7 @@ import pytest
 
 from allocations.models import UsageRecord
 from launcher.cloud import clock, faults
-from launcher.cloud.backend import backend_for
+from launcher.cloud.client import aws_client
 from launcher.cloud.models import CloudTask, Interruption, Node
 from launcher.cloud.services import task_launch
 from launcher.cloud.workload import TINY, ctxray_argv, stage_synthetic_dataset
@@ -39,7 +39,7 @@ def test_a_job_trains_to_success_and_its_instance_time_is_charged(allocation, cl
     done = drive(cluster, lambda: _task(task) if _task(task).state in CloudTask.FINAL else None)
     assert done.state == "succeeded", done.state_reason
     assert done.progress["epoch"] == 2 and done.progress["state"] == "succeeded"
-    metrics = backend_for(cluster).get_json(f"{task.prefix}out/metrics.json")
+    metrics = aws_client(cluster).get_json(f"{task.prefix}out/metrics.json")
     assert metrics and metrics["synthetic_data"] is True
     worker = done.node
     charges = UsageRecord.objects.filter(allocation=allocation, detail__node=worker.pk)
@@ -59,7 +59,7 @@ EPOCHS = 10  # enough that the notice lands mid-training, whatever the load
 def test_an_interruption_mid_training_resumes_from_the_checkpoint_with_every_epoch(
         allocation, cluster, researcher, emulator):
     task = _train(allocation, cluster, researcher, epochs=EPOCHS)
-    backend = backend_for(cluster)
+    backend = aws_client(cluster)
     drive(cluster, lambda: (_task(task).progress.get("epoch") or 0) >= 2
           and backend.get_json(f"{task.prefix}checkpoint-meta.json"))
     first = _task(task).node

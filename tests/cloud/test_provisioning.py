@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from launcher.cloud import faults
-from launcher.cloud.backend import backend_for
+from launcher.cloud.client import aws_client
 from launcher.cloud.models import CloudTask, Node
 from launcher.cloud.services import BudgetExceeded, node_launch, task_launch
 from launcher.cloud.workload import TINY, ctxray_argv
@@ -22,13 +22,13 @@ def _launch(allocation, researcher, *, itype="g5.xlarge", hours="1", **kw):
 
 
 def _instances(cluster):
-    return {i.instance_id: i for i in backend_for(cluster).find(cluster=str(cluster.pk))}
+    return {i.instance_id: i for i in aws_client(cluster).find(cluster=str(cluster.pk))}
 
 
 def test_provisioning_activates_the_allocation_with_its_own_prefix(allocation, cluster):
     assert allocation.status == "active"
     assert cluster.prefix == f"{allocation.default_account_name()}/"
-    keys = backend_for(cluster).list_keys(cluster.prefix)
+    keys = aws_client(cluster).list_keys(cluster.prefix)
     assert keys == [f"{cluster.prefix}.portal-account"]
 
 
@@ -47,7 +47,7 @@ def test_a_task_starts_an_on_demand_head_and_a_tagged_spot_worker(allocation, cl
         assert inst.tags["portal:cluster"] == str(cluster.pk)
         assert inst.tags["portal:node"] == str(node.pk)
     assert nodes["worker"].price_per_hour == Decimal("0.362")  # the catalogue, not moto's 0.00001
-    assert "PORTAL_NODE_CONFIG" in backend_for(cluster).user_data(worker.instance_id)
+    assert "PORTAL_NODE_CONFIG" in aws_client(cluster).user_data(worker.instance_id)
 
 
 def test_capacity_errors_fall_back_to_another_zone_then_another_type(allocation, cluster, researcher):

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from launcher.cloud import faults
-from launcher.cloud.backend import backend_for
+from launcher.cloud.client import aws_client
 from launcher.cloud.models import CloudTask, Interruption
 from launcher.cloud.services import cluster_sync, task_launch
 from launcher.cloud.workload import TINY, ctxray_argv
@@ -22,7 +22,7 @@ def _running_task(allocation, cluster, researcher) -> CloudTask:
                        argv=ctxray_argv({**TINY, "epochs": 2}), data_prefix="x/",
                        hours=Decimal("1"))
     task = CloudTask.objects.select_related("node").get(pk=task.pk)
-    backend = backend_for(cluster)
+    backend = aws_client(cluster)
     backend.put_json(f"{task.prefix}out/progress.json", {"state": "running", "epoch": 1})
     backend.put_json(f"{task.prefix}status/{task.node.instance_id}.json", {
         "state": "running", "instance": task.node.instance_id,
@@ -56,7 +56,7 @@ def test_other_spot_request_statuses_leave_the_task_running(allocation, cluster,
 def test_a_spot_worker_terminated_without_any_notice_is_an_interruption(allocation, cluster,
                                                                         researcher):
     task = _running_task(allocation, cluster, researcher)
-    backend_for(cluster).terminate([task.node.instance_id])
+    aws_client(cluster).terminate([task.node.instance_id])
     cluster_sync(cluster_id=cluster.pk)
     assert CloudTask.objects.get(pk=task.pk).state in ("preempted", "launching")
     assert Interruption.objects.get(node=task.node).source == "instance-state"
@@ -65,7 +65,7 @@ def test_a_spot_worker_terminated_without_any_notice_is_an_interruption(allocati
 def test_a_rebalance_recommendation_reported_by_the_agent_preempts_the_task(
         allocation, cluster, researcher):
     task = _running_task(allocation, cluster, researcher)
-    backend_for(cluster).put_json(
+    aws_client(cluster).put_json(
         f"{cluster.prefix}instances/{task.node.instance_id}/events/rebalance",
         {"noticeTime": "2026-11-23T12:00:00Z", "kind": "events/rebalance"})
     cluster_sync(cluster_id=cluster.pk)
@@ -85,7 +85,7 @@ def test_each_injected_hook_gets_a_client_of_its_own(cluster):
             hooked.append((n, client.meta.service_model.service_name))
         aws.CLIENT_HOOKS.append(hook)
         try:
-            backend_for(cluster)
+            aws_client(cluster)
         finally:
             aws.CLIENT_HOOKS.remove(hook)
         del hook

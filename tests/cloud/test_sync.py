@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pytest
 
-from launcher.cloud.backend import backend_for
+from launcher.cloud.client import aws_client
 from launcher.cloud.models import CloudTask, Node
 from launcher.cloud.services import cluster_sync, task_launch
 from launcher.cloud.services.sync import Report, _sync_task
@@ -33,7 +33,7 @@ def _running_task(allocation, cluster, researcher) -> CloudTask:
 
 def _report(cluster, task, state: str, progress: dict | None = None) -> None:
     task = CloudTask.objects.select_related("node").get(pk=task.pk)
-    backend = backend_for(cluster)
+    backend = aws_client(cluster)
     if progress is not None:
         backend.put_json(f"{task.prefix}out/progress.json", progress)
     backend.put_json(f"{task.prefix}status/{task.node.instance_id}.json", {
@@ -47,7 +47,7 @@ def test_a_success_waits_for_its_final_progress_instead_of_freezing_a_stale_one(
     _report(cluster, task, "succeeded")  # the status, but S3 still serves the old progress
     cluster_sync(cluster_id=cluster.pk)
     assert CloudTask.objects.get(pk=task.pk).state == "running"
-    backend_for(cluster).put_json(f"{task.prefix}out/progress.json",
+    aws_client(cluster).put_json(f"{task.prefix}out/progress.json",
                                   {"state": "succeeded", "epoch": 2, "epochs": 2, "step": 4})
     cluster_sync(cluster_id=cluster.pk)
     done = CloudTask.objects.get(pk=task.pk)
@@ -57,7 +57,7 @@ def test_a_success_waits_for_its_final_progress_instead_of_freezing_a_stale_one(
 def test_a_job_that_finished_before_the_notice_stopped_it_is_succeeded_not_resumed(
         allocation, cluster, researcher):
     task = _running_task(allocation, cluster, researcher)
-    backend = backend_for(cluster)
+    backend = aws_client(cluster)
     backend.put_json(f"{cluster.prefix}instances/{task.node.instance_id}/spot/instance-action",
                      {"action": "terminate"})
     cluster_sync(cluster_id=cluster.pk)
@@ -77,6 +77,6 @@ def test_a_pass_holding_an_old_copy_of_a_finished_task_leaves_it_alone(
     cluster_sync(cluster_id=cluster.pk)  # another pass finishes the task
     assert CloudTask.objects.get(pk=stale.pk).state == "succeeded"
     report = Report()
-    _sync_task(backend_for(cluster), cluster, stale, report, None)  # read before that pass
+    _sync_task(aws_client(cluster), cluster, stale, report, None)  # read before that pass
     assert report.finished == 0
     assert CloudTask.objects.get(pk=stale.pk).state == "succeeded"

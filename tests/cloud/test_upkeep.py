@@ -11,7 +11,7 @@ from allocations.models import Allocation, UsageRecord
 from allocations.transitions import InvalidTransition
 from launcher.backends.aws import LaunchRequest
 from launcher.cloud import clock
-from launcher.cloud.backend import backend_for
+from launcher.cloud.client import aws_client
 from launcher.cloud.models import CloudTask, Cluster, Node
 from launcher.cloud.services import cloud_reconcile, cluster_sync, task_launch
 from launcher.cloud.workload import TINY, ctxray_argv, stage_synthetic_dataset
@@ -40,7 +40,7 @@ def test_idle_workers_are_terminated_then_the_idle_head_is_stopped(allocation, c
     clock.advance(cluster.worker_idle_seconds + 1)
     report = cluster_sync(cluster_id=cluster.pk)
     assert report.idle_terminated == 1 and Node.objects.get(pk=worker.pk).state == "terminated"
-    live = {i.instance_id: i.state for i in backend_for(cluster).find(cluster=str(cluster.pk))}
+    live = {i.instance_id: i.state for i in aws_client(cluster).find(cluster=str(cluster.pk))}
     assert worker.instance_id not in live or live[worker.instance_id] != "running"
     cluster_sync(cluster_id=cluster.pk)
     assert Cluster.objects.get(pk=cluster.pk).state == "idle"
@@ -53,7 +53,7 @@ def test_idle_workers_are_terminated_then_the_idle_head_is_stopped(allocation, c
 def test_a_new_task_starts_a_stopped_head_again(allocation, cluster, researcher):
     _launch(allocation, researcher, cluster)
     head = cluster.nodes.get(role="head")
-    backend_for(cluster).stop([head.instance_id])
+    aws_client(cluster).stop([head.instance_id])
     cluster_sync(cluster_id=cluster.pk)
     assert Node.objects.get(pk=head.pk).state == "stopped"
     _launch(allocation, researcher, cluster)
@@ -63,7 +63,7 @@ def test_a_new_task_starts_a_stopped_head_again(allocation, cluster, researcher)
 def test_the_reconciler_terminates_unknown_tagged_instances_and_marks_vanished_ones(
         allocation, cluster, researcher, cloud_facility, dlami):
     _launch(allocation, researcher, cluster)
-    backend = backend_for(cluster)
+    backend = aws_client(cluster)
     stray = backend.launch(LaunchRequest(token="stray-0000001", instance_type="g5.xlarge",
                                          market="spot", image_id=dlami,
                                          tags={"cluster": str(cluster.pk), "role": "worker"}))
@@ -101,7 +101,7 @@ def test_a_failed_cluster_is_synced_until_its_workers_are_terminated_and_charged
     task = _launch(allocation, researcher, cluster)
     cluster_sync(cluster_id=cluster.pk)  # head and worker running: billing starts
     worker = Node.objects.get(pk=task.node_id)
-    backend = backend_for(cluster)
+    backend = aws_client(cluster)
     backend.terminate([cluster.nodes.get(role="head").instance_id])  # the head vanishes
     assert cloud_reconcile(facility=cloud_facility).clusters_failed == [cluster.pk]
     assert worker.instance_id in {i.instance_id for i in backend.find(managed="1")}
@@ -130,5 +130,5 @@ def test_a_warm_worker_takes_the_next_task_of_its_allocation_before_idle_stop(
                  if CloudTask.objects.get(pk=second.pk).state in CloudTask.FINAL else None)
     assert done.state == "succeeded", done.state_reason
     assert Node.objects.filter(cluster=cluster, role="worker").count() == 1
-    status = backend_for(cluster).get_json(f"{done.prefix}status/{worker.instance_id}.json")
+    status = aws_client(cluster).get_json(f"{done.prefix}status/{worker.instance_id}.json")
     assert status["state"] == "succeeded"  # the same instance ran it

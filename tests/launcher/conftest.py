@@ -18,7 +18,7 @@ from typing import TypeVar
 import pytest
 
 from launcher.backends.base import BackendError
-from launcher.slurm.backend import SlurmBackend
+from launcher.slurm.client import SlurmClient
 from launcher.slurm.ssh import SSHConnection, SSHTarget
 
 T = TypeVar("T")
@@ -72,8 +72,8 @@ def make_target(env: dict[str, str], **overrides: object) -> SSHTarget:
 
 
 @pytest.fixture(scope="session")
-def slurm(services_env: dict[str, str]) -> Iterator[SlurmBackend]:
-    backend = SlurmBackend(SSHConnection(make_target(services_env)),
+def slurm(services_env: dict[str, str]) -> Iterator[SlurmClient]:
+    backend = SlurmClient(SSHConnection(make_target(services_env)),
                            cluster=services_env["SLURM_CLUSTER"],
                            partition=services_env["SLURM_PARTITION"])
     try:
@@ -99,7 +99,7 @@ def unique_fixture() -> Callable[[str], str]:
 
 
 @pytest.fixture
-def account(slurm: SlurmBackend) -> Iterator[str]:
+def account(slurm: SlurmClient) -> Iterator[str]:
     """A fresh Slurm account with a generous cap; its jobs are cancelled and it is deleted after."""
     name = unique_name("t")
     slurm.ensure_account(name=name, users=[], gpu_minutes=600)

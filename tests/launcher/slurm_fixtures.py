@@ -15,6 +15,7 @@ from allocations.models import Allocation, ProjectMembership
 from launcher import services
 from launcher.slurm import connection
 from launcher.models import Job
+from launcher.provisioning import allocation_provision
 from tests.factories import FacilityFactory
 from tests.launcher.conftest import read_services_env, unique_name, wait_for
 
@@ -50,7 +51,7 @@ def make_allocation(project, facility, *, gpu_hours: int = 10, status: str = "pr
 
 
 def drop_account(facility, name: str) -> None:
-    backend = connection.slurm_backend(facility)
+    backend = connection.slurm_client(facility)
     backend.ssh.run(["scancel", f"--account={name}"])
     backend.ssh.run(["sacctmgr", "-i", "delete", "account", f"name={name}"])
 
@@ -59,8 +60,8 @@ def drop_account(facility, name: str) -> None:
 def slurm_allocation(project, researcher, slurm_facility):
     """An active allocation on the real cluster: 10 GPU-hours, its own account."""
     ProjectMembership.objects.filter(user=researcher).update(cluster_username="portal")
-    allocation = services.allocation_provision_slurm(
-        allocation=make_allocation(project, slurm_facility))
+    allocation = allocation_provision(
+        allocation_id=make_allocation(project, slurm_facility).pk)
     assert allocation.status == "active", allocation.status_reason
     yield allocation
     drop_account(slurm_facility, allocation.account_name)
@@ -72,7 +73,7 @@ def drop_workdirs(facility, allocation) -> None:
     folders = sorted({w for w in Job.objects.filter(allocation=allocation).values_list("workdir", flat=True)
                       if "/portal-jobs/portal-" in w and ".." not in w})
     if folders:
-        connection.slurm_backend(facility).ssh.run(["rm", "-rf", "--", *folders])
+        connection.slurm_client(facility).ssh.run(["rm", "-rf", "--", *folders])
 
 
 TINY = {"model": "resnet18", "epochs": 2, "size": 32, "synthetic_n": 24, "threads": 1,

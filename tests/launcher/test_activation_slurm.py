@@ -22,10 +22,10 @@ def test_activation_creates_the_account_with_members_and_cap(project, researcher
         allocation = allocation_provision(allocation_id=allocation.pk)
 
         assert allocation.status == "active" and allocation.activated_at
-        state = connection.slurm_backend(slurm_facility).account_state(allocation.account_name)
+        state = connection.slurm_client(slurm_facility).account_state(allocation.account_name)
         assert state.gpu_minutes == 12 * 60 and "portal" in state.users and not state.blocked
         # Re-running (a retried task) changes nothing.
-        again = connection.slurm_backend(slurm_facility).ensure_account(
+        again = connection.slurm_client(slurm_facility).ensure_account(
             name=allocation.account_name, users=["portal"], gpu_minutes=720)
         assert again.changed is False
         assert allocation_provision(allocation_id=allocation.pk).status == "active"
@@ -44,14 +44,14 @@ def test_a_wrong_host_key_fails_activation_with_the_reason(project, slurm_facili
     assert allocation.status == "failed"
     assert "host key" in allocation.status_reason and "CHANGED" in allocation.status_reason
     assert "refusing to connect" in allocation.status_reason
-    assert connection.slurm_backend(slurm_facility).ssh.connects == 0
+    assert connection.slurm_client(slurm_facility).ssh.connects == 0
 
 
 def test_suspension_blocks_resuming_unblocks_and_a_top_up_raises_the_cap(
         project, researcher, admin, slurm_facility, django_capture_on_commit_callbacks):
     allocation = allocation_provision(
         allocation_id=make_allocation(project, slurm_facility, gpu_hours=2).pk)
-    backend = connection.slurm_backend(slurm_facility)
+    backend = connection.slurm_client(slurm_facility)
     try:
         with django_capture_on_commit_callbacks(execute=True):  # signals -> (eager) tasks
             allocation_suspend(allocation=allocation, by=admin, comment="audit")

@@ -31,7 +31,7 @@ def test_a_worker_killed_mid_submit_does_not_submit_twice(slurm_allocation, rese
         os.kill(worker.pid, signal.SIGKILL)
     job.refresh_from_db()
     assert job.state == "submitting" and not job.scheduler_id
-    backend = connection.slurm_backend(slurm_allocation.facility)
+    backend = connection.slurm_client(slurm_allocation.facility)
     assert len(jobs_named(backend, job.token)) == 1  # sbatch did go out
     assert job.submit_lease_owner and job.submit_attempts == 1  # the dead worker's lease
     wait_for(lambda: job.pk in services.submissions_due()["jobs"], timeout=30,

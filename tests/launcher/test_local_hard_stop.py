@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 from launcher.local import cells
-from launcher.local.accounting import charged_seconds
+from launcher.local.backend import charged_seconds
 from launcher.local.supervisor import proc_start_ticks
 from tests.launcher.conftest import wait_for
 

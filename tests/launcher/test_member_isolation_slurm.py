@@ -10,6 +10,7 @@ import pytest
 from allocations import services as allocation_services
 from allocations.models import Allocation, ProjectMembership
 from launcher import services, tasks
+from launcher.provisioning import allocation_provision
 from launcher.slurm import connection
 from tests.factories import UserFactory
 from tests.launcher.conftest import unique_name
@@ -20,15 +21,14 @@ pytestmark = [pytest.mark.slurm, pytest.mark.django_db]
 
 @pytest.fixture
 def live_allocation(project, slurm_facility):
-    allocation = services.allocation_provision_slurm(
-        allocation=make_allocation(project, slurm_facility, gpu_hours=4))
+    allocation = allocation_provision(allocation_id=make_allocation(project, slurm_facility, gpu_hours=4).pk)
     assert allocation.status == "active", allocation.status_reason
     yield allocation
     drop_account(slurm_facility, allocation.account_name)
 
 
 def _state(allocation):
-    return connection.slurm_backend(allocation.facility).account_state(allocation.account_name)
+    return connection.slurm_client(allocation.facility).account_state(allocation.account_name)
 
 
 def test_a_bad_login_never_stops_a_suspension_a_cap_or_a_removal(

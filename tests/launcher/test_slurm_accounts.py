@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from launcher.backends.base import BackendError, JobSpec
-from launcher.slurm.backend import SlurmBackend
+from launcher.slurm.client import SlurmClient
 
 pytestmark = pytest.mark.slurm
 
 
-def assoc_dump(slurm: SlurmBackend, account: str) -> str:
+def assoc_dump(slurm: SlurmClient, account: str) -> str:
     """What an admin would see with `sacctmgr show assoc` for the account."""
     return slurm.ssh.run(["sacctmgr", "-n", "-P", "show", "assoc", "where", f"account={account}",
                           "format=Account,User,GrpTRESMins,GrpSubmit"]).stdout
@@ -60,7 +60,7 @@ def test_a_blocked_account_refuses_jobs_and_loses_its_running_ones(slurm, accoun
     assert final.state.value == "cancelled"
     with pytest.raises(BackendError) as refused:
         slurm.submit(JobSpec(token=unique("tok-"), account=account, bundle_dir=bundle))
-    assert not refused.value.transient
+    assert refused.value.permanent
     assert "policy" in refused.value.message
 
     slurm.unblock_account(name=account)
@@ -72,7 +72,7 @@ def test_a_blocked_account_refuses_jobs_and_loses_its_running_ones(slurm, accoun
 def test_names_that_could_inject_into_sacctmgr_are_refused(slurm, bad, unique):
     with pytest.raises(BackendError) as refused:
         slurm.ensure_account(name=bad, users=[], gpu_minutes=1)
-    assert not refused.value.transient
+    assert refused.value.permanent
     with pytest.raises(BackendError):
         slurm.ensure_account(name=unique("t"), users=[bad], gpu_minutes=1)
     out = slurm.ssh.run(["sacctmgr", "-n", "-P", "show", "account", "format=Account"]).stdout

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from launcher.backends.base import BackendError, JobSpec, JobState
-from launcher.slurm.backend import SlurmBackend
+from launcher.slurm.client import SlurmClient
 from launcher.slurm.ssh import SSHConnection
 
 pytestmark = pytest.mark.slurm
 
 
-def final_status(slurm: SlurmBackend, job_id: str, wait_for):
+def final_status(slurm: SlurmClient, job_id: str, wait_for):
     return wait_for(lambda: (s := slurm.status([job_id])[job_id]).state.final and s,
                     what=f"job {job_id} to finish")
 
@@ -111,10 +111,10 @@ class DropsAfterSbatch(SSHConnection):
         chan = self._transport().open_session()
         chan.exec_command(shlex.join(args))
         self.close()
-        raise BackendError("connection dropped before sbatch replied", transient=True)
+        raise BackendError("connection dropped before sbatch replied", permanent=False)
 
 
-def jobs_named(slurm: SlurmBackend, token: str) -> list[str]:
+def jobs_named(slurm: SlurmClient, token: str) -> list[str]:
     out = slurm.ssh.run(["squeue", "-h", "-a", "-t", "all", f"--name={token}", "-o", "%i"]).stdout
     return out.split()
 
@@ -122,13 +122,13 @@ def jobs_named(slurm: SlurmBackend, token: str) -> list[str]:
 def test_resubmitting_after_a_dropped_connection_never_makes_a_second_job(
         slurm, services_env, account, make_bundle, wait_for, unique):
     spec = JobSpec(token=unique("drop-"), account=account, bundle_dir=make_bundle("sleep 5"))
-    dropping = SlurmBackend(DropsAfterSbatch(slurm.ssh.target), cluster=slurm.cluster)
+    dropping = SlurmClient(DropsAfterSbatch(slurm.ssh.target), cluster=slurm.cluster)
     with pytest.raises(BackendError) as lost:
         dropping.submit(spec)
-    assert lost.value.transient
+    assert not lost.value.permanent
 
     # A restarted worker (fresh connection) retries the same launch.
-    retry = SlurmBackend(SSHConnection(slurm.ssh.target), cluster=slurm.cluster).submit(spec)
+    retry = SlurmClient(SSHConnection(slurm.ssh.target), cluster=slurm.cluster).submit(spec)
     again = slurm.submit(spec)
 
     assert again.job_id == retry.job_id and again.already_submitted
@@ -159,7 +159,7 @@ def test_invalid_job_values_are_refused_before_anything_runs(slurm, account, mak
         spec = JobSpec(**{"token": "tok-valid-123", "account": account, "bundle_dir": bundle, **bad})
         with pytest.raises(BackendError) as refused:
             slurm.submit(spec)
-        assert not refused.value.transient
+        assert refused.value.permanent
     assert slurm.find_job_by_token("tok-valid-123") is None
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from launcher.backends.base import BackendError, JobSpec, JobState
-from launcher.slurm.backend import SlurmBackend
+from launcher.slurm.client import SlurmClient
 from launcher.slurm.ssh import RemoteFileNotFound, SSHConnection
 
 from .conftest import free_port, make_target
@@ -30,7 +30,7 @@ def test_a_changed_host_key_is_refused_without_retrying(services_env, tmp_path):
     with pytest.raises(BackendError) as refused:
         conn.run(["true"])
 
-    assert not refused.value.transient
+    assert refused.value.permanent
     assert "CHANGED" in refused.value.message
     assert sleeps == [] and conn.connects == 0
 
@@ -43,7 +43,7 @@ def test_an_unknown_host_is_refused(services_env, tmp_path):
     with pytest.raises(BackendError) as refused:
         SSHConnection(target).run(["true"])
 
-    assert not refused.value.transient
+    assert refused.value.permanent
     assert "not the pinned key" in refused.value.message
 
 
@@ -70,7 +70,7 @@ def test_connection_refused_is_transient_and_retried_with_backoff(services_env):
     with pytest.raises(BackendError) as failed:
         SSHConnection(target, sleep=sleeps.append).run(["true"])
 
-    assert failed.value.transient
+    assert not failed.value.permanent
     assert sleeps == [0.5, 1.0, 2.0]
 
 
@@ -109,7 +109,7 @@ def test_polling_survives_sshd_going_away_and_coming_back(
     pinned = " ".join(Path(services_env["SSH_HOST_KEY_PUB"]).read_text().split()[:2])
     target = make_target(services_env, port=throwaway_sshd.port, host_key=pinned,
                          retries=1, backoff_seconds=0.1, connect_timeout=2.0)
-    backend = SlurmBackend(SSHConnection(target), cluster=services_env["SLURM_CLUSTER"])
+    backend = SlurmClient(SSHConnection(target), cluster=services_env["SLURM_CLUSTER"])
     job = backend.submit(JobSpec(token=unique("outage-"), account=account,
                                  bundle_dir=make_bundle("sleep 4; echo survived")))
     wait_for(lambda: backend.status([job.job_id])[job.job_id].state is JobState.RUNNING, what="start")
@@ -117,7 +117,7 @@ def test_polling_survives_sshd_going_away_and_coming_back(
     throwaway_sshd.stop()
     with pytest.raises(BackendError) as down:
         backend.status([job.job_id])
-    assert down.value.transient
+    assert not down.value.permanent
 
     throwaway_sshd.start()
     final = wait_for(lambda: (s := backend.status([job.job_id])[job.job_id]).state.final and s,

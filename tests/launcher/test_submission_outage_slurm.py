@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from allocations.models import ProjectMembership
 from launcher import services, tasks
+from launcher.provisioning import allocation_provision
 from launcher.models import Job
 from launcher.slurm import connection
 from tests.factories import FacilityFactory
@@ -48,7 +49,7 @@ def outage_allocation(project, researcher, services_env, throwaway_sshd):
                                slurm_settings(services_env, port=throwaway_sshd.port,
                                               host_key=pinned, connect_timeout=2, retries=0))
     ProjectMembership.objects.filter(user=researcher).update(cluster_username="portal")
-    allocation = services.allocation_provision_slurm(allocation=make_allocation(project, facility))
+    allocation = allocation_provision(allocation_id=make_allocation(project, facility).pk)
     assert allocation.status == "active", allocation.status_reason
     yield allocation
     connection.forget(facility.pk)
@@ -90,7 +91,7 @@ def test_five_jobs_submitting_through_an_ssh_outage_are_each_submitted_once(
     assert all(j.state in ("submitting", "failed") and not j.scheduler_id for j in during.values())
     assert all(j.submit_attempts >= 3 for j in during.values())  # retried, with backoff
     assert all(j.submit_attempts <= 1 + OUTAGE_SECONDS // 2 for j in during.values())
-    backend = connection.slurm_backend(facility)
+    backend = connection.slurm_client(facility)
     doomed.refresh_from_db()
     assert doomed.state == "failed" and doomed.state_reason.startswith("Not submitted:")
     assert "last error:" in doomed.state_reason and doomed.finished_at >= doomed.submit_deadline

@@ -2,7 +2,6 @@
 from .clusters import (
     cluster_ensure_head,
     cluster_provision,
-    cluster_stop_workers,
     node_launch,
     nodes_terminate,
 )
@@ -17,7 +16,7 @@ from .costs import (
 from .prices import price_catalogue_load, price_catalogue_refresh_spot
 from .reconcile import cloud_reconcile
 from .sync import cluster_sync
-from .tasks import task_launch, task_start
+from .tasks import cluster_stop_workers, task_launch, task_start
 
 __all__ = [
     "BudgetExceeded", "PriceUnknown", "check_budget", "cloud_reconcile", "cluster_charge",

@@ -10,14 +10,13 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from allocations.models import Allocation
-from allocations.services import allocation_activate, allocation_fail
 from launcher.backends.aws import CapacityError, Instance, LaunchRequest
 from launcher.backends.base import BackendError
 
 from .. import clock
-from ..backend import (
-    backend_for,
-    backend_for_facility,
+from ..client import (
+    aws_client,
+    aws_client_for_facility,
     facility_bucket,
     facility_image,
     facility_region,
@@ -39,29 +38,25 @@ def profile_name(facility, account: str) -> str:
     return f"portal-{facility.slug}-{account}"[:64]
 
 
-def cluster_provision(allocation: Allocation) -> Allocation:
+def cluster_provision(allocation: Allocation) -> str:
     """The `aws` registry entry's provision step: make the bucket and the allocation's prefix,
     the allocation's IAM role and instance profile (that prefix only) and the facility's
-    security group (no inbound rule), record its cluster, activate the allocation. Idempotent.
-    Nodes start with the first task."""
+    security group (no inbound rule), record its cluster; returns the account (the prefix's
+    name). Idempotent; BackendErrors propagate (launcher/provisioning.py decides). Nodes
+    start with the first task."""
     facility = allocation.facility
     account = allocation.default_account_name()
     settings_ = facility.backend_settings or {}
     tags = {"portal:managed": "1", "portal:facility": facility.slug}
-    try:  # network first, outside any transaction
-        backend = backend_for_facility(facility)
-        backend.ensure_prefix(name=account)
-        backend.tag_bucket(tags)
-        profile = backend.ensure_worker_profile(
-            name=profile_name(facility, account), prefix=f"{account}/",
-            tags={**tags, "portal:allocation": str(allocation.pk), "portal:account": account},
-            boundary=settings_.get("iam_permissions_boundary", ""))
-        group = backend.ensure_security_group(name=f"portal-workers-{facility.slug}", tags=tags,
-                                              vpc_id=settings_.get("vpc_id"))
-    except BackendError as exc:
-        if exc.transient:
-            raise
-        return allocation_fail(allocation=allocation, reason=f"Cloud setup failed: {exc.message}")
+    client = aws_client_for_facility(facility)  # network first, outside any transaction
+    client.ensure_prefix(name=account)
+    client.tag_bucket(tags)
+    profile = client.ensure_worker_profile(
+        name=profile_name(facility, account), prefix=f"{account}/",
+        tags={**tags, "portal:allocation": str(allocation.pk), "portal:account": account},
+        boundary=settings_.get("iam_permissions_boundary", ""))
+    group = client.ensure_security_group(name=f"portal-workers-{facility.slug}", tags=tags,
+                                         vpc_id=settings_.get("vpc_id"))
     cluster, created = Cluster.objects.get_or_create(allocation=allocation, defaults=dict(
         facility=facility, region=facility_region(facility), bucket=facility_bucket(facility),
         prefix=f"{account}/", head_instance_type=settings_.get("head_instance_type", "t3.large"),
@@ -72,7 +67,7 @@ def cluster_provision(allocation: Allocation) -> Allocation:
     if not created and (cluster.instance_profile, cluster.security_group_id) != (profile, group):
         Cluster.objects.filter(pk=cluster.pk).update(instance_profile=profile,
                                                       security_group_id=group)
-    return allocation_activate(allocation=allocation, account_name=account)
+    return account
 
 
 @dataclass(frozen=True)
@@ -116,7 +111,7 @@ def node_launch(*, node_id: int, user_data: str = "") -> Node:
     if node.state != Node.State.REQUESTED:
         return node
     cluster = node.cluster
-    backend = backend_for(cluster)
+    backend = aws_client(cluster)
     adopted = backend.find(node=str(node.pk))
     if adopted:
         return _record_launch(node, adopted[0], refusals=[], image_source="adopted")
@@ -124,7 +119,7 @@ def node_launch(*, node_id: int, user_data: str = "") -> Node:
     try:
         image = value if kind == "id" else backend.image_from_parameter(value)
     except BackendError as exc:
-        if exc.transient:
+        if not exc.permanent:
             raise
         return _fail_node(node, [], reason=f"No image: {exc.message}")
     source = f"ssm:{value}" if kind == "ssm" else "facility image_id"
@@ -194,7 +189,7 @@ def cluster_ensure_head(*, cluster_id: int) -> Node:
     if head.state == Node.State.REQUESTED:
         return node_launch(node_id=head.pk)
     if head.state == Node.State.STOPPED:
-        backend_for(cluster).start([head.instance_id])
+        aws_client(cluster).start([head.instance_id])
         with transaction.atomic():
             move(head, to=Node.State.PENDING, comment="Started again.")
     return head
@@ -205,7 +200,7 @@ def nodes_terminate(*, cluster: Cluster, nodes: list[Node], reason: str,
     """Terminate these nodes' instances, then mark them (network first: a crash leaves them
     live in the database, and the next sync terminates them again). Returns nodes ended."""
     ids = [n.instance_id for n in nodes if n.instance_id]
-    backend_for(cluster).terminate(ids)
+    aws_client(cluster).terminate(ids)
     ended = 0
     for node in nodes:
         with transaction.atomic():
@@ -215,16 +210,4 @@ def nodes_terminate(*, cluster: Cluster, nodes: list[Node], reason: str,
             move(fresh, to=to, comment=reason, state_reason=reason[:300],
                        ended_at=clock.now())
             ended += 1
-    return ended
-
-
-def cluster_stop_workers(*, cluster_id: int, reason: str) -> int:
-    """Terminate every live worker and cancel the tasks they run (budget spent, allocation
-    suspended or exhausted). Idempotent."""
-    from .tasks import tasks_cancel_all
-
-    cluster = Cluster.objects.select_related("facility").get(pk=cluster_id)
-    workers = list(cluster.nodes.filter(role=Node.Role.WORKER).exclude(state__in=Node.GONE))
-    ended = nodes_terminate(cluster=cluster, nodes=workers, reason=reason)
-    tasks_cancel_all(cluster=cluster, reason=reason)
     return ended

@@ -11,7 +11,7 @@ from django.db import transaction
 
 from allocations.models import Facility
 
-from ..backend import backend_for_facility, facility_region
+from ..client import aws_client_for_facility, facility_region
 from ..models import PriceCatalogueEntry
 
 BUNDLED = Path(__file__).resolve().parent.parent / "data" / "prices.json"
@@ -45,7 +45,7 @@ def price_catalogue_refresh_spot(*, facility: Facility) -> dict[str, int]:
     Dummy answers (moto's 0.00001) are skipped, so the catalogue keeps its last real price.
     Network first, then one short transaction."""
     types = sorted({nt.instance_type for nt in facility.node_types.all() if nt.instance_type})
-    prices = backend_for_facility(facility).spot_prices(types) if types else {}
+    prices = aws_client_for_facility(facility).spot_prices(types) if types else {}
     real = {t: Decimal(str(p)) for t, p in prices.items() if Decimal(str(p)) >= IMPLAUSIBLE_BELOW}
     region, today = facility_region(facility), dt.date.today()
     with transaction.atomic():

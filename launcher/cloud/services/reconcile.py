@@ -9,7 +9,7 @@ from django.db import transaction
 from allocations.models import Facility
 
 from .. import clock
-from ..backend import backend_for_facility
+from ..client import aws_client_for_facility
 from ..models import Cluster, Node
 from ..states import CLUSTER_MOVES, move
 
@@ -26,7 +26,7 @@ def cloud_reconcile(*, facility: Facility) -> ReconcileReport:
     whose row was lost, a cluster deleted by hand), and mark nodes whose instances vanished;
     a cluster whose head vanished is failed. Idempotent."""
     report = ReconcileReport()
-    backend = backend_for_facility(facility)
+    backend = aws_client_for_facility(facility)
     live = {i.instance_id: i for i in backend.find(managed="1")}
     known = set(Node.objects.filter(cluster__facility=facility, instance_id__in=live)
                 .values_list("instance_id", flat=True))

@@ -7,6 +7,7 @@ that dies half-way is finished by the next one.
 """
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from dataclasses import dataclass, field
 
@@ -14,16 +15,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from allocations.transitions import InvalidTransition
-from launcher.backends.aws import AwsBackend, Instance
+from launcher.backends.aws import AwsClient, Instance
 
 from .. import clock
-from ..backend import backend_for
+from ..client import aws_client
 from ..models import CloudTask, Cluster, Interruption, Node
 from ..selectors import ACTIVE_TASK_STATES
 from ..states import NODE_MOVES, move
-from .clusters import cluster_head, cluster_stop_workers, nodes_terminate
-from .costs import cluster_charge
-from .tasks import task_finish, task_interrupted, task_replace_worker, task_running
+from .clusters import cluster_head, nodes_terminate
+from .costs import cluster_charge, node_charge
+from .tasks import cluster_stop_workers, task_finish, task_interrupted, task_replace_worker, task_running
 
 log = logging.getLogger(__name__)
 T, N, C = CloudTask.State, Node.State, Cluster.State
@@ -68,7 +69,7 @@ def cluster_sync(*, cluster_id: int) -> Report:
     """One reconciliation pass over the cluster. Safe to run concurrently with launches."""
     report = Report()
     cluster = Cluster.objects.select_related("facility", "allocation").get(pk=cluster_id)
-    backend = backend_for(cluster)
+    backend = aws_client(cluster)
     live = list(cluster.nodes.exclude(state__in=Node.GONE).exclude(instance_id=""))
     instances = backend.describe([n.instance_id for n in live])
     spot = backend.spot_request_states([n.instance_id for n in live if n.market == "spot"])
@@ -140,8 +141,6 @@ def _apply_instance(node: Node, inst: Instance | None) -> None:
 
 
 def _charge_before_stop(node: Node) -> None:
-    from .costs import node_charge
-
     transaction.on_commit(lambda: node_charge(node_id=node.pk))
 
 
@@ -150,7 +149,7 @@ def _runs_task(node: Node) -> bool:
                                                           T.PREEMPTED)).exists()
 
 
-def _observe(backend: AwsBackend, cluster: Cluster, task: CloudTask) -> Seen:
+def _observe(backend: AwsClient, cluster: Cluster, task: CloudTask) -> Seen:
     """Read what the worker reported. The status is read first and the outputs after it: the
     agent uploads the outputs before it writes a final status, so a final status read here is
     never paired with progress older than the run's end."""
@@ -178,7 +177,7 @@ def _taken_back(instances: dict[str, Instance], spot: dict[str, str], iid: str) 
     return None
 
 
-def _sync_task(backend: AwsBackend, cluster: Cluster, task: CloudTask, report: Report,
+def _sync_task(backend: AwsClient, cluster: Cluster, task: CloudTask, report: Report,
                taken: str | None) -> None:
     """Apply one task's observation. The network reads come first; then the row is read again,
     because the reads take time and another pass (the beat beside a manual sync) may have
@@ -246,7 +245,6 @@ def _finish_succeeded(task: CloudTask, seen: Seen, report: Report) -> None:
 
 
 def _older_than(status: dict | None, seconds: float) -> bool:
-    import datetime as dt
 
     try:
         at = dt.datetime.fromisoformat((status or {})["at"])
@@ -272,7 +270,7 @@ def _maybe_replace(cluster: Cluster, task: CloudTask, node: Node | None, seen: S
 
 
 def _instance_gone(cluster: Cluster, node: Node) -> bool:
-    inst = backend_for(cluster).describe([node.instance_id]).get(node.instance_id)
+    inst = aws_client(cluster).describe([node.instance_id]).get(node.instance_id)
     return inst is None or inst.state in ("shutting-down", "terminated")
 
 
@@ -294,8 +292,6 @@ def _cluster_state(cluster: Cluster, report: Report) -> None:
     """provisioning -> ready once the head runs; ready <-> idle by tasks; idle -> stopping ->
     stopped when idle longer than the head's idle time (the head is stopped, not terminated,
     so the shared data on its disk survives)."""
-    import datetime as dt
-
     now = clock.now()
     cluster.refresh_from_db()
     head = cluster_head(cluster)
@@ -315,7 +311,7 @@ def _cluster_state(cluster: Cluster, report: Report) -> None:
         with transaction.atomic():
             _move(cluster, C.STOPPING, f"Idle for {cluster.head_idle_seconds} s.")
         if head and head.instance_id:
-            backend_for(cluster).stop([head.instance_id])
+            aws_client(cluster).stop([head.instance_id])
         report.head_stopped = True
 
 

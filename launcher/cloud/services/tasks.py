@@ -2,6 +2,7 @@
 recover from spot interruptions by resuming on a replacement worker from the S3 checkpoint."""
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import asdict
 from decimal import Decimal
 
@@ -11,14 +12,15 @@ from django.db import transaction
 from allocations.models import Allocation
 from allocations.selectors import visible_allocations
 from allocations.transitions import InvalidTransition
+from allocations.queue import enqueue
 
 from .. import bundle, clock
-from ..backend import backend_for
+from ..client import aws_client
 from ..models import CloudTask, Cluster, Interruption, Node
 from ..selectors import ACTIVE_TASK_STATES, gpus_for
 from ..states import move
 from ..userdata import NodeConfig, WorkerSpec, assignment_key, render
-from .clusters import cluster_ensure_head, new_token, node_create, node_launch
+from .clusters import cluster_ensure_head, new_token, node_create, node_launch, nodes_terminate
 from .costs import check_budget, estimate
 
 T = CloudTask.State
@@ -35,9 +37,7 @@ def task_launch(*, allocation: Allocation, by, argv: list[str], data_prefix: str
     Idempotent on `token`: the same token returns the task already launched."""
     if token and (existing := CloudTask.objects.filter(token=token).first()):
         if existing.state == T.QUEUED:  # its start may have been lost with a crash: again
-            from ..tasks import start_task
-
-            transaction.on_commit(lambda: start_task.delay(existing.pk))
+            enqueue("cloud.start_task", existing.pk)
         return existing
     if by is not None and not visible_allocations(by).filter(pk=allocation.pk).exists():
         raise Allocation.DoesNotExist
@@ -81,9 +81,7 @@ def _warm_worker(cluster: Cluster, instance_type: str) -> Node | None:
 def _assign(task: CloudTask, node: Node) -> Node:
     CloudTask.objects.filter(pk=task.pk).update(node=node)
     task.node = node
-    from ..tasks import start_task
-
-    transaction.on_commit(lambda: start_task.delay(task.pk))
+    enqueue("cloud.start_task", task.pk)
     return node
 
 
@@ -104,7 +102,7 @@ def _publish(task: CloudTask) -> bundle.Bundle:
     """Put the worker bundle (once per version) and the task's assignment in the node's queue,
     both under the allocation's prefix. Network only; idempotent."""
     cluster = task.cluster
-    backend = backend_for(cluster)
+    backend = aws_client(cluster)
     worker_bundle = bundle.current()
     key = worker_bundle.key(cluster.prefix)
     if not backend.exists(key):
@@ -146,7 +144,6 @@ def task_finish(*, task: CloudTask, to: str, reason: str = "", exit_code: int | 
                progress=progress if progress is not None else task.progress)
     if task.node_id:
         Node.objects.filter(pk=task.node_id, idle_since=None).update(idle_since=now)
-    _notify_job(task)
     return task
 
 
@@ -171,7 +168,6 @@ def task_running(*, task: CloudTask, progress: dict) -> CloudTask:
                                     resumed_at=None).update(resumed_at=now)
     elif CloudTask.objects.filter(pk=task.pk, state=task.state).update(progress=progress):
         task.progress = progress  # (never over a task another pass has just finished)
-    _notify_job(task)
     return task
 
 
@@ -188,7 +184,6 @@ def task_interrupted(*, task: CloudTask, node: Node, source: str, notice_at=None
     if created and task.state in (T.LAUNCHING, T.RUNNING):
         move(task, to=T.PREEMPTED,
                    comment=f"Spot interruption ({source}) on {node.instance_id}.")
-        _notify_job(task)
     return interruption
 
 
@@ -205,7 +200,6 @@ def task_replace_worker(*, task: CloudTask, checkpoint: dict | None) -> Node | N
     if interruption:
         lost = 0.0
         if checkpoint and checkpoint.get("saved_at"):
-            import datetime as dt
             saved = dt.datetime.fromisoformat(checkpoint["saved_at"])
             lost = max((interruption.detected_at - saved).total_seconds(), 0.0)
             interruption.checkpoint_epoch = int(checkpoint.get("epoch", 0) or 0)
@@ -216,16 +210,15 @@ def task_replace_worker(*, task: CloudTask, checkpoint: dict | None) -> Node | N
         interruption.save(update_fields=["replacement", "work_lost_seconds", "checkpoint_epoch"])
     move(task, to=T.LAUNCHING,
                comment="Resuming on a replacement worker.", node=node, attempt=task.attempt + 1)
-    from ..tasks import start_task
-
-    transaction.on_commit(lambda: start_task.delay(task.pk))
+    enqueue("cloud.start_task", task.pk)
     return node
 
 
-def _notify_job(task: CloudTask) -> None:
-    """Tell the launcher's job runner about the task's new state, after commit."""
-    if task.job_id is None:
-        return
-    from ..runner import job_sync_after_commit
-
-    job_sync_after_commit(task)
+def cluster_stop_workers(*, cluster_id: int, reason: str) -> int:
+    """Terminate every live worker and cancel the tasks they run (budget spent, allocation
+    suspended or exhausted). Idempotent."""
+    cluster = Cluster.objects.select_related("facility").get(pk=cluster_id)
+    workers = list(cluster.nodes.filter(role=Node.Role.WORKER).exclude(state__in=Node.GONE))
+    ended = nodes_terminate(cluster=cluster, nodes=workers, reason=reason)
+    tasks_cancel_all(cluster=cluster, reason=reason)
+    return ended

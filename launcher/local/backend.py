@@ -17,14 +17,20 @@ process). What `make run` uses.
 """
 from __future__ import annotations
 
+import datetime as dt
 import math
 import os
+import sys
+import time
 from collections.abc import Sequence
+from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
 
-from allocations.models import Facility
+from allocations.models import Allocation, Facility, UsageRecord
 
 from .. import bundles, sweepgrid
 from ..backends.base import BackendError, PathRefused, confined, project_folder
@@ -36,6 +42,8 @@ from . import cells
 S = Job.State
 CHECKPOINT_EXIT = 75
 DEFAULT_SLOTS = 2
+# Finished jobs are looked at for this long (a cancelled cell's exit.json comes after the move).
+RECENT = dt.timedelta(days=1)
 
 
 def jobs_root() -> Path:
@@ -84,12 +92,10 @@ def cell_argv(job: Job, data: str) -> list[str]:
 
 
 def _python() -> str:
-    import sys
-
     return sys.executable
 
 
-class LocalRunner(BaseBackend):
+class LocalBackend(BaseBackend):
     """Jobs as local processes, at most the facility's slots at once."""
 
     name = "local"
@@ -115,18 +121,13 @@ class LocalRunner(BaseBackend):
             raise PathRefused("it resolves to a place outside the project's folder (a symlink?)")
         return real
 
-    def provision(self, *, allocation):
-        """Nothing to create on the host: the allocation is active at once."""
-        from allocations.services import allocation_activate
+    def provision(self, *, allocation: Allocation) -> str:
+        """Nothing to create on the host: the allocation's default name, active at once."""
+        return allocation.default_account_name()
 
-        return allocation_activate(allocation=allocation,
-                                   account_name=allocation.default_account_name())
-
-    def sync_account(self, *, allocation) -> str:
+    def sync_account(self, *, allocation: Allocation) -> str:
         """No account on the host; while the allocation may not be used (Allocation.BLOCKED)
         its running and waiting cells are stopped, as Slurm's blocked account cancels jobs."""
-        from allocations.models import Allocation
-
         if allocation.status not in Allocation.BLOCKED:
             return "nothing to do"
         live = Job.objects.filter(allocation=allocation, state__in=Job.LIVE).exclude(scheduler_id="")
@@ -141,7 +142,7 @@ class LocalRunner(BaseBackend):
         need = max(jobs[0].gpus, 1)
         if need > slots:
             raise BackendError(f"the job needs {need} slots but {facility.name} runs at most "
-                               f"{slots} at once", transient=False)
+                               f"{slots} at once", permanent=True)
         folder = job_dir(facility, token)
         data, synth = bundles.data_spec(jobs[0].params)
         if synth:
@@ -185,16 +186,51 @@ class LocalRunner(BaseBackend):
         for job in jobs:
             cells.cancel(cell_dir(facility, job))
 
-    def usage(self, *, allocation) -> int:
-        """Charge each ended cell's measured wall time x slots, once (see accounting.py)."""
-        from .accounting import usage_ingest_local
+    def usage(self, *, allocation: Allocation) -> list[UsageRecord]:
+        """Each ended cell's wall time (measured by its supervisor on the monotonic clock, at
+        most its limit; for a vanished process the time it was seen running) x the job's GPUs
+        (or CPU slots), as one unsaved UsageRecord with source `local`, unique by its external
+        id (facility pk and job token, never a name that can change; file reads only)."""
+        facility = allocation.facility
+        jobs = Job.objects.filter(allocation=allocation).exclude(scheduler_id="").filter(
+            Q(state__in=Job.LIVE) | Q(finished_at__gte=timezone.now() - RECENT)).only(
+            "pk", "token", "array_index", "gpus", "workdir")
+        rate = facility.gpu_hour_rate
+        records = []
+        for job in jobs:
+            ended = cells.read_json(cell_dir(facility, job) / cells.EXIT)
+            if ended is None:
+                continue
+            elapsed = float(ended.get("elapsed_seconds") or 0)
+            slots = max(job.gpus, 1)
+            gpu_seconds = charged_seconds(ended) * slots
+            records.append(UsageRecord(
+                allocation_id=allocation.pk, source=UsageRecord.Source.LOCAL,
+                external_id=external_id(allocation, job),
+                period_start=dt.datetime.fromtimestamp(ended["started_at"], tz=dt.timezone.utc),
+                period_end=dt.datetime.fromtimestamp(ended["ended_at"], tz=dt.timezone.utc),
+                gpu_seconds=gpu_seconds,
+                cost=(Decimal(gpu_seconds) / 3600 * rate).quantize(Decimal("0.0001")),
+                job_id=job.pk,  # replaces the job's reservation in the ledger
+                detail={"job_id": job.pk, "elapsed_seconds": elapsed, "slots": slots,
+                        "exit_code": ended.get("exit_code"),
+                        "vanished": bool(ended.get("vanished"))}))
+        return records
 
-        return usage_ingest_local(allocation=allocation)
+
+def external_id(allocation: Allocation, job: Job) -> str:
+    """Stable: the facility's pk and the job's token (a slug may be renamed)."""
+    return f"{allocation.facility_id}/{job.token}:{job.array_index or 0}"
+
+
+def charged_seconds(ended: dict) -> int:
+    """A cell's charged seconds: its measured wall time, rounded up, at most its limit."""
+    elapsed = math.ceil(float(ended.get("elapsed_seconds") or 0))
+    limit = ended.get("limit_seconds")
+    return min(elapsed, math.ceil(float(limit))) if limit else elapsed
 
 
 def _observation(state: cells.CellState, folder: Path, in_use: int, slots: int) -> Observation:
-    import time
-
     if state.phase == "waiting":
         return Observation(state=S.PENDING, reason=f"waiting for a free slot ({in_use} of "
                                                    f"{slots} in use)")

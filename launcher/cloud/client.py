@@ -1,0 +1,72 @@
+"""Which AwsClient serves a cluster or facility (endpoint from settings.AWS_ENDPOINT_URL)."""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+
+from allocations.models import Facility
+from launcher.backends import aws
+from launcher.backends.aws import AwsClient
+
+from .models import Cluster
+
+
+def facility_region(facility: Facility) -> str:
+    return (facility.backend_settings or {}).get("region", "us-east-1")
+
+
+def facility_bucket(facility: Facility) -> str:
+    return (facility.backend_settings or {}).get("bucket") or f"portal-{facility.slug}"
+
+
+def facility_zones(facility: Facility) -> list[str | None]:
+    """Zones to try in order; by default the region's a and b zones."""
+    region = facility_region(facility)
+    return list((facility.backend_settings or {}).get("zones") or [f"{region}a", f"{region}b"])
+
+
+# AWS's public SSM parameters for the images (looked up at each launch, so a new release of
+# the AMI is picked up without a portal change). Workers: the Deep Learning OSS Nvidia Driver
+# AMI GPU PyTorch 2.13 (Amazon Linux 2023): NVIDIA driver, CUDA, PyTorch at /opt/pytorch (the
+# version the workload is tested with). The head holds shared data only: plain Amazon Linux 2023.
+# https://docs.aws.amazon.com/dlami/latest/devguide/find-dlami-id.html
+WORKER_IMAGE_PARAMETER = ("/aws/service/deeplearning/ami/x86_64/"
+                          "oss-nvidia-driver-gpu-pytorch-2.13-amazon-linux-2023/latest/ami-id")
+HEAD_IMAGE_PARAMETER = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"
+
+
+def facility_image(facility: Facility, role: str) -> tuple[str, str]:
+    """("id", image) when the facility pins an image id for this role, else ("ssm", the SSM
+    parameter to look up). Settings: `image_id` / `image_ssm_parameter` for workers,
+    `head_image_id` / `head_image_ssm_parameter` for the head."""
+    settings_ = facility.backend_settings or {}
+    key = "head_image" if role == "head" else "image"
+    if settings_.get(f"{key}_id"):
+        return "id", settings_[f"{key}_id"]
+    default = HEAD_IMAGE_PARAMETER if role == "head" else WORKER_IMAGE_PARAMETER
+    return "ssm", settings_.get(f"{key}_ssm_parameter") or default
+
+
+@functools.lru_cache(maxsize=32)
+def _backend(region: str, bucket: str, endpoint: str | None,
+             hooks: tuple[Callable[[Any], None], ...]) -> AwsClient:
+    # boto3 clients are thread-safe and slow to build (~50 ms): one per place and hook set.
+    # The key holds the hooks themselves, not their id()s: a hook that has been removed and
+    # freed can leave its address to a new one, which then got the old hook's client (a test
+    # injecting spot status codes saw another test's codes).
+    return AwsClient(region=region, bucket=bucket, endpoint_url=endpoint)
+
+
+def _get(region: str, bucket: str, facility: Facility) -> AwsClient:
+    return _backend(region, bucket, settings.AWS_ENDPOINT_URL or None, tuple(aws.CLIENT_HOOKS))
+
+
+def aws_client_for_facility(facility: Facility) -> AwsClient:
+    return _get(facility_region(facility), facility_bucket(facility), facility)
+
+
+def aws_client(cluster: Cluster) -> AwsClient:
+    return _get(cluster.region, cluster.bucket, cluster.facility)
