@@ -19,6 +19,7 @@ from ..policy import RequestDraft, request_errors
 from ..selectors import can_manage_project, is_reviewer, membership
 from ..states import REQUEST_MOVES
 from ..transitions import InvalidTransition, record_event, transition
+from ..versions import projects_bump
 from .allocations import allocation_close, allocation_top_up
 from .errors import PolicyError
 from .notify import notify_after_commit
@@ -81,6 +82,7 @@ def request_update(*, request: AllocationRequest, by, **fields: Any) -> Allocati
         setattr(locked, key, value)
     _check_policy(locked)
     locked.save()
+    projects_bump([locked.project_id])  # an edit records no event: the pages' cache (versions.py)
     return locked
 
 
