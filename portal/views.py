@@ -30,16 +30,16 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     if sees_all_projects(user) and request.GET.get("view") != "mine":
         return render(request, "portal/staff_home.html", staff_home(user))
     ids = member_project_ids(user)
-    # The allocation and project cards are cached as rendered, under the versions of the
-    # user's projects that the services bump (allocations/versions.py): the querysets stay
-    # lazy, so a cached card runs no query. The requests card shows ages: rendered each time.
+    # The cards are cached as rendered, under the versions of the user's projects that the
+    # services bump (allocations/versions.py): the querysets stay lazy, so a cached card runs
+    # no query. The requests card shows ages ("25 min"), so it is kept a minute at most.
     context = {
         "cards_key": fragment_key("dashboard", user.pk, user.get_username(), user.email,
                                   project_ids=ids),
         "projects": Project.objects.filter(pk__in=ids).order_by("code").only(*PROJECT_COLUMNS)[:50],
-        "requests": list(AllocationRequest.objects.filter(project_id__in=ids)
-                         .select_related("project", "facility").only(*REQUEST_COLUMNS)
-                         .order_by("-created_at", "-id")[:20]),
+        "requests": AllocationRequest.objects.filter(project_id__in=ids)
+        .select_related("project", "facility").only(*REQUEST_COLUMNS)
+        .order_by("-created_at", "-id")[:20],
         "allocations": Allocation.objects.filter(project_id__in=ids)
         .select_related("project", "facility").only(*ALLOCATION_COLUMNS)
         .order_by("-created_at", "-id")[:20],

@@ -22,6 +22,7 @@ from ..states import REQUEST_MOVES
 from ..transitions import InvalidTransition, record_event, transition
 from ..queue import enqueue
 from ..trials import trial_limit_reason
+from ..versions import projects_bump
 from .allocations import PROVISION_TASK, allocation_close, allocation_top_up
 from .errors import PolicyError
 from .notify import notify_after_commit
@@ -89,6 +90,7 @@ def request_update(*, request: AllocationRequest, by, **fields: Any) -> Allocati
         setattr(locked, key, value)
     _check_policy(locked)
     locked.save()
+    projects_bump([locked.project_id])  # an edit records no event: the pages' cache (versions.py)
     return locked
 
 

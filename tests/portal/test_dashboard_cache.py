@@ -1,4 +1,4 @@
-"""The dashboard's allocation and project cards are cached under the versions of the user's
+"""The dashboard's allocation, request and project cards are cached under the versions of the user's
 projects, and every service that changes what they show bumps them (allocations/versions.py)."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from allocations.services import allocation_suspend, project_update
-from tests.factories import AllocationFactory, charge
+from allocations.services import allocation_suspend, project_update, request_update
+from tests.factories import AllocationFactory, RequestFactory, charge
 
 pytestmark = pytest.mark.django_db(transaction=True)  # versions move when writes commit
 
@@ -20,7 +20,8 @@ def _get(client: Client) -> tuple[str, int]:
         response = client.get("/")
     assert response.status_code == 200
     page = response.content.decode()
-    cards = [page[page.index(f'aria-labelledby="h-{card}"'):] for card in ("allocations", "projects")]
+    cards = [page[page.index(f'aria-labelledby="h-{card}"'):]
+             for card in ("allocations", "requests", "projects")]
     return "".join(card[:card.index("</section>")] for card in cards), len(queries)
 
 
@@ -31,7 +32,7 @@ def test_cards_come_from_the_cache_until_a_service_changes_them(researcher, pi, 
     client.force_login(researcher)
     first, cold = _get(client)
     again, warm = _get(client)
-    assert again == first and warm == cold - 2  # neither the projects nor the allocations read
+    assert again == first and warm == cold - 3  # no projects, requests or allocations read
 
     now = timezone.now()
     charge(allocation=allocation, source="local", external_id="c1", period_start=now,
@@ -45,3 +46,9 @@ def test_cards_come_from_the_cache_until_a_service_changes_them(researcher, pi, 
 
     project_update(project=project, by=pi, title="Renamed by its PI")
     assert "Renamed by its PI" in _get(client)[0]
+
+    draft = RequestFactory(project=project, facility=facility, requested_by=researcher,
+                           status="draft", gpu_hours=123)
+    assert "#" + str(draft.pk) not in _get(client)[0]  # written around the services: cached
+    request_update(request=draft, by=researcher, gpu_hours=321)
+    assert "321" in _get(client)[0]
