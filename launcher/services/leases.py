@@ -16,6 +16,7 @@ import datetime as dt
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -74,7 +75,7 @@ def submit_lease_take(*, jobs: Sequence[Job], now: dt.datetime | None = None) ->
         deadline = min((r.submit_deadline for r in rows if r.submit_deadline),
                        default=now + _seconds("SUBMIT_DEADLINE_SECONDS"))
         until = now + _seconds("SUBMIT_LEASE_SECONDS")
-        fields = {"submit_lease_owner": owner, "submit_lease_until": until,
+        fields: dict[str, Any] = {"submit_lease_owner": owner, "submit_lease_until": until,
                   "submit_next_at": None, "submit_attempts": attempt, "submit_deadline": deadline}
         for row in rows:
             if row.state == S.QUEUED:
