@@ -18,7 +18,7 @@ from launcher.cloud import clock
 from launcher.cloud.models import CloudTask, Cluster, Node
 from launcher.cloud.selectors import price_for
 from launcher.cloud.services import cluster_sync
-from launcher.cloud.services.clusters import cluster_stop_workers
+from launcher.cloud.services import cluster_stop_workers
 from launcher.cloud.tasks import sync_all
 from launcher.services import LaunchConflict
 from tests.factories import AllocationFactory

@@ -21,7 +21,8 @@ from launcher import services, tasks
 from launcher.backends.base import UsageRow
 from launcher.models import Job
 from launcher.runners import Observation
-from launcher.services.accounting import usage_ingest_rows
+from launcher.services.accounting import usage_ingest_records
+from launcher.slurm.usage import usage_records
 from launcher.services.resume import preempt_updates
 from tests.factories import AllocationFactory, FacilityFactory
 
@@ -44,6 +45,12 @@ def allocation(project):
     facility = FacilityFactory(slug="local-site", backend="local")
     return AllocationFactory(project=project, facility=facility, gpu_hours=Decimal("40"),
                              budget=Decimal("500"))
+
+
+def usage_ingest_rows(*, allocation, rows):
+    """What the Slurm backend's usage() and the one accounting service do with sacct rows."""
+    return usage_ingest_records(allocation=allocation,
+                                records=usage_records(allocation=allocation, rows=rows))
 
 
 def columns(allocation: Allocation) -> Figures:

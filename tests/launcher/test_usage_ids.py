@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from allocations.models import Allocation, UsageRecord
 from launcher.backends.base import UsageRow
-from launcher.services.accounting import usage_ingest_rows
+from launcher.services.accounting import usage_ingest_records
+from launcher.slurm.usage import usage_records
 from tests.factories import FacilityFactory
 
 pytestmark = pytest.mark.django_db
@@ -27,6 +28,12 @@ def allocation(project):
     return Allocation.objects.create(project=project, facility=facility, gpu_hours=Decimal(10),
                                      start_date=today, end_date=today + dt.timedelta(days=30),
                                      status="active", account_name="ids-a1")
+
+
+def usage_ingest_rows(*, allocation, rows):
+    """What the Slurm backend's usage() and the one accounting service do with sacct rows."""
+    return usage_ingest_records(allocation=allocation,
+                                records=usage_records(allocation=allocation, rows=rows))
 
 
 def rows() -> list[UsageRow]:
