@@ -9,7 +9,6 @@ from django.core.exceptions import SuspiciousOperation
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
 
-from ..sessions import UserBackend
 from . import discovery, services
 
 # Read from discovery when a callback is handled, not from settings (see get_settings).
@@ -22,8 +21,10 @@ class OIDCBackend(OIDCAuthenticationBackend):
     """Signs in only from the callback (the one caller that passes a `nonce`); a password
     sign-in passes through untouched, without contacting the provider."""
 
-    # The per-request user from the compiled statement, as for password sessions.
-    get_user = UserBackend.get_user
+    def get_user(self, user_id):
+        """The session's user, refused once inactive (as Django's ModelBackend refuses it)."""
+        user = super().get_user(user_id)
+        return user if user is not None and user.is_active else None
 
     @staticmethod
     def get_settings(attr, *args):

@@ -13,7 +13,7 @@ from ..envconf import env_bool, env_list
 
 REQUIRED = ("OIDC_ISSUER", "OIDC_CLIENT_ID", "OIDC_CLIENT_SECRET")
 BACKEND = "portal.identity.backend.OIDCBackend"
-PASSWORD_BACKEND = "portal.sessions.UserBackend"
+PASSWORD_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
 def oidc_settings(*, backends: list[str], csp: dict[str, str]) -> dict[str, object]:

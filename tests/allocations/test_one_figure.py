@@ -14,8 +14,7 @@ import pytest
 from django.utils import timezone
 
 from allocations.figures import rounded
-from allocations.models import UsageRecord
-from tests.factories import AllocationFactory
+from tests.factories import AllocationFactory, charge
 
 pytestmark = pytest.mark.django_db
 SECONDS = 194  # 0.053888... GPU-hours: "0.05" on every page, 0.053889 in the CSV
@@ -27,9 +26,8 @@ def allocation(project, facility):
     allocation = AllocationFactory(project=project, facility=facility, gpu_hours=Decimal(10),
                                    start_date=today - dt.timedelta(days=5),
                                    end_date=today + dt.timedelta(days=30))
-    UsageRecord.objects.create(allocation=allocation, source="local", external_id="one-figure",
-                               period_start=timezone.now(), period_end=timezone.now(),
-                               gpu_seconds=SECONDS, cost=Decimal("0.0500"))
+    charge(allocation=allocation, source="local", external_id="one-figure",
+           gpu_seconds=SECONDS, cost=Decimal("0.0500"))  # as a backend charges: the ledger moves
     return allocation
 
 

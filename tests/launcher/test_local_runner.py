@@ -130,7 +130,7 @@ def test_a_vanished_process_is_marked_failed_and_charged_for_the_time_it_was_see
 
     poll_until(job, {"failed"})
     assert "vanished" in job.state_reason and str(pid["pid"]) in job.state_reason
-    backend_for(local_allocation.facility).usage(allocation=local_allocation)
+    services.usage_ingest(allocation=local_allocation)  # the backend offers, accounting stores
     [record] = UsageRecord.objects.filter(allocation=local_allocation)
     assert record.job_id == job.pk and record.detail["vanished"] is True
     # From its start to when it was last seen running (never 0, never past the kill).
@@ -188,7 +188,7 @@ def test_a_job_that_outruns_its_wall_time_is_stopped_and_charged_exactly_the_lim
     assert ended["timed_out"] is True and ended["limit_seconds"] == 5
     assert ended["elapsed_seconds"] > 5  # it ran to the limit and a little past (checkpoint)
 
-    backend_for(local_allocation.facility).usage(allocation=local_allocation)
+    services.usage_ingest(allocation=local_allocation)  # the backend offers, accounting stores
     [record] = UsageRecord.objects.filter(allocation=local_allocation)
     assert record.gpu_seconds == 5 * 2  # the limit x GPUs, not what it ran past the limit
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from allocations.bounds import ID_MAX, ID_MIN
 from allocations.models import Allocation, AllocationRequest, Dataset
+from tests.factories import NodeTypeFactory
 
 pytestmark = [pytest.mark.django_db]
 
@@ -33,6 +34,8 @@ def allocation(project, facility):
 @pytest.mark.parametrize("value", [SUPERSCRIPT_TWO, "99999999999999999999", "-1"])
 def test_the_request_form_ignores_a_prefill_that_is_no_number(client, researcher, project, facility,
                                                               node_type, key, value):
+    # A second node type: with one, the form pre-selects it whatever the query says.
+    NodeTypeFactory(facility=facility, name="B-A100-80")
     client.force_login(researcher)
     response = client.get("/requests/new/", {"facility": facility.slug, key: value})
     assert response.status_code == 200
