@@ -29,8 +29,9 @@ def _run_each(modeladmin, request, queryset, action, verb: str) -> None:
         modeladmin.message_user(request, f"{verb} {done} item(s).", messages.SUCCESS)
 
 
-class ReadOnly(admin.ModelAdmin):
-    """Seen, filtered and searched here; changed only through the services (actions)."""
+class ReadOnlyMixin:
+    """Nothing added, changed or deleted by hand in the admin: the services own every write
+    (admin actions call them). Used by every read-only admin and inline of the portal."""
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
@@ -40,6 +41,10 @@ class ReadOnly(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+class ReadOnly(ReadOnlyMixin, admin.ModelAdmin):
+    """Seen, filtered and searched here; changed only through the services (actions)."""
 
 
 class NodeTypeInline(admin.TabularInline):
@@ -68,7 +73,7 @@ class NodeTypeAdmin(admin.ModelAdmin):
     search_fields = ["name", "accelerator", "instance_type"]
 
 
-class MembershipInline(admin.TabularInline):
+class MembershipInline(ReadOnlyMixin, admin.TabularInline):
     """Read-only: members are added, changed and removed on the project page or the API
     (services.project_member_*: the login rule, the audit event, the Slurm sync)."""
 
@@ -76,15 +81,6 @@ class MembershipInline(admin.TabularInline):
     extra = 0
     fields = ["user", "role", "cluster_username", "sync_error", "added_at"]
     readonly_fields = fields
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Project)

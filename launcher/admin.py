@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 
+from allocations.admin import ReadOnlyMixin
 from allocations.transitions import InvalidTransition
 
 from . import services
@@ -13,18 +14,9 @@ from .models import Job, Sweep
 from .services.errors import LaunchConflict
 
 
-class ReadMostly(admin.ModelAdmin):
+class ReadMostly(ReadOnlyMixin, admin.ModelAdmin):
     """Nothing is added, edited or deleted by hand: jobs come from launches, states from the
     backends, and a deleted job would drop its reservation from the ledger."""
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Job)

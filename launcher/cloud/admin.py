@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
+from allocations.admin import ReadOnlyMixin
 from allocations.models import Facility
 
 from .models import CloudTask, Cluster, Interruption, Node, PriceCatalogueEntry
@@ -31,17 +32,6 @@ class PriceCatalogueAdmin(admin.ModelAdmin):
             self.message_user(request, f"{facility.slug}: {result['updated']} updated, "
                                        f"{result['skipped_implausible']} dummy prices skipped.",
                               level=level)
-
-
-class ReadOnlyMixin:
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class NodeInline(ReadOnlyMixin, admin.TabularInline):

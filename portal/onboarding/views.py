@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from allocations.bounds import ID_MAX
+from allocations.roles import is_staff
 
 from . import selectors, services
 from .diagram import render_svg
@@ -40,7 +41,7 @@ class _Preview(forms.Form):
 def _chart_for(request: HttpRequest) -> Flowchart | None:
     """The published chart; staff may preview another version with `?version=<id>`."""
     preview = _Preview(request.GET)
-    if request.user.is_staff and preview.is_valid():
+    if is_staff(request.user) and preview.is_valid():
         return Flowchart.objects.filter(pk=preview.cleaned_data["version"]).first()
     return selectors.published_flowchart()
 
