@@ -10,7 +10,7 @@ import typer
 from .client import OK, REFUSED
 from .common import JsonOpt, client
 from .follow import follow_job, follow_log, gpu_hours_so_far, job_detail, outcome
-from .output import err, hours, print_json, table
+from .output import err, hours, print_json, show_estimate, table
 
 app = typer.Typer(help="Training jobs: launch (and follow), list, show, logs, cancel.",
                   no_args_is_help=True)
@@ -66,13 +66,8 @@ def launch(
     api = client()
     if estimate:
         found = api.post("jobs/estimate/", body)
-        if as_json:
-            print_json(found)
-        else:
-            fits = "fits" if found["fits"] else "does NOT fit"
-            typer.echo(f"Estimate: {found['gpu_hours']} GPU-hours, {found['cost']} {found['currency']} "
-                       f"({found['source']}); {found['remaining_gpu_hours']} GPU-hours left: it {fits}.")
-            typer.echo(found["basis"])
+        show_estimate(found, f"{found['gpu_hours']} GPU-hours, {found['cost']} {found['currency']}",
+                      as_json=as_json)
         raise typer.Exit(OK if found["fits"] else REFUSED)
     job = api.post("jobs/", body)
     if not follow:

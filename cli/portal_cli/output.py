@@ -6,6 +6,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import typer
 from rich.console import Console
 from rich.table import Table
 
@@ -45,3 +46,15 @@ def duration(seconds: Any) -> str:
     h, rest = divmod(seconds, 3600)
     m, s = divmod(rest, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def show_estimate(found: dict[str, Any], headline: str, *, as_json: bool) -> None:
+    """An estimate from `jobs/estimate/` or `sweeps/estimate/`: the API's object, or the
+    headline, what is left, whether it fits, and the basis."""
+    if as_json:
+        print_json(found)
+        return
+    fits = "fits" if found["fits"] else "does NOT fit"
+    typer.echo(f"Estimate: {headline} ({found['source']}); "
+               f"{found['remaining_gpu_hours']} GPU-hours left: it {fits}.")
+    typer.echo(found["basis"])

@@ -10,7 +10,7 @@ import yaml
 from .client import OK, REFUSED
 from .common import JsonOpt, client
 from .follow import follow_sweep, sweep_outcome
-from .output import err, print_json, table
+from .output import err, print_json, show_estimate, table
 
 app = typer.Typer(help="Sweeps (grids of training runs): launch (and follow), show, cancel.",
                   no_args_is_help=True)
@@ -61,14 +61,8 @@ def launch(
     api = client()
     if estimate:
         found = api.post("sweeps/estimate/", body)
-        if as_json:
-            print_json(found)
-        else:
-            fits = "fits" if found["fits"] else "does NOT fit"
-            typer.echo(f"Estimate: {found['cells']} cells, {found['total_gpu_hours']} GPU-hours, "
-                       f"{found['total_cost']} {found['currency']} ({found['source']}); "
-                       f"{found['remaining_gpu_hours']} GPU-hours left: it {fits}.")
-            typer.echo(found["basis"])
+        show_estimate(found, f"{found['cells']} cells, {found['total_gpu_hours']} GPU-hours, "
+                             f"{found['total_cost']} {found['currency']}", as_json=as_json)
         raise typer.Exit(OK if found["fits"] else REFUSED)
     sweep = api.post("sweeps/", body)
     if not follow:

@@ -64,11 +64,6 @@ def member_logins(allocation: Allocation) -> tuple[list[str], dict[int, str]]:
     return sorted(logins), refused
 
 
-def member_usernames(allocation: Allocation) -> list[str]:
-    """Cluster usernames of the project's members (those who gave a valid one)."""
-    return member_logins(allocation)[0]
-
-
 def _with_members(allocation: Allocation, done: str, refused: dict[int, str]) -> str:
     """Record which members were left out (the staff home lists them), and say so."""
     project_members_sync_record(project_id=allocation.project_id, refused=refused)
