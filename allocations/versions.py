@@ -8,6 +8,12 @@ allocation's ledger columns (allocations/services/ledger.py). A page caches a fr
 nothing is invalidated by guessing at timeouts. The key also holds a token drawn once per
 process, so a fragment is never read back by a process that did not see the database it was
 rendered from (a test database recreated with the same ids).
+
+One more version covers the catalogue every project shares (facilities, node types, and in the
+benchmarks app workloads and benchmark results): the launch forms' predicted wall time is read
+from it. It is bumped on every save or delete of those models (`catalogue_changed`, connected by
+each app's `AppConfig.ready()` with a lazy sender), since they are also written by the admin,
+the demo loader and the job monitor, not only by services.
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ from django.core.cache import cache
 from django.db import transaction
 
 PROCESS = secrets.token_hex(8)
+CATALOGUE = "version:catalogue"
 
 
 def _key(project_id: int) -> str:
@@ -34,21 +41,27 @@ def projects_bump(project_ids: Iterable[int]) -> None:
             {_key(pk): secrets.token_hex(8) for pk in ids}, timeout=None))
 
 
-def project_versions(project_ids: Iterable[int]) -> dict[int, str]:
-    """The current version of each project (one cache round trip; a project never bumped, or
-    whose version was evicted, gets a fresh one, never one an old fragment was keyed on)."""
-    ids = sorted(set(project_ids))
-    found = cache.get_many([_key(pk) for pk in ids])
-    missing = [pk for pk in ids if _key(pk) not in found]
-    for pk in missing:
-        cache.add(_key(pk), secrets.token_hex(8), timeout=None)
+def catalogue_changed(**_: object) -> None:
+    """A `post_save`/`post_delete` receiver: a new catalogue version after the commit."""
+    transaction.on_commit(lambda: cache.set(CATALOGUE, secrets.token_hex(8), timeout=None))
+
+
+def _versions(keys: list[str]) -> dict[str, str]:
+    """The current value of each version key (one cache round trip; a key never bumped, or
+    evicted, gets a fresh value, never one an old fragment was keyed on)."""
+    found = cache.get_many(keys)
+    missing = [key for key in keys if key not in found]
+    for key in missing:
+        cache.add(key, secrets.token_hex(8), timeout=None)
     if missing:
-        found.update(cache.get_many([_key(pk) for pk in missing]))
-    return {pk: found.get(_key(pk), "") for pk in ids}
+        found.update(cache.get_many(missing))
+    return {key: found.get(key, "") for key in keys}
 
 
-def fragment_key(*parts: object, project_ids: Iterable[int]) -> str:
-    """A key for a fragment that shows these projects' rows: changes when any is bumped."""
-    versions = project_versions(project_ids)
+def fragment_key(*parts: object, project_ids: Iterable[int], catalogue: bool = False) -> str:
+    """A key for a fragment that shows these projects' rows (and, with `catalogue`, reads the
+    shared catalogue): changes when any of them is bumped."""
+    keys = [_key(pk) for pk in sorted(set(project_ids))] + ([CATALOGUE] if catalogue else [])
+    versions = _versions(keys)
     text = "|".join([PROCESS, *map(str, parts), *(f"{k}:{v}" for k, v in versions.items())])
     return hashlib.sha256(text.encode()).hexdigest()
