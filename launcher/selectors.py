@@ -120,10 +120,11 @@ def sweep_leaderboard(sweep: Sweep, *, sort_by: str | None = None,
 
 def allocation_jobs(allocation: Allocation, *, by: User) -> list[Job]:
     """The allocation's latest 50 single jobs, newest first, for someone who may see them
-    (NotVisible, a 404, otherwise)."""
+    (NotVisible, a 404, otherwise); only the columns the allocation page's table shows."""
     access.check_can_see(by, allocation)
     return list(Job.objects.filter(allocation_id=allocation.pk, sweep__isnull=True)
-                .select_related("created_by")[:50])
+                .only("params", "state", "state_reason", "progress", "estimate_gpu_hours",
+                      "gpu_seconds", "created_at")[:50])
 
 
 def allocation_sweeps(allocation: Allocation, *, by: User) -> list[Sweep]:
@@ -131,6 +132,7 @@ def allocation_sweeps(allocation: Allocation, *, by: User) -> list[Sweep]:
     someone who may see them (NotVisible, a 404, otherwise)."""
     access.check_can_see(by, allocation)
     return list(Sweep.objects.filter(allocation_id=allocation.pk)
+                .only("name", "size", "estimate_gpu_hours", "created_at")
                 .annotate(cells_done=Count("jobs", filter=Q(jobs__state__in=Job.FINAL)),
                           cells_running=Count("jobs", filter=Q(jobs__state=Job.State.RUNNING)))
                 .order_by("-created_at")[:20])
