@@ -23,3 +23,9 @@ def enqueue(name: str, *args: Any) -> None:
     """Run task `name` with `args` after the current transaction commits (at once when no
     transaction is open). Arguments are ids and plain values, never model instances."""
     transaction.on_commit(lambda: task_named(name).delay(*args))
+
+
+def notify_after_commit(kind: str, event_id: int) -> None:
+    """Enqueue the email about an audit event once the transaction has committed (sending is
+    network I/O; allocations/tasks.py `send_notification`)."""
+    enqueue("allocations.send_notification", kind, event_id)

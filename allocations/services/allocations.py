@@ -13,11 +13,10 @@ from django.utils import timezone
 
 from .. import signals
 from ..models import Allocation
+from ..queue import enqueue, notify_after_commit
 from ..roles import is_staff
 from ..states import ALLOCATION_MOVES
 from ..transitions import record_event, transition
-from ..queue import enqueue
-from .notify import notify_after_commit
 
 #: The Celery task that turns a granted allocation into compute on its facility's backend
 #: (launcher/provisioning.py), enqueued by name after the commit.

@@ -16,16 +16,15 @@ from django.utils import timezone
 
 from ..models import Allocation, AllocationRequest, NodeType, Project
 from ..policy import RequestDraft, request_errors
+from ..queue import enqueue, notify_after_commit
 from ..roles import is_reviewer
 from ..selectors import belongs_to, can_manage_project, membership
 from ..states import REQUEST_MOVES
 from ..transitions import InvalidTransition, record_event, transition
-from ..queue import enqueue
 from ..trials import trial_limit_reason
 from ..versions import projects_bump
 from .allocations import PROVISION_TASK, allocation_close, allocation_top_up
 from .errors import PolicyError
-from .notify import notify_after_commit
 
 Status = AllocationRequest.Status
 EDITABLE_FIELDS = (

@@ -10,12 +10,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..models import Allocation, UsageRecord
+from ..queue import notify_after_commit
 from ..roles import is_staff
 from ..transitions import record_event
 from .allocations import allocation_exhaust
 from .errors import PolicyError
 from .ledger import ledger_charge
-from .notify import notify_after_commit
 
 THRESHOLDS = (50, 80, 100)
 
