@@ -7,13 +7,15 @@ deadline the job fails with its last error and staff are told."""
 from __future__ import annotations
 
 import logging
+import os
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from django.utils import timezone
 
 from allocations.models import Facility
 
-from .. import faults
 from ..backends.base import BackendError
 from ..models import Job, Sweep
 from ..backends.registry import Capability, backend_for
@@ -68,8 +70,20 @@ def _submit(jobs: Sequence[Job], *, facility: Facility, token: str) -> None:
         elif not submit_lease_release(lease=lease, error=error.message):
             _give_up(lease, facility, error.message)
         return
-    faults.point("after-submit")
+    _fault_point("after-submit")
     _record(todo, submission, facility=facility)
+
+
+def _fault_point(name: str) -> None:
+    """A named point where a crash test kills a real worker (tests/launcher/test_jobs_worker.py):
+    inert unless PORTAL_FAULT_PAUSE names it; then it writes its pid to PORTAL_FAULT_FLAG (so the
+    test knows the worker is there) and sleeps until killed. Never set in production."""
+    if os.environ.get("PORTAL_FAULT_PAUSE") != name:
+        return
+    flag = os.environ.get("PORTAL_FAULT_FLAG")
+    if flag:
+        Path(flag).write_text(str(os.getpid()))
+    time.sleep(float(os.environ.get("PORTAL_FAULT_SECONDS", "120")))
 
 
 def _give_up(lease: Lease, facility: Facility, error: str) -> None:
