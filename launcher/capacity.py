@@ -2,23 +2,22 @@
 a sweep's `concurrency` is an upper bound, the facility's free slots decide (issue 22: cells
 ran one at a time under "at most 2 at once", and an API job waited minutes for a slot with
 nothing saying so beforehand). Only the local backend knows its slots here; elsewhere the
-scheduler decides and the sentence says so."""
+scheduler decides and the sentence says so. The figures come from the facility's registry
+entry (`slots()`), so no backend is named here."""
 from __future__ import annotations
 
 from allocations.models import Facility
 
 from .backends.registry import backend_for
-from .local import cells
-from .local.backend import LocalBackend, facility_dir, facility_slots
 
 
 def capacity_note(facility: Facility, *, concurrency: int | None = None) -> str:
     """One sentence: the facility's slots, how many are in use now, and what that means."""
-    if not isinstance(backend_for(facility), LocalBackend):
+    found = backend_for(facility).slots(facility)
+    if found is None:
         return (f"{facility.name}'s scheduler decides when each run starts; a run waits while "
                 "the cluster or the allocation's limits are full.")
-    slots = facility_slots(facility)
-    in_use = min(cells.slots_in_use(facility_dir(facility)), slots)
+    slots, in_use = found
     free = slots - in_use
     sentence = (f"{facility.name} runs {slots} run{'s' if slots != 1 else ''} at a time (one per "
                 f"GPU or CPU slot, all users together); {in_use} of {slots} in use now, {free} free.")

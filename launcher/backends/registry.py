@@ -64,6 +64,9 @@ class ComputeBackend(Protocol):
     def is_configured(self, facility: Facility) -> bool:
         """Whether this facility has what the backend needs to reach it (host, key...)."""
 
+    def slots(self, facility: Facility) -> tuple[int, int] | None:
+        """(runs at once, in use now) where the portal runs the work itself, else None."""
+
     def provision(self, *, allocation: Allocation) -> str:
         """Create or complete the allocation's account and return its name. Idempotent.
         Raises BackendError; the caller (launcher/provisioning.py) activates, retries or
@@ -114,6 +117,11 @@ class BaseBackend:
 
     def is_configured(self, facility: Facility) -> bool:
         return True
+
+    def slots(self, facility: Facility) -> tuple[int, int] | None:
+        """(runs at once, runs in use now) where the portal itself runs the work; None where a
+        scheduler decides (launcher/capacity.py says which in a sentence)."""
+        return None
 
     def provision(self, *, allocation: Allocation) -> str:
         raise Unsupported(self.name, Capability.PROVISION)

@@ -103,6 +103,10 @@ class LocalBackend(BaseBackend):
         Capability.PROVISION, Capability.ACCOUNT_SYNC, Capability.SUBMIT, Capability.OBSERVE,
         Capability.FETCH, Capability.CANCEL, Capability.USAGE, Capability.DATA_PATHS})
 
+    def slots(self, facility: Facility) -> tuple[int, int]:
+        total = facility_slots(facility)
+        return total, min(cells.slots_in_use(facility_dir(facility)), total)
+
     def resolve_data_path(self, *, facility: Facility, project_code: str, location: str) -> str:
         """Resolved on this machine, where the jobs run (os.path.realpath follows every
         symlink); `storage_root` defaults to var/project-data. PathRefused when the folder is
