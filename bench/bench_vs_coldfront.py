@@ -48,6 +48,10 @@ WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
 DURATION = os.environ.get("BENCH_DURATION", "10s")
 SEQ_DURATION = os.environ.get("BENCH_SEQ_DURATION", "5s")
 SCALES = os.environ.get("BENCH_SCALES", "demo,large").split(",")
+# BENCH_KEEP_DATA=1: reuse the data a previous run loaded (var/bench-cf/<scale>/, ids.json)
+# instead of loading it again (minutes on a busy machine); each run still starts both servers
+# afresh. A reused database holds the previous runs' POSTed requests too (a few hundred rows).
+KEEP_DATA = os.environ.get("BENCH_KEEP_DATA", "") == "1"
 JUSTIFICATION = ("We train DenseNet and ResNet classifiers on chest CT and X-ray images to detect "
                  "COVID-19, sweeping learning rates and folds, then compare sensitivity, "
                  "specificity and calibration across three hospitals.")
@@ -281,12 +285,19 @@ def check_page(side: Side, path: str) -> None:
 
 def run_scale(scale: str) -> list[dict]:
     folder = VAR / scale
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
+    saved = folder / "ids.json"
+    if not (KEEP_DATA and saved.exists()):
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
     sides = [ColdFront(folder), Ours(folder)]
     started = time.monotonic()
-    ids = {side.name: side.load(scale) for side in sides}
-    print(f"[{scale}] data loaded in {time.monotonic() - started:.0f} s", flush=True)
+    if KEEP_DATA and saved.exists():
+        ids = json.loads(saved.read_text())
+        print(f"[{scale}] data of a previous run reused ({saved})", flush=True)
+    else:
+        ids = {side.name: side.load(scale) for side in sides}
+        saved.write_text(json.dumps(ids))
+        print(f"[{scale}] data loaded in {time.monotonic() - started:.0f} s", flush=True)
     results: dict[str, dict[str, dict]] = {}
     for side in sides:
         side.serve()
