@@ -42,20 +42,29 @@ def daily_usage(allocation: Allocation) -> list[dict[str, Any]]:
             for r in rows]
 
 
+def forecast_days(allocation: Allocation, today: dt.date) -> int:
+    """The days the forecast's rate is averaged over: the last FORECAST_WINDOW_DAYS days
+    (today included), or the days the allocation has existed in them (from its start date),
+    at least 1. A 3-day-old allocation's rate is its use / 3, not / 14."""
+    since = today - dt.timedelta(days=FORECAST_WINDOW_DAYS - 1)
+    return max(1, (today - max(since, allocation.start_date)).days + 1)
+
+
 def forecast_run_out(allocation: Allocation, series: list[dict[str, Any]],
                      used: float) -> dt.date | None:
-    """The day the grant runs out at the average daily burn of the last 14 days, or None when
-    there is no basis: fewer than MIN_FORECAST_DAYS days with use in that window, nothing
-    left, or no use at all."""
-    since = timezone.localdate() - dt.timedelta(days=FORECAST_WINDOW_DAYS)
+    """The day the grant runs out at the average daily burn over `forecast_days` (the last
+    14 days, or fewer for a younger allocation), or None when there is no basis: fewer than
+    MIN_FORECAST_DAYS days with use in that window, nothing left, or no use at all."""
+    today = timezone.localdate()
+    since = today - dt.timedelta(days=FORECAST_WINDOW_DAYS - 1)
     recent = [row for row in series if row["day"] >= since and row["gpu_hours"] > 0]
     if len(recent) < MIN_FORECAST_DAYS:
         return None
-    rate = sum(row["gpu_hours"] for row in recent) / FORECAST_WINDOW_DAYS
+    rate = sum(row["gpu_hours"] for row in recent) / forecast_days(allocation, today)
     remaining = float(allocation.gpu_hours) - used
     if rate <= 0 or remaining <= 0:
         return None
-    return timezone.localdate() + dt.timedelta(days=int(remaining / rate) + 1)
+    return today + dt.timedelta(days=int(remaining / rate) + 1)
 
 
 def allocation_charts(allocation: Allocation) -> dict[str, Any]:
@@ -70,6 +79,7 @@ def allocation_charts(allocation: Allocation) -> dict[str, Any]:
         "run_out": run_out,
         "run_out_after_end": bool(run_out and run_out > allocation.end_date),
         "forecast_basis_days": MIN_FORECAST_DAYS,
+        "forecast_rate_days": forecast_days(allocation, timezone.localdate()),
         "has_usage": bool(series),
     }
 

@@ -1,13 +1,17 @@
-"""GPU-hour and cost estimates for a launch, checked against what is left of the allocation.
+"""What a launch reserves, and the prediction beside it.
 
-The estimate is the recommender's predicted run time (`benchmarks.estimates.job_prediction`)
-where it has a basis for this model and node type, never more than the hard bound the
-scheduler enforces (wall time x GPUs, which is what Slurm charges against GrpTRESMins when it
-decides whether a job may start), and that bound itself otherwise. `source` says which:
+A launch reserves the most it may use: its wall-time limit x GPUs (x runs), which the backend
+enforces (Slurm `--time`, the local hard stop, the cloud agent's deadline), as Slurm itself
+reserves against GrpTRESMins when it decides whether a job may start. The reservation shrinks
+as charges arrive (launcher/ledger.py) and is released when the job ends, so only what a run
+uses stays charged. The recommender's predicted run time (`benchmarks.estimates.job_prediction`)
+no longer sets the reservation; it sets the default wall time (`default_wall_time`: the
+prediction x P.WALL_TIME_MARGIN, at least P.WALL_TIME_FLOOR_MINUTES) and is shown beside it.
+`source` says what the prediction rests on:
   measured     predicted from a benchmark result for this model on this node type
   recommender  predicted from other results (same chip, other models, or the roofline)
-  wall-time    no usable prediction, or one longer than the wall time: the bound is reserved
-and `basis` says why, in a sentence that the 409 refusal and the job page repeat.
+  wall-time    no usable prediction, or one longer than the wall time
+and `basis` says so in a sentence that the 409 refusal and the job page repeat.
 """
 from __future__ import annotations
 
@@ -69,21 +73,27 @@ def _predict(allocation: Allocation, params: Mapping[str, Any], gpus: int) -> Jo
 
 def estimate_run(*, allocation: Allocation, params: Mapping[str, Any], gpus: int,
                  wall_time_minutes: int, runs: int = 1) -> Estimate:
-    """Estimated GPU-hours and cost of `runs` runs of this job on the allocation's facility."""
+    """What `runs` runs of this job reserve on the allocation's facility: the wall-time limit
+    x GPUs each (GPU-hours, and money at the facility's GPU-hour rate; a cloud backend prices
+    the same limit itself), with the recommender's prediction and its basis beside it."""
     bound = Decimal(gpus * wall_time_minutes) / 60
     found = _predict(allocation, params, gpus)
     predicted = None if found.gpu_hours is None else Decimal(repr(found.gpu_hours))
+    limit = (f"Reserved: the limit, {wall_time_minutes} min wall time x {gpus} GPU"
+             f"{'s' if gpus != 1 else ''}; the run is stopped there and only what it uses is "
+             "charged.")
     if predicted is not None and predicted <= bound:
-        one, source, basis = predicted, found.source, f"Predicted from {found.basis}."
+        source = found.source
+        basis = f"{limit} Predicted {found.hours * 60:.1f} min per run from {found.basis}."
     elif predicted is not None:
-        one, source = bound, "wall-time"
-        basis = (f"The recommender predicts {found.hours:.2f} h per run ({found.basis}), more "
-                 f"than the {wall_time_minutes}-minute wall time: the wall time is reserved and "
-                 "the run will be stopped there.")
+        source = "wall-time"
+        basis = (f"{limit} The recommender predicts {found.hours:.2f} h per run ({found.basis}), "
+                 f"more than the {wall_time_minutes}-minute wall time: the run will be stopped "
+                 "there.")
     else:
-        one, source = bound, "wall-time"
-        basis = (f"No prediction: {found.basis}. The whole wall time ({wall_time_minutes} min x "
-                 f"{gpus} GPU) is reserved.")
+        source = "wall-time"
+        basis = f"{limit} No prediction: {found.basis}."
+    one = bound
     hours = (one * runs).quantize(Decimal("0.001"), rounding=ROUND_UP)
     cost = (hours * allocation.facility.gpu_hour_rate).quantize(Decimal("0.0001"))
     run_hours = None if found.hours is None else Decimal(repr(found.hours)).quantize(
@@ -132,12 +142,10 @@ class SweepEstimate:
     total: Estimate
 
     def basis(self, *, gpus: int, wall_time_minutes: int) -> str:
-        """The estimate's basis in words, as the sweep form and the API show it."""
-        if self.per_cell.source == "wall-time":
-            why = f"{gpus} GPU{'s' if gpus != 1 else ''} x {wall_time_minutes} min wall time"
-        else:
-            why = self.per_cell.basis.rstrip(".") or f"the {self.per_cell.source}'s prediction"
-        return f"{self.cells} cells x {self.per_cell.gpu_hours} GPU-hours per cell ({why})"
+        """The reservation's basis in words, as the sweep form and the API show it."""
+        why = f"{gpus} GPU{'s' if gpus != 1 else ''} x {wall_time_minutes} min wall time"
+        return (f"{self.cells} cells x {self.per_cell.gpu_hours} GPU-hours per cell ({why}, "
+                "the limit each cell is stopped at)")
 
 
 def estimate_sweep(*, allocation: Allocation, params: Mapping[str, Any], fixed: Mapping[str, Any],

@@ -13,6 +13,7 @@ from allocations.refusals import form_call, form_status, refused_to
 from allocations.selectors import visible_allocations
 
 from . import access, charts, selectors, services, sweepgrid
+from . import params as P
 from .backends.base import BackendError
 from .capacity import capacity_note
 from .forms import LaunchForm, SweepForm
@@ -28,7 +29,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "job": job, "loss": charts.loss_figure(job), "progress": job.progress or {},
         "panel": charts.metrics_panel(job), "roc": charts.roc_figure(job),
         "can_cancel": not job.is_final and access.can_act(request.user, job.allocation),
-        "can_rerun": access.can_act(request.user, job.allocation)})
+        "can_rerun": access.can_act(request.user, job.allocation),
+        "wall_time_rule": {"margin": P.WALL_TIME_MARGIN, "floor": P.WALL_TIME_FLOOR_MINUTES}})
 
 
 @login_required

@@ -16,7 +16,11 @@ The user data (userdata.py) installs and starts it. It:
   the running job SIGTERM (the trainer checkpoints and exits 75), uploads the checkpoint at once,
   reports the notice under `<prefix>instances/<instance>/` and its job `preempted`, and takes no
   further task. The portal's own detection (spot request status, instance state) stays as the
-  fallback for a notice this agent never saw.
+  fallback for a notice this agent never saw;
+- enforces the task's wall time (`deadline_seconds` in the assignment): at the deadline it
+  sends the job SIGTERM (the trainer checkpoints), SIGKILL `kill_after_seconds`
+  later if it is still there, and reports it `failed` with
+  `deadline: true` and the reason, so no job runs (and is charged) past what it reserved.
 
 Its S3 credentials are the instance profile's, read by boto3 from the metadata service; the
 role allows the allocation's prefix and nothing else.
@@ -67,6 +71,7 @@ class Job:
         # still seen; an mtime alone can miss the final progress.json.
         self._seen: dict[str, tuple[int, int, int]] = {}
         self.resumed = 0  # files of an earlier attempt found in S3 (a resume)
+        self.deadline_hit = False  # stopped at its wall time (the assignment's deadline)
 
     # S3 helpers --------------------------------------------------------------------------------
     def _keys(self, prefix: str) -> list[str]:
@@ -160,10 +165,12 @@ class Job:
         with open(self.root / "job.log", "wb") as logf:
             self.proc = subprocess.Popen(self._argv(), cwd=self.root, env=env, stdout=logf,
                                          stderr=subprocess.STDOUT)
+        started = time.monotonic()
         if self.signalled:  # the notice came while the data was downloading
             self.proc.send_signal(signal.SIGTERM)
         self._status("running", pid=self.proc.pid)
         while self.proc.poll() is None:
+            self._enforce_deadline(time.monotonic() - started)
             self.sync_out()
             time.sleep(self.poll)
         code = self.proc.wait()
@@ -172,9 +179,29 @@ class Job:
         self.sync_out(stopped_on_notice=self.signalled and code == EXIT_PREEMPTED)
         self.s3.upload_file(str(self.root / "job.log"), self.spec.bucket,
                             f"{self.spec.task_prefix}logs/{self.instance_id}.log")
+        if self.deadline_hit and not self.signalled:
+            limit = self.spec.deadline_seconds
+            self._status("failed", exit_code=code, deadline=True,
+                         error=f"Stopped at its wall time ({limit:.0f} s of run time).")
+            return "failed"
         state = {0: "succeeded", EXIT_PREEMPTED: "preempted"}.get(code, "failed")
         self._status(state, exit_code=code)
         return state
+
+    def _enforce_deadline(self, ran: float) -> None:
+        """At the deadline, SIGTERM (the trainer checkpoints and exits; torchrun passes it to its
+        workers); kill_after_seconds later, SIGKILL. The job stays in the agent's process group,
+        which the instance (and the emulator) takes down as a whole."""
+        limit = self.spec.deadline_seconds
+        if limit is None or self.proc is None or ran < limit:
+            return
+        if not self.deadline_hit:
+            log.info("task %s reached its wall time (%.0f s): stopping it", self.spec.task_prefix,
+                     limit)
+            self.deadline_hit = True
+            self.proc.send_signal(signal.SIGTERM)
+        elif ran >= limit + self.spec.kill_after_seconds:
+            self.proc.kill()
 
 
 class NodeAgent:

@@ -159,6 +159,9 @@ class CloudTask(models.Model):
     progress = models.JSONField(default=dict, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
     estimate_cost = models.DecimalField(max_digits=12, decimal_places=4, default=0)
+    # The run time the task may use, over all its attempts (the job's wall time): the agent
+    # stops it there. Null: tasks from before the limit existed.
+    wall_seconds = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -34,7 +34,10 @@ class WorkerSpec:
     `argv` is an argument list; `{data}` and `{out}` in it are replaced by the local folders the
     agent fills from `data_prefix` and syncs with `task_prefix + "out/"` (checkpoints, progress,
     metrics). A task that resumes finds its last checkpoint there. `task_prefix` names the task:
-    a worker runs each assignment once."""
+    a worker runs each assignment once. `deadline_seconds` is the run time this attempt may
+    use (the job's wall time less what earlier attempts ran): the agent stops the job there
+    (SIGTERM, the trainer checkpoints; SIGKILL after `kill_after_seconds`) and reports it
+    failed with the reason, so a job is never charged past its reservation. None: no limit."""
 
     bucket: str
     task_prefix: str
@@ -42,6 +45,8 @@ class WorkerSpec:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     version: int = VERSION
+    deadline_seconds: float | None = None
+    kill_after_seconds: float = 30.0
 
 
 @dataclass(frozen=True)

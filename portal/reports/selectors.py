@@ -6,8 +6,10 @@ manage; anyone else has no report (the caller answers 404).
 Bases, stated on the page and in docs/reports.md:
 - GPU-hours and cost by PI, project and facility come from the usage ledger (UsageRecord: what
   the schedulers and the cloud charged), by the month or week of the record's start.
-- By user they come from the jobs each user launched through the portal (Job.gpu_seconds, cost
-  at the facility's GPU-hour rate): the ledger does not know users.
+- By user they come from the same ledger: the records attributed to a job (`UsageRecord.job_id`:
+  Slurm rows, local cells, cloud workers' instance time), by the user who launched the job;
+  records of no portal job (a cluster's head node, work outside the portal) are under "-". So the
+  user totals equal the project totals, cloud jobs included.
 - Jobs, wait (submit to start), size (GPUs), efficiency (the mean utilisation the trainer
   reported, weighted by GPU-seconds) and short (< 1 min run) or failed shares come from Job rows,
   by the month or week the job was created.
@@ -22,13 +24,14 @@ from decimal import Decimal
 from django.db.models import (
     Avg,
     Count,
-    DecimalField,
     DurationField,
     ExpressionWrapper,
     F,
     FloatField,
+    OuterRef,
     Q,
     QuerySet,
+    Subquery,
     Sum,
 )
 from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
@@ -45,7 +48,6 @@ _USAGE_KEY = {"pi": "allocation__project__pi__username", "project": "allocation_
               "facility": "allocation__facility__name"}
 _JOB_KEY = {**_USAGE_KEY, "user": "created_by__username"}
 _TRUNC = {"month": TruncMonth, "week": TruncWeek}
-_MONEY = DecimalField(max_digits=18, decimal_places=4)
 
 
 class NoReport(NotFound):
@@ -81,33 +83,21 @@ def _scoped(qs: QuerySet, project_ids: list[int] | None, prefix: str = "allocati
     return qs if project_ids is None else qs.filter(**{f"{prefix}project_id__in": project_ids})
 
 
-def _job_cost_seconds() -> ExpressionWrapper:
-    """GPU-seconds x the facility's GPU-hour rate; divided by 3600 in Python (dividing in SQL
-    would be integer division on SQLite)."""
-    return ExpressionWrapper(F("gpu_seconds") * F("allocation__facility__gpu_hour_rate"),
-                             output_field=_MONEY)
-
-
 def _usage_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, dict]:
     """(group, period) -> gpu_seconds, cost. One query."""
     trunc = _TRUNC[period]
+    qs = _scoped(UsageRecord.objects.all(), project_ids)
+    if since:
+        qs = qs.filter(period_start__gte=since)
     if group_by == "user":
-        qs = _scoped(Job.objects.filter(gpu_seconds__gt=0), project_ids)
-        if since:
-            qs = qs.filter(created_at__gte=since)
-        qs = (qs.annotate(g=F(_JOB_KEY["user"]), p=trunc("created_at")).values("g", "p")
-              .annotate(total_seconds=Sum("gpu_seconds"), rate_seconds=Sum(_job_cost_seconds())))
+        # The ledger's records attributed to a job (Slurm rows, local cells, cloud workers'
+        # instance time), by who launched that job; records of no portal job group under "-".
+        key = Subquery(Job.objects.filter(pk=OuterRef("job_id")).values("created_by__username")[:1])
     else:
-        qs = _scoped(UsageRecord.objects.all(), project_ids)
-        if since:
-            qs = qs.filter(period_start__gte=since)
-        qs = (qs.annotate(g=F(_USAGE_KEY[group_by]), p=trunc("period_start")).values("g", "p")
-              .annotate(total_seconds=Sum("gpu_seconds"), total_cost=Sum("cost")))
-    cells = {(r["g"], _day(r["p"])): r for r in qs.order_by()}
-    for cell in cells.values():
-        if "rate_seconds" in cell:
-            cell["total_cost"] = Decimal(str(cell.pop("rate_seconds") or 0)) / 3600
-    return cells
+        key = F(_USAGE_KEY[group_by])
+    qs = (qs.annotate(g=key, p=trunc("period_start")).values("g", "p")
+          .annotate(total_seconds=Sum("gpu_seconds"), total_cost=Sum("cost")))
+    return {(r["g"], _day(r["p"])): r for r in qs.order_by()}
 
 
 def _job_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, dict]:

@@ -26,7 +26,8 @@ class Table:
 
 def tables(report: Report) -> dict[str, Table]:
     label = GROUP_LABELS[report.group_by]
-    ledger = ("jobs launched by each user (Job GPU-seconds at the facility's rate)"
+    ledger = ("the usage ledger (scheduler, local and cloud records), each record by who "
+              "launched the job it charges; \"-\" is usage of no portal job"
               if report.group_by == "user" else "the usage ledger (scheduler and cloud records)")
     result = [
         Table("usage", f"GPU-hours, cost and jobs by {label.lower()} and {report.period}",

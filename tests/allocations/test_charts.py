@@ -75,6 +75,34 @@ def test_a_forecast_that_runs_out_before_the_end_reaches_zero(allocation, pi):
     assert forecast["x"][-1] == charts["run_out"].isoformat() and forecast["y"][-1] == 0
 
 
+def test_a_young_allocations_rate_is_its_use_over_the_days_it_has_existed(project, facility, pi):
+    """A 3-day-old allocation that used 10 h a day burns 10 h a day, not 30 h / 14 days."""
+    today = timezone.localdate()
+    young = AllocationFactory(project=project, facility=facility, gpu_hours=Decimal("1000"),
+                              start_date=today - dt.timedelta(days=2),
+                              end_date=today + dt.timedelta(days=400))
+    for days_ago in (0, 1, 2):
+        use(young, days_ago=days_ago, gpu_seconds=3600 * 10)
+    charts = charts_for(young, pi)
+    assert charts["forecast_rate_days"] == 3
+    # 970 h left at 10 h a day: 97 days, run out on the 98th (30 / 14 a day would be 453 days).
+    assert charts["run_out"] == today + dt.timedelta(days=98)
+    client = Client()
+    client.force_login(pi)
+    html = client.get(f"/allocations/{young.pk}/").content.decode()
+    assert "average rate of the last 3 days" in html
+
+
+def test_an_old_allocations_rate_is_over_the_last_fourteen_days(allocation, pi):
+    for days_ago in (1, 2, 3):
+        use(allocation, days_ago=days_ago, gpu_seconds=3600 * 14)
+    use(allocation, days_ago=14, gpu_seconds=3600 * 500)  # outside the 14-day window
+    charts = charts_for(allocation, pi)
+    assert charts["forecast_rate_days"] == 14
+    # 1000 - 542 = 458 h left at 42 / 14 = 3 h a day: 152 days, run out on the 153rd.
+    assert charts["run_out"] == timezone.localdate() + dt.timedelta(days=153)
+
+
 def test_daily_usage_has_day_ticks_and_a_range_of_whole_days(allocation, pi):
     use(allocation, days_ago=0, gpu_seconds=19)
     layout = charts_for(allocation, pi)["daily"]["layout"]

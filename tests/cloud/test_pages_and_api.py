@@ -2,11 +2,15 @@
 cost per day stacked by instance type, and the admin's price refresh."""
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
 from django.test import Client
 
+from allocations.figures import exact as exact_figure
+from allocations.selectors import allocation_ledger
+from launcher import services, tasks
 from launcher.cloud import clock
 from launcher.cloud.models import PriceCatalogueEntry
 from launcher.cloud.pages import allocation_sections
@@ -94,3 +98,28 @@ def test_more_gpus_than_any_instance_has_is_a_form_error_not_a_500(allocation, r
     assert response.context["form"].errors == {
         "__all__": ["The facility has no instance type with 64 GPUs."]}
     assert not allocation.jobs.exists()
+
+
+def test_the_cost_sections_left_is_the_ledgers_with_reservations(charged, allocation, researcher,
+                                                                   monkeypatch):
+    """The cloud section and the cluster page say the same "left" as the ledger's Budget line
+    beside them: charges and the reservation of an unfinished job both subtracted."""
+    monkeypatch.setattr(tasks.submit_job, "delay", lambda job_id: None)
+    services.job_launch(by=researcher, allocation=allocation, gpus=1, wall_time_minutes=60,
+                        params={"model": "resnet18", "epochs": 1, "dataset": "synthetic-ct",
+                                "synthetic_n": 24})
+    ledger = allocation_ledger(allocation.pk)
+    assert ledger.cost_reserved > 0 and ledger.spend > 0
+    left = ledger.budget - ledger.spend - ledger.cost_reserved
+    assert ledger.budget_remaining == left
+    client = Client()
+    client.force_login(researcher)
+    html = client.get(f"/allocations/{allocation.pk}/").content.decode()
+    exact = re.compile(r'title="([0-9.]+) \(exact\)"')
+    budget_line = re.search(r'<dd id="budget">(.*?)</dd>', html, re.S).group(1)
+    cloud_left = re.search(r'<span id="cloud-left">(.*?)</span> left', html, re.S).group(1)
+    assert Decimal(exact.findall(budget_line)[-1]) == Decimal(exact.search(cloud_left).group(1)) == left
+    cloud_reserved = re.search(r'<span id="cloud-reserved">(.*?)</span>', html, re.S).group(1)
+    assert Decimal(exact.search(cloud_reserved).group(1)) == ledger.cost_reserved
+    cluster_html = client.get(f"/clusters/{charged.pk}/").content.decode()
+    assert f'title="{exact_figure(left)} (exact)"' in cluster_html

@@ -5,6 +5,7 @@ wall time is the prediction times a stated margin, on the form and in the API.""
 from __future__ import annotations
 
 import math
+from decimal import ROUND_UP, Decimal
 
 import pytest
 
@@ -87,8 +88,9 @@ def test_the_default_wall_time_is_the_prediction_with_its_margin(researcher, pro
     assert f"{P.WALL_TIME_MARGIN}x the predicted" in form.fields["wall_time_minutes"].help_text
     sweep = SweepForm(allocation=allocation)
     assert f"{P.WALL_TIME_MARGIN}x the predicted" in sweep.fields["wall_time_minutes"].help_text
-    # The reservation is the prediction, not the wall time.
-    assert estimate.gpu_hours < 0.5
+    # The reservation is the limit (wall time x GPUs), not the prediction.
+    assert estimate.gpu_hours == Decimal(P.DEFAULT_WALL_TIME_MINUTES) / 60
+    assert estimate.predicted_hours < Decimal("0.5")
 
 
 def test_an_api_launch_without_a_wall_time_gets_the_predicted_one(api, researcher, project, local):
@@ -102,4 +104,6 @@ def test_an_api_launch_without_a_wall_time_gets_the_predicted_one(api, researche
     job = Job.objects.get()
     wanted = default_wall_time(allocation=allocation, params=P.with_defaults({}), gpus=1)
     assert job.wall_time_minutes == wanted.minutes != P.DEFAULT_WALL_TIME_MINUTES
-    assert job.estimate_gpu_hours < 0.5
+    # It reserves that limit: the predicted time's margin is what keeps it small.
+    assert job.estimate_gpu_hours == (Decimal(wanted.minutes) / 60).quantize(
+        Decimal("0.001"), rounding=ROUND_UP)

@@ -1,7 +1,8 @@
-"""Launch estimates come from the recommender: `measured` where this node type has a result for
-the model, `recommender` where only another node type of the same chip has one, `wall-time`
-(and saying so) where nothing can be predicted; the 409 refusal carries the basis; a
-prediction never exceeds the wall time."""
+"""A launch reserves its limit (wall time x GPUs) whatever the prediction; the prediction beside
+it comes from the recommender: `measured` where this node type has a result for the model,
+`recommender` where only another node type of the same chip has one, `wall-time` (and saying
+so) where nothing can be predicted or the prediction exceeds the wall time; the 409 refusal
+carries the basis."""
 from __future__ import annotations
 
 import datetime as dt
@@ -80,8 +81,11 @@ def test_a_node_type_with_a_measured_result_gets_a_measured_estimate(api, resear
     # By hand: 2 epochs x (32 training + 8/3 validation-equivalent images) + 8/3 for the final
     # evaluation = 72 images at 20 images/s = 3.6 s, plus 30 s start-up = 33.6 s.
     assert Decimal(body["predicted_hours"]) == Decimal("0.009334")  # 33.6 s, rounded up
-    assert Decimal(body["estimate_gpu_hours"]) == Decimal("0.010")
-    assert Decimal(body["estimate_cost"]) == Decimal("0.0050")
+    # Reserved: the limit, 60 min x 1 GPU, at the facility's 0.50 a GPU-hour; not the 33.6 s.
+    assert Decimal(body["estimate_gpu_hours"]) == Decimal("1.000")
+    assert Decimal(body["estimate_cost"]) == Decimal("0.5000")
+    assert body["estimate_basis"].startswith("Reserved: the limit, 60 min wall time x 1 GPU;")
+    assert "Predicted 0.6 min per run from" in body["estimate_basis"]
     assert body["estimate_confidence"] == "high"
     assert "20.0 images/s" in body["estimate_basis"] and "N-MEAS" in body["estimate_neighbour"]
 
@@ -94,7 +98,8 @@ def test_a_node_type_with_only_a_same_chip_neighbour_gets_a_recommender_estimate
     job = Job.objects.get(pk=response.json()["id"])
     assert job.estimate_source == "recommender"
     assert "N-MEAS" in job.estimate_neighbour  # the result it rests on, named
-    assert job.estimate_gpu_hours < Decimal(1)  # not the one-hour wall time
+    assert job.predicted_hours < Decimal(1)
+    assert job.estimate_gpu_hours == Decimal("1.000")  # the one-hour limit, not the prediction
 
 
 def test_nothing_to_predict_from_reserves_the_wall_time_and_says_so(api, researcher, project,
@@ -105,7 +110,8 @@ def test_nothing_to_predict_from_reserves_the_wall_time_and_says_so(api, researc
     body = response.json()
     assert body["estimate_source"] == "wall-time"
     assert Decimal(body["estimate_gpu_hours"]) == Decimal("1.500")
-    assert body["estimate_basis"].startswith("No prediction: no benchmark result and no peak")
+    assert body["estimate_basis"].startswith("Reserved: the limit, 90 min wall time x 1 GPU;")
+    assert "No prediction: no benchmark result and no peak" in body["estimate_basis"]
     assert body["predicted_hours"] is None
 
 

@@ -12,10 +12,13 @@ import pytest
 from django.db import connection
 
 from allocations.selectors import allocation_ledger
+from benchmarks import catalogue
+from benchmarks.demo import _workload
+from benchmarks.models import BenchmarkResult, Workload
 from launcher import services, tasks
 from launcher.models import Job
 from launcher.services import LaunchConflict
-from tests.factories import AllocationFactory, FacilityFactory
+from tests.factories import AllocationFactory, FacilityFactory, NodeTypeFactory
 from tests.factories import charge, open_job
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -155,3 +158,35 @@ def test_the_job_page_shows_what_is_still_reserved_and_what_was_charged(
     assert 'id="numbers-reservation"' in html
     assert 'title="0.85 (exact)">0.85</span> GPU-hours' in html  # 1 h estimate less 540 s
     assert "540 GPU-seconds" in html
+    assert "60 min: the limit, the run is stopped there" in html
+    assert "1.000 GPU-hours (wall time x GPUs; prediction: wall-time)" in html
+
+
+def test_a_short_prediction_does_not_shrink_what_racing_launches_reserve(project, researcher,
+                                                                         queued):
+    """The recommender predicts ~34 s for this job, but each launch reserves its limit (60 min
+    x 1 GPU): against 5 GPU-hours exactly 5 of 8 racing launches pass (the prediction would
+    have let all 8 in, 8 x 0.010 GPU-hours, and the backends stop a run only at its wall time)."""
+    for w in catalogue.WORKLOADS:
+        _workload(w)
+    facility = FacilityFactory(slug="local-site", backend="local")
+    node = NodeTypeFactory(facility=facility, name="N-MEAS", accelerator="Chip M",
+                           peak_tflops_fp16=100.0, peak_tflops_bf16=100.0, peak_tflops_fp32=10.0)
+    BenchmarkResult.objects.create(
+        node_type=node, workload=Workload.objects.get(key="densenet121-2d"), precision="bf16",
+        gpus=1, batch_size=8, image_size=64, throughput=20.0, source="measured")
+    allocation = AllocationFactory(project=project, facility=facility, node_type=node,
+                                   gpu_hours=Decimal("5"))
+    params = {"model": "densenet121", "epochs": 2, "dataset": "synthetic-ct", "synthetic_n": 40,
+              "size": 64, "batch_size": 8}
+
+    accepted, refused = race(8, lambda: services.job_launch(
+        by=researcher, allocation=allocation, gpus=1, wall_time_minutes=60, params=params))
+
+    assert len(accepted) == 5 and len(refused) == 3
+    assert all(job.estimate_source == "measured" for job in accepted)
+    assert all(job.predicted_hours < Decimal("0.01") for job in accepted)
+    assert all(job.estimate_gpu_hours == Decimal("1.000") for job in accepted)
+    ledger = allocation_ledger(allocation.pk)
+    assert ledger.gpu_seconds_reserved == 5 * 3600 and ledger.gpu_seconds_remaining == 0
+    assert {c.data["estimate_gpu_hours"] for c in refused} == {1.0}

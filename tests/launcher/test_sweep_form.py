@@ -48,7 +48,7 @@ def test_the_claire_preset_fills_the_form_and_shows_its_total(client, researcher
         assert f'value="{model}" id="sweep_models_' in page and "checked" in page
     assert 'name="lrs" value="0.001, 0.0001, 1e-05"' in page
     assert "540.000 GPU-hours</strong> in total" in page
-    assert "540 cells x 1.000 GPU-hours per cell (1 GPU x 60 min wall time)" in page
+    assert "540 cells x 1.000 GPU-hours per cell (1 GPU x 60 min wall time, the limit each cell is stopped at)" in page
     assert "this sweep does not fit" in page  # 20 GPU-hours left
     assert not Sweep.objects.exists()
 
@@ -60,7 +60,7 @@ def test_estimate_shows_the_total_and_launches_nothing(client, researcher, alloc
     page = response.content.decode()
     assert response.status_code == 200
     assert "3.000 GPU-hours</strong> in total" in page and "USD 1.50" in page
-    assert "6 cells x 0.500 GPU-hours per cell (1 GPU x 30 min wall time)" in page
+    assert "6 cells x 0.500 GPU-hours per cell (1 GPU x 30 min wall time, the limit each cell is stopped at)" in page
     assert not Sweep.objects.exists()
 
 

@@ -106,7 +106,7 @@ def test_the_estimate_says_its_total_and_basis_and_launches_nothing(api, researc
     assert e["cells"] == 12 and Decimal(e["per_cell_gpu_hours"]) == Decimal("1.000")
     assert Decimal(e["total_gpu_hours"]) == Decimal("12.000") and e["currency"] == "USD"
     assert Decimal(e["total_cost"]) == Decimal("6.0000") and e["source"] == "wall-time"
-    assert e["basis"] == "12 cells x 1.000 GPU-hours per cell (2 GPUs x 30 min wall time)"
+    assert e["basis"] == "12 cells x 1.000 GPU-hours per cell (2 GPUs x 30 min wall time, the limit each cell is stopped at)"
     assert e["fits"] is True and Decimal(e["remaining_gpu_hours"]) == Decimal("20.000")
     assert not Sweep.objects.exists()
 

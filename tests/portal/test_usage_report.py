@@ -24,11 +24,11 @@ JAN = dt.datetime(2026, 1, 10, 12, tzinfo=dt.UTC)
 FEB = dt.datetime(2026, 2, 3, 9, tzinfo=dt.UTC)
 
 
-def _usage(allocation, n, when, gpu_seconds, cost):
-    return charge(allocation=allocation, source="local",
-                                      external_id=f"{allocation.pk}-{n}-{when:%m}",
-                                      period_start=when, period_end=when,
-                                      gpu_seconds=gpu_seconds, cost=Decimal(cost))
+def _usage(allocation, n, when, gpu_seconds, cost, job=None, source="local"):
+    return charge(allocation=allocation, source=source,
+                  external_id=f"{allocation.pk}-{n}-{when:%m}",
+                  period_start=when, period_end=when, gpu_seconds=gpu_seconds,
+                  cost=Decimal(cost), job_id=job.pk if job else None)
 
 
 def _job(allocation, user, *, created, gpus=1, wait=None, run=None, state="succeeded",
@@ -50,19 +50,20 @@ def world(pi, researcher, project, outsider, other_project):
     a1 = AllocationFactory(project=project, facility=hpc)
     a2 = AllocationFactory(project=project, facility=cloud)
     a3 = AllocationFactory(project=other_project, facility=hpc)
-    _usage(a1, 1, JAN, 3600, "2.00")
-    _usage(a1, 2, JAN, 7200, "4.00")
-    _usage(a1, 3, FEB, 1800, "1.00")
-    _usage(a2, 1, FEB, 36000, "30.50")
-    _usage(a3, 1, JAN, 720, "0.40")
-    _job(a1, researcher, created=JAN, wait=10, run=3000, gpu_seconds=3000, util=80.0)
+    r1 = _job(a1, researcher, created=JAN, wait=10, run=3000, gpu_seconds=3000, util=80.0)
     _job(a1, researcher, created=JAN, gpus=2, wait=30, run=30, state="failed", gpu_seconds=60,
          util=20.0)
-    _job(a1, pi, created=FEB, gpus=4, wait=50, run=600, gpu_seconds=2400)
-    _job(a2, pi, created=FEB, gpus=2, wait=70, run=20, gpu_seconds=40)
+    p1 = _job(a1, pi, created=FEB, gpus=4, wait=50, run=600, gpu_seconds=2400)
+    p2 = _job(a2, pi, created=FEB, gpus=2, wait=70, run=20, gpu_seconds=40)
     _job(a2, pi, created=FEB, gpus=1, state="failed")  # never started
-    _job(a3, outsider, created=JAN, wait=1000, run=100, gpu_seconds=100)
-    return {"hpc": hpc, "cloud": cloud}
+    o1 = _job(a3, outsider, created=JAN, wait=1000, run=100, gpu_seconds=100)
+    # The ledger: records attributed to the job they charge (job_id), one of no portal job.
+    _usage(a1, 1, JAN, 3600, "2.00", job=r1)
+    _usage(a1, 2, JAN, 7200, "4.00")  # not a portal job
+    _usage(a1, 3, FEB, 1800, "1.00", job=p1)
+    _usage(a2, 1, FEB, 36000, "30.50", job=p2, source="cloud")  # a cloud worker's instance time
+    _usage(a3, 1, JAN, 720, "0.40", job=o1)
+    return {"hpc": hpc, "cloud": cloud, "outsider": outsider.username}
 
 
 def _get(client, **params):
@@ -106,9 +107,19 @@ def test_by_facility_pi_and_user(api, reviewer, world):
     assert pis["paula"]["gpu_seconds"] == 3600 + 7200 + 1800 + 36000
     assert pis["charlie"]["gpu_seconds"] == 720
     users = {g["group"]: g for g in _get(client, group_by="user", period="week").json()["groups"]}
-    assert users["rosalind"]["gpu_seconds"] == 3060
-    assert Decimal(users["rosalind"]["cost"]) == Decimal(3060 * 2) / 3600
-    assert users["paula"]["gpu_seconds"] == 2400 + 40 and users["paula"]["jobs"] == 3
+    # By user: the ledger's records, by who launched the job each is attributed to.
+    assert users["rosalind"]["gpu_seconds"] == 3600
+    assert Decimal(users["rosalind"]["cost"]) == Decimal("2.00")
+    # paula's Slurm-style record and her cloud job's instance time (it was missed: 1800 only).
+    assert users["paula"]["gpu_seconds"] == 1800 + 36000 and users["paula"]["jobs"] == 3
+    assert Decimal(users["paula"]["cost"]) == Decimal("31.50")
+    assert users["-"]["gpu_seconds"] == 7200  # a record of no portal job
+    assert users[world["outsider"]]["gpu_seconds"] == 720
+    # One ledger: the user totals are the project totals.
+    by_project = _get(client, group_by="project", period="week").json()["totals"]
+    by_user = _get(client, group_by="user", period="week").json()["totals"]
+    assert by_user["gpu_seconds"] == by_project["gpu_seconds"] == 3600 + 7200 + 1800 + 36000 + 720
+    assert Decimal(by_user["cost"]) == Decimal(by_project["cost"]) == Decimal("37.90")
 
 
 def test_a_pi_sees_only_their_projects_and_others_get_404(api, pi, researcher, world):
@@ -174,8 +185,8 @@ def test_queries_do_not_grow_with_rows(api, reviewer, world, researcher):
     project = ProjectFactory(code="MORE-ROWS-1", pi=UserFactory(username="pim"))
     allocation = AllocationFactory(project=project, facility=world["hpc"])
     for n in range(30):
-        _usage(allocation, n, JAN + dt.timedelta(days=n), 60, "0.10")
-        _job(allocation, researcher, created=FEB, wait=n, run=n, gpu_seconds=n)
+        job = _job(allocation, researcher, created=FEB, wait=n, run=n, gpu_seconds=n)
+        _usage(allocation, n, JAN + dt.timedelta(days=n), 60, "0.10", job=job)
     with CaptureQueriesContext(connection) as after:
         _get(client, group_by="user")
     assert len(after) == len(before) <= 12

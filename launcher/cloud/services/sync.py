@@ -214,7 +214,8 @@ def _apply_task(cluster: Cluster, task_id: int, observed_node: int | None, seen:
         with transaction.atomic():
             task_finish(task=task, to=T.FAILED, progress=progress,
                         exit_code=status.get("exit_code"),
-                        reason=f"Exit status {status.get('exit_code')}.")
+                        reason=str(status.get("error") or "")[:300]
+                        or f"Exit status {status.get('exit_code')}.")
         report.finished += 1
     elif seen.notice or state in ("preempted", "killed") or taken or node.state in Node.GONE:
         source = (seen.notice_source if seen.notice

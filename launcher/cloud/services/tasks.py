@@ -3,6 +3,7 @@ recover from spot interruptions by resuming on a replacement worker from the S3 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import asdict
 from decimal import Decimal
 
@@ -55,7 +56,8 @@ def task_launch(*, allocation: Allocation, by, argv: list[str], data_prefix: str
                         hours=hours)["cost"]
     task = CloudTask.objects.create(
         cluster=cluster, job_id=job_id, token=token or new_token("t"), argv=list(argv),
-        data_prefix=data_prefix, instance_type=instance_type, gpus=gpus, estimate_cost=cost)
+        data_prefix=data_prefix, instance_type=instance_type, gpus=gpus, estimate_cost=cost,
+        wall_seconds=math.ceil(hours * 3600))
     warm = _warm_worker(cluster, instance_type)
     if warm is None:
         _assign(task, node_create(cluster=cluster, role=Node.Role.WORKER,
@@ -85,9 +87,22 @@ def _assign(task: CloudTask, node: Node) -> Node:
     return node
 
 
+def deadline_seconds(task: CloudTask) -> float | None:
+    """The run time the task's next attempt may use: its wall time less what the workers of
+    its earlier, interrupted attempts ran (from running to ended), never below 0."""
+    if task.wall_seconds is None:
+        return None
+    ran = 0.0
+    for node in Node.objects.filter(interruptions__task=task).distinct():
+        if node.running_at is not None:
+            ran += ((node.ended_at or clock.now()) - node.running_at).total_seconds()
+    return max(task.wall_seconds - ran, 0.0)
+
+
 def worker_spec(task: CloudTask) -> WorkerSpec:
     return WorkerSpec(bucket=task.cluster.bucket, task_prefix=task.prefix,
-                      data_prefix=task.data_prefix, argv=list(task.argv))
+                      data_prefix=task.data_prefix, argv=list(task.argv),
+                      deadline_seconds=deadline_seconds(task))
 
 
 def node_config(node: Node, worker_bundle: bundle.Bundle) -> NodeConfig:
