@@ -29,7 +29,7 @@ from .base import BackendError
 if TYPE_CHECKING:
     from allocations.models import Allocation, Facility, UsageRecord
     from launcher.models import Job
-    from launcher.runners import Fetched, Observation, Submission
+    from launcher.runners import Capacity, Fetched, Observation, Submission
 
 
 class Capability(str, enum.Enum):
@@ -45,6 +45,7 @@ class Capability(str, enum.Enum):
     CHECK_LAUNCH = "check_launch"  # a backend-specific money check and price of a launch
     USAGE = "usage"                # charge finished work to the allocation (exactly once)
     DATA_PATHS = "data_paths"      # resolve a project dataset's path where the files are
+    CAPACITY = "capacity"          # the backend knows its own slots: how much runs at once
 
 
 class Unsupported(BackendError):
@@ -104,6 +105,10 @@ class ComputeBackend(Protocol):
         Raises PathRefused when there is no storage, the folder is missing or it lands outside
         the project's folder; a transient BackendError when the backend cannot be reached."""
 
+    def capacity(self, *, facility: Facility) -> Capacity:
+        """The facility's slots (GPUs or CPU slots that run at once) and how many are busy.
+        Local reads only (files, the database): it is asked at launch and on pages."""
+
 
 class BaseBackend:
     """Defaults for entries: configured everywhere, every optional operation unsupported.
@@ -145,6 +150,9 @@ class BaseBackend:
 
     def resolve_data_path(self, *, facility: Facility, project_code: str, location: str) -> str:
         raise Unsupported(self.name, Capability.DATA_PATHS)
+
+    def capacity(self, *, facility: Facility) -> Capacity:
+        raise Unsupported(self.name, Capability.CAPACITY)
 
 
 class ManualBackend(BaseBackend):
