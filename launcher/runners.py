@@ -6,18 +6,8 @@ state moves, so no network call ever happens inside a transaction.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-
-
-@dataclass(frozen=True)
-class Submission:
-    """Where a submission went. `output_path` may contain `{index}` for array cells."""
-
-    scheduler_id: str
-    workdir: str = ""
-    output_path: str = ""
-    already_submitted: bool = False
 
 
 @dataclass(frozen=True)
@@ -31,9 +21,33 @@ class Observation:
 
 
 @dataclass(frozen=True)
+class Submission:
+    """Where a submission went. `output_path` may contain `{index}` for array cells.
+
+    `observed`: what the backend already knows of each job at submission (Job.pk ->
+    Observation), e.g. the local backend's processes that started: applied at once by the
+    submission service, so a job shows `running` without waiting for the next poll."""
+
+    scheduler_id: str
+    workdir: str = ""
+    output_path: str = ""
+    already_submitted: bool = False
+    observed: dict[int, Observation] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Fetched:
     """Files read back from a job's working directory."""
 
     progress: dict[str, Any] | None = None
     log_tail: str | None = None
     metrics: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """How much work a backend runs at once, all users together: `slots` GPUs (or CPU slots),
+    `in_use` of them busy now. A job needing more than `slots` can never start there."""
+
+    slots: int
+    in_use: int = 0

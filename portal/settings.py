@@ -230,6 +230,9 @@ LOCAL_JOB_SLOTS = int(os.environ.get("PORTAL_LOCAL_JOB_SLOTS", "2"))
 # the limit and SIGKILL.
 LOCAL_SECONDS_PER_MINUTE = float(os.environ.get("PORTAL_LOCAL_SECONDS_PER_MINUTE", "60"))
 LOCAL_KILL_AFTER_SECONDS = float(os.environ.get("PORTAL_LOCAL_KILL_AFTER_SECONDS", "30"))
+# How long a submit (or poll) that starts a local cell waits for its supervisor to say it runs,
+# so the job shows `running` at once rather than on the next poll (launcher/local/backend.py).
+LOCAL_START_WAIT_SECONDS = float(os.environ.get("PORTAL_LOCAL_START_WAIT_SECONDS", "5"))
 # Submissions that survive outages (launcher/services/leases.py, docs/operations.md): a job's
 # submission is owned by one worker at a time (a lease), retried with exponential backoff
 # (base, cap), and failed with its last error, staff told by email, once the deadline passed.

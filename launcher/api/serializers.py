@@ -272,6 +272,11 @@ PREDICTION_FIELDS = ["estimate_basis", "estimate_confidence", "estimate_neighbou
 
 class JobOut(serializers.ModelSerializer):
     percent = serializers.FloatField(read_only=True)
+    images_per_s = serializers.FloatField(
+        read_only=True, allow_null=True,
+        help_text="Measured throughput: images trained per second of training steps, all ranks "
+                  "(validation and start-up not counted); the whole run's once it has ended, "
+                  "the running figure before; null until reported.")
     state_label = serializers.CharField(source="get_state_display", read_only=True)
     is_final = serializers.BooleanField(read_only=True)
     url = serializers.SerializerMethodField()
@@ -281,7 +286,7 @@ class JobOut(serializers.ModelSerializer):
         fields = ["id", "allocation", "sweep", "workload", "params", "gpus", "wall_time_minutes",
                   "estimate_gpu_hours", "estimate_cost", "estimate_source", "state", "state_label",
                   "is_final", "state_reason", "scheduler_id", "array_index", "exit_code", "progress",
-                  "percent", "metrics", "gpu_seconds", "created_at", "submitted_at", "started_at",
+                  "percent", "images_per_s", "metrics", "gpu_seconds", "created_at", "submitted_at", "started_at",
                   "finished_at", "url", *PREDICTION_FIELDS]
 
     def get_url(self, job: Job) -> str:

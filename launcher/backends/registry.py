@@ -29,7 +29,7 @@ from .base import BackendError
 if TYPE_CHECKING:
     from allocations.models import Allocation, Facility, UsageRecord
     from launcher.models import Job
-    from launcher.runners import Fetched, Observation, Submission
+    from launcher.runners import Capacity, Fetched, Observation, Submission
 
 
 class Capability(str, enum.Enum):
@@ -45,6 +45,7 @@ class Capability(str, enum.Enum):
     CHECK_LAUNCH = "check_launch"  # a backend-specific money check and price of a launch
     USAGE = "usage"                # charge finished work to the allocation (exactly once)
     DATA_PATHS = "data_paths"      # resolve a project dataset's path where the files are
+    CAPACITY = "capacity"          # the backend knows its own slots: how much runs at once
 
 
 class Unsupported(BackendError):
@@ -63,9 +64,6 @@ class ComputeBackend(Protocol):
 
     def is_configured(self, facility: Facility) -> bool:
         """Whether this facility has what the backend needs to reach it (host, key...)."""
-
-    def slots(self, facility: Facility) -> tuple[int, int] | None:
-        """(runs at once, in use now) where the portal runs the work itself, else None."""
 
     def provision(self, *, allocation: Allocation) -> str:
         """Create or complete the allocation's account and return its name. Idempotent.
@@ -107,6 +105,10 @@ class ComputeBackend(Protocol):
         Raises PathRefused when there is no storage, the folder is missing or it lands outside
         the project's folder; a transient BackendError when the backend cannot be reached."""
 
+    def capacity(self, *, facility: Facility) -> Capacity:
+        """The facility's slots (GPUs or CPU slots that run at once) and how many are busy.
+        Local reads only (files, the database): it is asked at launch and on pages."""
+
 
 class BaseBackend:
     """Defaults for entries: configured everywhere, every optional operation unsupported.
@@ -117,11 +119,6 @@ class BaseBackend:
 
     def is_configured(self, facility: Facility) -> bool:
         return True
-
-    def slots(self, facility: Facility) -> tuple[int, int] | None:
-        """(runs at once, runs in use now) where the portal itself runs the work; None where a
-        scheduler decides (launcher/capacity.py says which in a sentence)."""
-        return None
 
     def provision(self, *, allocation: Allocation) -> str:
         raise Unsupported(self.name, Capability.PROVISION)
@@ -153,6 +150,9 @@ class BaseBackend:
 
     def resolve_data_path(self, *, facility: Facility, project_code: str, location: str) -> str:
         raise Unsupported(self.name, Capability.DATA_PATHS)
+
+    def capacity(self, *, facility: Facility) -> Capacity:
+        raise Unsupported(self.name, Capability.CAPACITY)
 
 
 class ManualBackend(BaseBackend):

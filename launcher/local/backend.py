@@ -5,7 +5,10 @@ process). What `make run` uses.
 
 - submit: writes the job folder (idempotent by token: a retry finds the first folder and its
   processes) and starts what fits in the facility's slots; the rest waits `pending` with the
-  reason, and starts on a later submit or poll as slots free up.
+  reason, and starts on a later submit or poll as slots free up. It waits (at most
+  `LOCAL_START_WAIT_SECONDS`) for the started supervisors' pid.json and returns every cell's
+  state in `Submission.observed`, so a started job is `running` when the submit task returns,
+  not on the next poll.
 - observe: each cell's files (pid + /proc start time, exit.json); a process gone without an
   exit status is `failed` with the reason, and charged for the time it was seen running (each
   observe of a running cell writes seen.json; see cells.record_vanished). Also starts waiting
@@ -36,7 +39,7 @@ from .. import bundles, sweepgrid
 from ..backends.base import BackendError, PathRefused, confined, project_folder
 from ..backends.registry import BaseBackend, Capability
 from ..models import Job
-from ..runners import Fetched, Observation, Submission
+from ..runners import Capacity, Fetched, Observation, Submission
 from . import cells
 
 S = Job.State
@@ -101,11 +104,13 @@ class LocalBackend(BaseBackend):
     name = "local"
     capabilities = frozenset({
         Capability.PROVISION, Capability.ACCOUNT_SYNC, Capability.SUBMIT, Capability.OBSERVE,
-        Capability.FETCH, Capability.CANCEL, Capability.USAGE, Capability.DATA_PATHS})
+        Capability.FETCH, Capability.CANCEL, Capability.USAGE, Capability.DATA_PATHS,
+        Capability.CAPACITY})
 
-    def slots(self, facility: Facility) -> tuple[int, int]:
-        total = facility_slots(facility)
-        return total, min(cells.slots_in_use(facility_dir(facility)), total)
+    def capacity(self, *, facility: Facility) -> Capacity:
+        """The facility's slots and the cells running or starting in them now (file reads)."""
+        slots = facility_slots(facility)
+        return Capacity(slots=slots, in_use=min(cells.slots_in_use(facility_dir(facility)), slots))
 
     def resolve_data_path(self, *, facility: Facility, project_code: str, location: str) -> str:
         """Resolved on this machine, where the jobs run (os.path.realpath follows every
@@ -160,21 +165,29 @@ class LocalBackend(BaseBackend):
                     "limit_seconds": limit_seconds(j.wall_time_minutes),
                     "kill_after_seconds": float(getattr(settings, "LOCAL_KILL_AFTER_SECONDS", 30)),
                 } for j in jobs})
-        cells.dispatch(facility_dir(facility), slots=slots)
+        _dispatch(facility, slots)
         return Submission(scheduler_id=token, workdir=str(folder),
                           output_path=str(folder / "{index}" / cells.LOG),
-                          already_submitted=not wrote)
+                          already_submitted=not wrote,
+                          observed=self._read(facility, jobs, slots, folder=folder))
 
     def observe(self, *, facility: Facility, jobs: Sequence[Job]) -> dict[int, Observation]:
         """Start cells that now fit, then read every cell's files."""
         slots = facility_slots(facility)
-        cells.dispatch(facility_dir(facility), slots=slots)
+        _dispatch(facility, slots)
+        return self._read(facility, jobs, slots)
+
+    def _read(self, facility: Facility, jobs: Sequence[Job], slots: int, *,
+              folder: Path | None = None) -> dict[int, Observation]:
+        """Each job's cell as its files say now (`folder`: the job folder just submitted, for
+        jobs whose row does not carry it yet)."""
         in_use = cells.slots_in_use(facility_dir(facility))
         seen = {}
         for job in jobs:
-            state = cells.observe_cell(cell_dir(facility, job))
+            where = folder / str(job.array_index or 0) if folder else cell_dir(facility, job)
+            state = cells.observe_cell(where)
             if state is not None:
-                seen[job.pk] = _observation(state, cell_dir(facility, job), in_use, slots)
+                seen[job.pk] = _observation(state, where, in_use, slots)
         return seen
 
     def fetch(self, *, facility: Facility, job: Job) -> Fetched:
@@ -220,6 +233,13 @@ class LocalBackend(BaseBackend):
                         "exit_code": ended.get("exit_code"),
                         "vanished": bool(ended.get("vanished"))}))
         return records
+
+
+def _dispatch(facility: Facility, slots: int) -> None:
+    """Start the waiting cells that fit, and wait briefly for their supervisors to say they
+    run (settings.LOCAL_START_WAIT_SECONDS, 5 s by default: a Python start on a loaded machine)."""
+    started = cells.dispatch(facility_dir(facility), slots=slots)
+    cells.wait_started(started, timeout=float(getattr(settings, "LOCAL_START_WAIT_SECONDS", 5)))
 
 
 def external_id(allocation: Allocation, job: Job) -> str:

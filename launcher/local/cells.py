@@ -179,6 +179,19 @@ def dispatch(facility_dir: Path, *, slots: int) -> list[Path]:
     return started
 
 
+def wait_started(cell_dirs: list[Path], *, timeout: float) -> None:
+    """Wait (at most `timeout` seconds) until each just-dispatched cell's supervisor has
+    written its pid.json (or ended): then read_cell says `running`, not `starting`, and the
+    submit or poll that started it can report so at once instead of on the next poll."""
+    deadline = time.monotonic() + timeout
+    pending = list(cell_dirs)
+    while pending and time.monotonic() < deadline:
+        pending = [d for d in pending if (state := read_cell(d)) is not None
+                   and state.phase == "starting"]
+        if pending:
+            time.sleep(0.02)
+
+
 def spawn(cell_dir: Path) -> None:
     """Start the cell's supervisor detached: its own session, double-forked (the direct child
     exits at once and is reaped here), so neither a worker restart nor a worker's exit stops it."""
@@ -225,4 +238,4 @@ def read_json(path: Path) -> dict | None:
 
 __all__ = ["CANCEL", "EXIT", "LOG", "PID", "SEEN", "CellState", "cancel", "dispatch",
            "observe_cell", "read_cell", "read_json", "record_vanished", "slots_in_use", "tail",
-           "write_job"]
+           "wait_started", "write_job"]

@@ -118,6 +118,18 @@ class Job(models.Model):
         return self.state in self.FINAL
 
     @property
+    def images_per_s(self) -> float | None:
+        """The job's throughput, its one definition (pages, API, the benchmark result it
+        becomes): images trained per second of training steps, all ranks, as the run measured
+        it (validation and start-up not counted): metrics.json's figure for the whole run once
+        it has one, else the trainer's running figure in progress.json; None if not reported."""
+        measured = (self.metrics or {}).get("measured") or {}
+        progress = self.progress or {}
+        value = (measured.get("train_images_per_s") or progress.get("train_images_per_s")
+                 or progress.get("images_per_s"))
+        return float(value) if value else None
+
+    @property
     def percent(self) -> float:
         """Training progress as a percentage of all steps (0 before the first report)."""
         if self.state == self.State.SUCCEEDED:

@@ -21,3 +21,10 @@ class LaunchRefused(Invalid):
     def errors(self) -> dict:
         """The per-field 400 body: {"params": {"dataset": [message]}} for "params.dataset"."""
         return self.body()
+
+
+class GpusRefused(LaunchRefused):
+    """More GPUs than the facility can ever run at once (HTTP 400 on `gpus`): refused at
+    launch instead of failing at submission."""
+
+    field = "gpus"

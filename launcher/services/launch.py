@@ -18,11 +18,12 @@ from allocations.queue import enqueue
 from .. import params as launch_params
 from .. import sweepgrid
 from ..access import check_can_act
+from ..capacity import gpus_refusal
 from ..estimates import Estimate, estimate_run, estimate_sweep
 from ..models import Job, Sweep
 from ..backends.registry import Capability, backend_for
 from ..datasets import job_data
-from .errors import LaunchConflict
+from .errors import GpusRefused, LaunchConflict
 
 
 def new_token(prefix: str) -> str:
@@ -88,16 +89,26 @@ def _runner_cost(allocation: Allocation, estimate: Estimate, *, gpus: int,
     return dataclasses.replace(estimate, cost=cost)
 
 
+def _check_fits(allocation: Allocation, gpus: int) -> None:
+    """Refuse (400 on `gpus`) a run needing more GPUs than the facility's backend can ever run
+    at once (the local backend's slots); a backend that does not know its slots is not asked."""
+    refusal = gpus_refusal(allocation.facility, gpus)
+    if refusal:
+        raise GpusRefused(refusal)
+
+
 def job_launch(*, by: Any, allocation: Allocation, gpus: int, wall_time_minutes: int,
                params: dict[str, Any], workload: str = Job.Workload.CTXRAY_TRAIN) -> Job:
     """Create a queued job and enqueue its submission. Members of the allocation's project and
     staff may (NotVisible, 404, for those who may not see it; PermissionDenied, 403, for
     reviewers). The job's dataset is a synthetic set or one of the project's datasets,
     resolved and confined first (DatasetRefused, 400; this may ask the cluster, so it happens
-    before the transaction). Raises ParamsError (400, per field) for parameters that cannot
+    before the transaction). Raises GpusRefused (400 on `gpus`) for more GPUs than the
+    facility ever runs at once, ParamsError (400, per field) for parameters that cannot
     run together, LaunchConflict (409) when the allocation is not active or
     the estimate exceeds the GPU-hours left."""
     check_can_act(by, allocation, what="launch jobs on its allocations")
+    _check_fits(allocation, gpus)
     launch_params.check_job(params, gpus=gpus)
     params = job_data(allocation=allocation, params=params)
     return _job_create(by=by, allocation=allocation, gpus=gpus,
@@ -133,6 +144,7 @@ def sweep_launch(*, by: Any, allocation: Allocation, grid: dict[str, Any], gpus:
     (400) for a bad grid or parameters its cells cannot run with, DatasetRefused (400) and
     LaunchConflict (409)."""
     check_can_act(by, allocation, what="launch sweeps on its allocations")
+    _check_fits(allocation, gpus)
     launch_params.check_sweep(params, sweepgrid.validate(grid), gpus=gpus)
     params = job_data(allocation=allocation, params=params)
     return _sweep_create(by=by, allocation=allocation, grid=grid, gpus=gpus,

@@ -25,8 +25,7 @@ def _figures(job: Job) -> dict[str, Any] | None:
     reported no throughput (an older trainer, or a run too short to time a step)."""
     metrics, progress = job.metrics or {}, job.progress or {}
     measured = metrics.get("measured") or {}
-    throughput = (measured.get("train_images_per_s") or progress.get("train_images_per_s")
-                  or progress.get("images_per_s"))
+    throughput = job.images_per_s  # the one definition (Job.images_per_s)
     config, runtime = metrics.get("config") or {}, metrics.get("runtime") or {}
     if not throughput or not config.get("model"):
         return None

@@ -24,6 +24,7 @@ from .alerts import submission_failure_send
 from .leases import (
     Lease, submit_lease_expired_past_deadline, submit_lease_release, submit_lease_take,
 )
+from .monitor import job_observe
 from .moves import job_move_if
 
 log = logging.getLogger(__name__)
@@ -103,8 +104,13 @@ def _record(jobs: Sequence[Job], submission: Submission, *, facility: Facility) 
                        submitted_at=now, submit_lease_owner="", submit_lease_until=None,
                        submit_next_at=None)
         note = "found by its token" if submission.already_submitted else "submitted"
-        if not job_move_if(job=job, to=S.PENDING, comment=f"Scheduler id {submission.scheduler_id} "
-                                                        f"({note}).", state_reason="", **updates):
+        if job_move_if(job=job, to=S.PENDING, comment=f"Scheduler id {submission.scheduler_id} "
+                                                    f"({note}).", state_reason="", **updates):
+            # What the backend already knows (a local process that started): applied now,
+            # through the same moves a poll makes, so the job is `running` when this returns.
+            if (seen := submission.observed.get(job.pk)) is not None:
+                job_observe(job=job, observation=seen)
+        else:
             # Cancelled while we were submitting: keep the id and cancel it there too.
             Job.objects.filter(pk=job.pk).update(**updates)
             job.scheduler_id = submission.scheduler_id

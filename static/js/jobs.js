@@ -24,7 +24,7 @@
     text('job-reason', job.state_label + (job.state_reason ? ': ' + job.state_reason : ''));
     text('job-epoch', (p.epoch || '-') + ' of ' + (p.epochs || (job.params || {}).epochs || '-'));
     text('job-loss', p.loss != null ? Number(p.loss).toFixed(4) : '-');
-    text('job-throughput', p.train_images_per_s ? Number(p.train_images_per_s).toFixed(1) + ' images/s' : '-');
+    text('job-throughput', job.images_per_s ? Number(job.images_per_s).toFixed(1) + ' images/s' : '-');
     text('job-eta', p.eta_s != null && FINAL.indexOf(job.state) < 0 ? Math.round(p.eta_s) + ' s' : '-');
     var history = p.history || [];
     var chart = document.getElementById('chart-loss');

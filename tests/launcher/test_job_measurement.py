@@ -119,5 +119,28 @@ def test_the_job_page_shows_prediction_estimate_measurement_and_charge(client, r
         assert f'id="{row}"' in html
     assert "0.01 h per run" in html and "12 images/s ..." in html  # the prediction and basis
     assert '<strong class="estimate-source">recommender</strong>' in html
-    measured = f"{metrics['measured']['train_images_per_s']:.4g} images/s"
-    assert measured in html and "the next prediction on local-gpu uses it" in html
+    assert "the next prediction on local-gpu uses it" in html
+    # Throughput: one definition (the run's measured images/s), shown once, with its basis.
+    value = metrics["measured"]["train_images_per_s"]
+    assert html.count(f"{value:.1f} images/s") == 1
+    if f"{value:.4g}" != f"{value:.1f}":
+        assert f"{value:.4g} images/s" not in html
+    assert "images trained / time in training steps" in html
+
+
+def test_throughput_is_the_whole_runs_figure_on_the_page_and_in_the_api(client, api, researcher,
+                                                                          job, finished_run):
+    """Issue 22: a page showed 28.5 (the last progress report) beside 28.52 (the benchmark
+    result). The run's own figure wins once it has one, everywhere."""
+    progress, metrics = finished_run
+    run_figure = metrics["measured"]["train_images_per_s"]
+    job_record_files(job=job, fetched=Fetched(progress={**progress, "train_images_per_s": 1.25},
+                                              metrics=metrics))
+    client.force_login(researcher)
+
+    html = client.get(f"/jobs/{job.pk}/").content.decode()
+    body = api.as_user(researcher).get(f"/api/v1/jobs/{job.pk}/").json()
+
+    assert body["images_per_s"] == run_figure
+    assert f"{run_figure:.1f} images/s" in html and "1.2 images/s" not in html
+    assert BenchmarkResult.objects.get().throughput == run_figure

@@ -21,7 +21,9 @@ VALID = {"model": "resnet18", "dataset": "synthetic-ct", "epochs": "2", "gpus": 
 
 @pytest.fixture
 def allocation(project):
-    facility = FacilityFactory(slug="local-form", backend="local", gpu_hour_rate=Decimal("0.50"))
+    # 8 slots: the 8-GPU launch below is refused for its hours (409), not its size (400).
+    facility = FacilityFactory(slug="local-form", backend="local", gpu_hour_rate=Decimal("0.50"),
+                               backend_settings={"slots": 8})
     today = timezone.localdate()
     return Allocation.objects.create(project=project, facility=facility, gpu_hours=Decimal(10),
                                      start_date=today, end_date=today + dt.timedelta(days=30),

@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from allocations.models import UsageRecord
-from launcher import services
+from allocations.models import Event, UsageRecord
+from launcher import services, tasks
 from launcher.backends.registry import backend_for
 from launcher.local import cells
-from launcher.local.backend import LocalBackend, cell_argv
+from launcher.local.backend import cell_argv
 from launcher.local.supervisor import proc_start_ticks
 from launcher.models import Job
 from tests.launcher.conftest import wait_for
@@ -35,7 +35,7 @@ def test_a_second_submit_with_the_same_token_finds_the_first_process(local_alloc
     job = launch(local_allocation, researcher, LONG)
     services.job_submit(job_id=job.pk)
     job.refresh_from_db()
-    assert job.state == "pending" and job.scheduler_id == job.token
+    assert job.state == "running" and job.scheduler_id == job.token
     first = _supervisor(job)
 
     again = backend_for(local_allocation.facility).submit(
@@ -45,6 +45,26 @@ def test_a_second_submit_with_the_same_token_finds_the_first_process(local_alloc
     assert cells.read_json(cell_of(job) / cells.PID)["pid"] == first["pid"]
     assert [p.name for p in (cell_of(job).parent.parent).iterdir() if p.is_dir()] == [job.token]
     assert proc_start_ticks(first["pid"]) == first["start_ticks"]  # still the same, alive
+
+
+def test_the_submit_task_returns_with_the_started_job_running_and_the_waiting_one_saying_why(
+        local_allocation, researcher):
+    """The backend reports a started process at submission (issue 22: the page said `pending`
+    until the next poll, 10 s later): when the submit task returns, no poll has run and the
+    job is `running`; a job that found no free slot is `pending` with the reason."""
+    first, second, third = (launch(local_allocation, researcher, LONG) for _ in range(3))
+    for job in (first, second, third):
+        tasks.submit_job.apply(args=[job.pk]).get()
+
+    for job in (first, second):
+        job.refresh_from_db()
+        assert job.state == "running" and job.started_at is not None, job.state_reason
+        assert cells.read_cell(cell_of(job)).phase == "running"
+        assert Event.objects.filter(object_id=job.pk, to_state="running",
+                                    content_type__model="job").count() == 1
+    third.refresh_from_db()
+    assert third.state == "pending"
+    assert third.state_reason == "waiting for a free slot (2 of 2 in use)"
 
 
 def test_cancel_makes_the_trainer_checkpoint_and_stop(local_allocation, researcher):
@@ -147,15 +167,17 @@ def test_several_gpus_run_under_torchrun_with_one_process_each(local_allocation,
     assert single[1:4] == ["-m", "launcher.workloads.ctxray", "train"]
 
 
-def test_a_job_needing_more_slots_than_the_facility_has_fails_with_the_reason(
+def test_a_job_the_facility_can_no_longer_fit_fails_at_submission_with_the_reason(
         local_allocation, researcher):
-    # Batch 4: 24 synthetic images over 3 ranks leave 6 per rank, and the launch refuses a
-    # batch larger than that (launcher/params.py) before the slot check could be reached.
-    job = launch(local_allocation, researcher, {**QUICK, "batch_size": 4}, gpus=3)
+    """The launch refuses more GPUs than the slots (tests/launcher/test_launch_capacity.py);
+    slots taken away between launch and submission still fail the job, not the worker."""
+    job = launch(local_allocation, researcher, {**QUICK, "batch_size": 4}, gpus=2)
+    facility = local_allocation.facility
+    facility.backend_settings = {"slots": 1}
+    facility.save()
     services.job_submit(job_id=job.pk)
     job.refresh_from_db()
-    assert job.state == "failed" and "needs 3 slots" in job.state_reason
-    assert isinstance(backend_for(local_allocation.facility), LocalBackend)
+    assert job.state == "failed" and "needs 2 slots" in job.state_reason
 
 
 def test_a_sweep_runs_each_cell_as_its_own_process_and_charges_each(local_allocation,
