@@ -6,6 +6,7 @@ state moves, so no network call ever happens inside a transaction.
 """
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,3 +38,17 @@ class Fetched:
     progress: dict[str, Any] | None = None
     log_tail: str | None = None
     metrics: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class NotebookUsage:
+    """A notebook session's run as its backend recorded it (local: the supervisor's
+    record.json; Slurm: sacct). `gpu_seconds` is what is charged, exactly; `ended` is None
+    while it still runs; `external_id` is stable (the charge's UsageRecord id)."""
+
+    started: dt.datetime
+    ended: dt.datetime | None
+    gpu_seconds: int
+    wall_seconds: int
+    external_id: str
+    reason: str = ""

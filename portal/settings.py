@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "benchmarks",
     "launcher",
     "launcher.cloud",
+    "launcher.notebooks",
     "portal",
     "portal.onboarding",
     "portal.knowledge",

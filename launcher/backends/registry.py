@@ -29,7 +29,8 @@ from .base import BackendError
 if TYPE_CHECKING:
     from allocations.models import Allocation, Facility, UsageRecord
     from launcher.models import Job
-    from launcher.runners import Fetched, Observation, Submission
+    from launcher.notebooks.models import NotebookSession
+    from launcher.runners import Fetched, NotebookUsage, Observation, Submission
 
 
 class Capability(str, enum.Enum):
@@ -45,6 +46,7 @@ class Capability(str, enum.Enum):
     CHECK_LAUNCH = "check_launch"  # a backend-specific money check and price of a launch
     USAGE = "usage"                # charge finished work to the allocation (exactly once)
     DATA_PATHS = "data_paths"      # resolve a project dataset's path where the files are
+    NOTEBOOK = "notebook"          # interactive JupyterLab sessions (spawned by the hub)
 
 
 class Unsupported(BackendError):
@@ -104,6 +106,18 @@ class ComputeBackend(Protocol):
         Raises PathRefused when there is no storage, the folder is missing or it lands outside
         the project's folder; a transient BackendError when the backend cannot be reached."""
 
+    def notebook_options(self, *, allocation: Allocation, session: NotebookSession) -> dict[str, Any]:
+        """What the hub's per-backend spawner needs to start this session (JSON-able): at
+        least `workdir` (a folder that outlives the session), `run_dir` (the session's own
+        folder for the backend's record and logs) and `datasets` ({name: absolute path} of the
+        project's registered datasets, resolved and confined). The portal sends these as the
+        server's user_options (NOTEBOOKS.md). Reads and local folder creation only; raises
+        PathRefused / BackendError."""
+
+    def notebook_usage(self, *, session: NotebookSession) -> NotebookUsage | None:
+        """The backend's own record of what the session ran (the basis of its charge), or
+        None while there is no record yet. Safe to call repeatedly."""
+
 
 class BaseBackend:
     """Defaults for entries: configured everywhere, every optional operation unsupported.
@@ -146,6 +160,12 @@ class BaseBackend:
     def resolve_data_path(self, *, facility: Facility, project_code: str, location: str) -> str:
         raise Unsupported(self.name, Capability.DATA_PATHS)
 
+    def notebook_options(self, *, allocation: Allocation, session: NotebookSession) -> dict[str, Any]:
+        raise Unsupported(self.name, Capability.NOTEBOOK)
+
+    def notebook_usage(self, *, session: NotebookSession) -> NotebookUsage | None:
+        raise Unsupported(self.name, Capability.NOTEBOOK)
+
 
 class ManualBackend(BaseBackend):
     """Staff set the facility up by hand and activate allocations from the admin: nothing is
@@ -157,7 +177,7 @@ class ManualBackend(BaseBackend):
 
 MANUAL = "manual"
 _METHODS = {**{c: c.value for c in Capability}, Capability.ACCOUNT_SYNC: "sync_account",
-            Capability.DATA_PATHS: "resolve_data_path"}
+            Capability.DATA_PATHS: "resolve_data_path", Capability.NOTEBOOK: "notebook_options"}
 _REGISTRY: dict[str, ComputeBackend] = {}
 
 
