@@ -231,6 +231,16 @@ LOCAL_JOB_SLOTS = int(os.environ.get("PORTAL_LOCAL_JOB_SLOTS", "2"))
 # the limit and SIGKILL.
 LOCAL_SECONDS_PER_MINUTE = float(os.environ.get("PORTAL_LOCAL_SECONDS_PER_MINUTE", "60"))
 LOCAL_KILL_AFTER_SECONDS = float(os.environ.get("PORTAL_LOCAL_KILL_AFTER_SECONDS", "30"))
+# Notebook sessions (launcher.notebooks, docs/notebooks.md): the JupyterHub the portal drives
+# as its service `portal`, the longest session one may ask for, each session's folder on the
+# local backend, and how long a stopped session may wait for its backend's record (sacct lags)
+# or a start for the hub's answer before it is failed.
+JUPYTERHUB_URL = os.environ.get("JUPYTERHUB_URL", "http://127.0.0.1:8081").rstrip("/")
+JUPYTERHUB_API_TOKEN = os.environ.get("JUPYTERHUB_API_TOKEN", "")
+NOTEBOOK_MAX_HOURS = float(os.environ.get("PORTAL_NOTEBOOK_MAX_HOURS", "12"))
+NOTEBOOKS_DIR = Path(os.environ.get("PORTAL_NOTEBOOKS_DIR", VAR_DIR / "notebooks"))
+NOTEBOOK_RECORD_GRACE_SECONDS = float(os.environ.get("PORTAL_NOTEBOOK_RECORD_GRACE_SECONDS", "600"))
+NOTEBOOK_SPAWN_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_NOTEBOOK_SPAWN_TIMEOUT_SECONDS", "900"))
 # Submissions that survive outages (launcher/services/leases.py, docs/operations.md): a job's
 # submission is owned by one worker at a time (a lease), retried with exponential backoff
 # (base, cap), and failed with its last error, staff told by email, once the deadline passed.
@@ -258,6 +268,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     # Weekly usage digests (each person's once a week is up) and the failing-jobs digest.
     "allocations-usage-digests": {"task": "allocations.send_usage_digests", "schedule": 3600.0},
     "launcher-failing-jobs-digest": {"task": "launcher.failing_jobs_digest", "schedule": 3600.0},
+    # Notebook sessions against the hub's view: states, hours, idle limit, charges.
+    "notebooks-sync": {"task": "notebooks.sync", "schedule": 15.0},
 }
 
 REST_FRAMEWORK = {
