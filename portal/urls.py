@@ -22,6 +22,7 @@ api_patterns = [
     path("", include("benchmarks.api.urls")),
     path("", include("launcher.api.urls")),
     path("", include("launcher.cloud.api_urls")),
+    path("", include("launcher.notebooks.api_urls")),
 ]
 
 urlpatterns = [
