@@ -16,7 +16,7 @@ TEST_ENV := DATABASE_URL=postgres://portal:portal@127.0.0.1:5432/portal \
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt cli/pyproject.toml
+$(STAMP): requirements.txt requirements-dev.txt cli/pyproject.toml scripts/install-hub-proxy.sh
 	@command -v python3 >/dev/null || (apt-get update -q && apt-get install -y -q python3)
 	@python3 -m venv --help >/dev/null 2>&1 && python3 -c "import ensurepip" 2>/dev/null \
 		|| (apt-get update -q && apt-get install -y -q python3-venv python3-dev build-essential)
@@ -24,6 +24,7 @@ $(STAMP): requirements.txt requirements-dev.txt cli/pyproject.toml
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -r requirements-dev.txt
 	$(PIP) install -q -e ./cli  # `portal`, the command line (docs/cli.md)
+	bash scripts/install-hub-proxy.sh  # JupyterHub's proxy from npm, into .hub/ (docs/notebooks.md)
 	@touch $(STAMP)
 
 services: install
