@@ -6,7 +6,7 @@ Everything comes from the environment (docs/configuration.md), with `make run`'s
   JUPYTERHUB_URL            public URL (the proxy binds it)         http://127.0.0.1:8081
   JUPYTERHUB_HUB_BIND_URL   the hub's own API, behind the proxy     port of JUPYTERHUB_URL + 1
   JUPYTERHUB_PROXY_API_URL  configurable-http-proxy's REST API      port of JUPYTERHUB_URL + 2
-  JUPYTERHUB_STATE_DIR      sqlite database, cookie secret, pids    <repo>/var/hub
+  JUPYTERHUB_STATE_DIR      sqlite database, cookie secret, pids    ${PORTAL_VAR_DIR:-<repo>/var}/hub
   JUPYTERHUB_PROXY_CMD      configurable-http-proxy                 <repo>/.hub/bin/...
   PORTAL_BASE_URL           the portal, as browsers reach it        http://127.0.0.1:8000
   PORTAL_INTERNAL_URL       the portal, as the hub reaches it       PORTAL_BASE_URL
@@ -16,6 +16,7 @@ Everything comes from the environment (docs/configuration.md), with `make run`'s
   JUPYTERHUB_START_TIMEOUT  seconds a server may take to answer                        120
 """
 import os
+import signal
 import sys
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
@@ -25,6 +26,12 @@ REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO))  # so `launcher.notebooks.hub.*` imports (no Django is loaded)
 
 c = get_config()  # noqa: F821 (JupyterHub's config loader provides it)
+
+# Started in the background (make run's `&`), the hub inherits SIGINT ignored, and so would its
+# children: the hub stops a server or the idle culler with SIGINT first, and would wait out
+# Spawner.interrupt_timeout for nothing. Python's own handler is reset to the default on exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def env(name: str, default: str = "") -> str:
@@ -47,7 +54,7 @@ def with_port(url: str, offset: int) -> str:
 hub_url = env("JUPYTERHUB_URL", "http://127.0.0.1:8081").rstrip("/")
 portal_url = env("PORTAL_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 portal_internal = env("PORTAL_INTERNAL_URL", portal_url).rstrip("/")
-state_dir = Path(env("JUPYTERHUB_STATE_DIR", str(REPO / "var" / "hub")))
+state_dir = Path(env("JUPYTERHUB_STATE_DIR", str(Path(env("PORTAL_VAR_DIR", str(REPO / "var"))) / "hub")))
 state_dir.mkdir(parents=True, exist_ok=True)
 
 # Where it listens and keeps its state.
