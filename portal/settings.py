@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .envconf import email_config, env_bool, env_list
 from .identity.conf import oidc_settings
+from .provider.conf import provider_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PORTAL_VAR_DIR", BASE_DIR / "var"))
@@ -54,6 +55,8 @@ INSTALLED_APPS = [
     "portal.knowledge",
     "portal.tokens",
     "portal.identity",
+    "oauth2_provider",
+    "portal.provider",
 ]
 
 MIDDLEWARE = [
@@ -195,6 +198,10 @@ AXES_VERBOSE = False
 # Sign-in with the institution's OpenID Connect provider, when OIDC_ISSUER, OIDC_CLIENT_ID and
 # OIDC_CLIENT_SECRET are set; PORTAL_LOCAL_LOGIN=false switches passwords off (docs/security.md).
 for _key, _value in oidc_settings(backends=AUTHENTICATION_BACKENDS, csp=PORTAL_CSP).items():
+    globals()[_key] = _value
+
+# The portal as an OpenID Connect provider for JupyterHub's sign-on (/o/, docs/notebooks-hub.md).
+for _key, _value in provider_settings(var_dir=VAR_DIR, csp=PORTAL_CSP).items():
     globals()[_key] = _value
 
 for _key, _value in email_config(os.environ.get("EMAIL_URL", "console://")).items():

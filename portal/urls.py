@@ -35,6 +35,8 @@ urlpatterns = [
     path("accounts/login/", identity_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", identity_views.LogoutView.as_view(), name="logout"),
     path("", include("portal.identity.urls")),
+    # The OpenID Connect provider JupyterHub signs users in with (portal/provider/).
+    path("o/", include("portal.provider.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_patterns)),
     path("", include("allocations.urls")),
