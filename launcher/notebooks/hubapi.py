@@ -18,7 +18,8 @@ import requests
 
 from ..backends.base import BackendError
 
-TIMEOUT = 10.0
+# The hub answers a start within its slow_spawn_timeout (10 s by default) with 201 or 202.
+TIMEOUT = 30.0
 
 
 class HubError(BackendError):
