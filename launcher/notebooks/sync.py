@@ -50,9 +50,9 @@ from .states import session_move
 log = logging.getLogger(__name__)
 S = NotebookSession.State
 # Which ledger source a facility's notebook charges are recorded under.
-SOURCES = {Facility.Backend.LOCAL: UsageRecord.Source.LOCAL,
-           Facility.Backend.SLURM: UsageRecord.Source.SLURM,
-           Facility.Backend.AWS: UsageRecord.Source.CLOUD}
+SOURCES: dict[str, str] = {Facility.Backend.LOCAL: UsageRecord.Source.LOCAL,
+                           Facility.Backend.SLURM: UsageRecord.Source.SLURM,
+                           Facility.Backend.AWS: UsageRecord.Source.CLOUD}
 
 
 def _owing() -> Any:
