@@ -6,6 +6,7 @@ state moves, so no network call ever happens inside a transaction.
 """
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,3 +52,17 @@ class Capacity:
 
     slots: int
     in_use: int = 0
+
+
+@dataclass(frozen=True)
+class NotebookUsage:
+    """A notebook session's run as its backend recorded it (local: the supervisor's
+    record.json; Slurm: sacct). `gpu_seconds` is what is charged, exactly; `ended` is None
+    while it still runs; `external_id` is stable (the charge's UsageRecord id)."""
+
+    started: dt.datetime
+    ended: dt.datetime | None
+    gpu_seconds: int
+    wall_seconds: int
+    external_id: str
+    reason: str = ""

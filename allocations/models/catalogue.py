@@ -63,6 +63,8 @@ class Facility(models.Model):
         "charge per GPU-hour", max_digits=8, decimal_places=4, default=Decimal("0")
     )
     offers_notebooks = models.BooleanField(default=False)
+    # A notebook session idle this long (no activity the hub saw) is stopped by the portal.
+    notebook_idle_minutes = models.PositiveIntegerField(default=30, validators=[MinValueValidator(1)])
     offers_root = models.BooleanField(default=False)
     offers_public_web = models.BooleanField(default=False)
     is_active = models.BooleanField(default=True)

@@ -29,7 +29,8 @@ from .base import BackendError
 if TYPE_CHECKING:
     from allocations.models import Allocation, Facility, UsageRecord
     from launcher.models import Job
-    from launcher.runners import Capacity, Fetched, Observation, Submission
+    from launcher.notebooks.models import NotebookSession
+    from launcher.runners import Capacity, Fetched, NotebookUsage, Observation, Submission
 
 
 class Capability(str, enum.Enum):
@@ -46,6 +47,7 @@ class Capability(str, enum.Enum):
     USAGE = "usage"                # charge finished work to the allocation (exactly once)
     DATA_PATHS = "data_paths"      # resolve a project dataset's path where the files are
     CAPACITY = "capacity"          # the backend knows its own slots: how much runs at once
+    NOTEBOOK = "notebook"          # interactive JupyterLab sessions (spawned by the hub)
 
 
 class Unsupported(BackendError):
@@ -109,6 +111,18 @@ class ComputeBackend(Protocol):
         """The facility's slots (GPUs or CPU slots that run at once) and how many are busy.
         Local reads only (files, the database): it is asked at launch and on pages."""
 
+    def notebook_options(self, *, allocation: Allocation, session: NotebookSession) -> dict[str, Any]:
+        """What the hub's per-backend spawner needs to start this session (JSON-able): at
+        least `workdir` (a folder that outlives the session), `run_dir` (the session's own
+        folder for the backend's record and logs) and `datasets` ({name: absolute path} of the
+        project's registered datasets, resolved and confined). The portal sends these as the
+        server's user_options (NOTEBOOKS.md). Reads and local folder creation only; raises
+        PathRefused / BackendError."""
+
+    def notebook_usage(self, *, session: NotebookSession) -> NotebookUsage | None:
+        """The backend's own record of what the session ran (the basis of its charge), or
+        None while there is no record yet. Safe to call repeatedly."""
+
 
 class BaseBackend:
     """Defaults for entries: configured everywhere, every optional operation unsupported.
@@ -154,6 +168,12 @@ class BaseBackend:
     def capacity(self, *, facility: Facility) -> Capacity:
         raise Unsupported(self.name, Capability.CAPACITY)
 
+    def notebook_options(self, *, allocation: Allocation, session: NotebookSession) -> dict[str, Any]:
+        raise Unsupported(self.name, Capability.NOTEBOOK)
+
+    def notebook_usage(self, *, session: NotebookSession) -> NotebookUsage | None:
+        raise Unsupported(self.name, Capability.NOTEBOOK)
+
 
 class ManualBackend(BaseBackend):
     """Staff set the facility up by hand and activate allocations from the admin: nothing is
@@ -165,7 +185,7 @@ class ManualBackend(BaseBackend):
 
 MANUAL = "manual"
 _METHODS = {**{c: c.value for c in Capability}, Capability.ACCOUNT_SYNC: "sync_account",
-            Capability.DATA_PATHS: "resolve_data_path"}
+            Capability.DATA_PATHS: "resolve_data_path", Capability.NOTEBOOK: "notebook_options"}
 _REGISTRY: dict[str, ComputeBackend] = {}
 
 
