@@ -76,7 +76,7 @@ class LocalNotebookSpawner(LocalProcessSpawner):
 
     def user_env(self, env):
         env["USER"] = self.user.name
-        env["HOME"] = self.run_dir or env.get("HOME", "/tmp")
+        env["HOME"] = str(Path(self.run_dir) / "home")  # start() sets run_dir first
         env["SHELL"] = "/bin/bash"
         return env
 
@@ -106,13 +106,13 @@ class LocalNotebookSpawner(LocalProcessSpawner):
         if self.port == 0:
             self.port = random_port()
         env = self.get_env()
-        env["HOME"] = str(run_dir / "home")
         server_cmd = [*self.cmd, *self.get_args()]
         cmd = [self.python, str(SUPERVISOR), "--record", str(run_dir / RECORD),
                "--hours", repr(hours), "--grace", repr(self.kill_grace),
                "--log", str(run_dir / "server.log"), "--", *server_cmd]
         self.log.info("Spawning %s in %s", " ".join(shlex.quote(s) for s in cmd), workdir)
-        self.proc = Popen(cmd, env=env, cwd=str(workdir), start_new_session=True,
+        # As LocalProcessSpawner.start does: a fork and exec, over at once.
+        self.proc = Popen(cmd, env=env, cwd=str(workdir), start_new_session=True,  # noqa: ASYNC220
                           **self.popen_kwargs)
         self.pid = self.proc.pid
         return (self.ip or "127.0.0.1", self.port)
