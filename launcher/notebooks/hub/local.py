@@ -4,9 +4,10 @@
 From the portal's user_options (NOTEBOOKS.md): `workdir` is the server's working directory and
 root (it outlives the session), `datasets/<name>` in it are symlinks to the registered dataset
 paths (a symlink cannot make its target read-only: on this backend the dataset folders' own
-permissions protect them; the Slurm backend mounts them read-only), `run_dir` holds `record.json` (written by
-supervisor.py) and the server's log, `hours` is the hard stop, and CUDA_VISIBLE_DEVICES is
-`backend_options["cuda_visible_devices"]` (a list of indices or a string; "" without GPUs)."""
+permissions protect them; the Slurm backend mounts them read-only), `run_dir` holds
+`record.json` (written by supervisor.py) and the server's log, `hours` is the hard stop, and
+CUDA_VISIBLE_DEVICES is `backend_options["cuda_visible_devices"]` (a list of indices or a
+string; "" without GPUs)."""
 from __future__ import annotations
 
 import os
@@ -42,10 +43,12 @@ def link_datasets(workdir: Path, datasets: dict) -> None:
         if "/" in name or name in {"", ".", ".."}:
             raise web.HTTPError(400, f"dataset name {name!r} is not a plain name")
         link = folder / name
-        if link.is_symlink() or link.exists():
-            if link.is_symlink() and os.readlink(link) == str(target):
+        if link.is_symlink():
+            if os.readlink(link) == str(target):
                 continue
             link.unlink()
+        elif link.exists():
+            raise web.HTTPError(409, f"{link} is the user's own, not a dataset link: rename it")
         link.symlink_to(target, target_is_directory=True)
 
 
