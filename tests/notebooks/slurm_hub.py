@@ -34,6 +34,16 @@ def proxy_command() -> str | None:
     return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
 
 
+def cluster_notebook_env() -> dict[str, str]:
+    """A facility's `notebook_env` for the test cluster: its jobs run the system python with
+    this virtualenv's site-packages (the venv's own python lives under /root, which the
+    cluster user cannot read), so Jupyter is told where the venv keeps its data and config."""
+    venv = Path(sys.prefix)
+    return {"JUPYTER_PATH": str(venv / "share" / "jupyter"),
+            "JUPYTER_CONFIG_PATH": str(venv / "etc" / "jupyter"),
+            "JUPYTERLAB_DIR": str(venv / "share" / "jupyter" / "lab")}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
