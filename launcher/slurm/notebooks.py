@@ -85,6 +85,7 @@ def notebook_options(allocation: Allocation, session: Any, resolve) -> dict[str,
         "workdir": workdir, "run_dir": f"{conf['jobs_dir']}/notebooks/nb-{session.pk}",
         "datasets": datasets, "datasets_left_out": left_out,
         "python": str(conf.get("notebook_python") or conf["python"]), "env": env,
+        "readonly_datasets": conf.get("notebook_readonly_datasets", True) is not False,
     }
 
 

@@ -106,6 +106,20 @@ def squeue(allocation, job_id: str) -> str:
         ["squeue", "-h", "-j", job_id, "-o", "%a|%b|%T|%j"]).stdout.strip()
 
 
+MOUNTS = r"""
+for pid in $(pgrep -u "$(id -u)" -f jupyterhub.singleuser); do
+  tr '\0' '\n' < /proc/$pid/environ | grep -qx "SLURM_JOB_ID=$1" || continue
+  grep -F -- "/$2 " /proc/$pid/mountinfo
+done
+"""
+
+
+def server_mount(allocation, job_id: str, where: str) -> str:
+    """The mountinfo line of `workdir/<where>` as the job's notebook server sees it."""
+    return connection.slurm_client(allocation.facility).ssh.run(
+        ["bash", "-c", MOUNTS, "mounts", job_id, where]).stdout.strip()
+
+
 def test_a_session_is_a_slurm_job_on_the_account_and_stops_at_its_hours(hub, allocation, researcher):
     session = start(hub, allocation, researcher, gpus=1, hours=ONE_MINUTE)
     ready = wait_for(lambda: (s := server(hub, session)) and s["ready"] and s, timeout=180,
@@ -121,11 +135,9 @@ def test_a_session_is_a_slurm_job_on_the_account_and_stops_at_its_hours(hub, all
     lab = f"{hub.url}/user/{researcher.username}/{session.server_name}/lab"
     assert wait_for(lambda: hub.request("GET", lab, token=token)[0] == 200, timeout=60,
                     what="JupyterLab to answer")
-    options = backend_for(allocation.facility).notebook_options(allocation=allocation,
-                                                                session=session)
-    link = connection.slurm_client(allocation.facility).ssh.run(
-        ["readlink", f"{options['workdir']}/datasets/ct"]).stdout.strip()
-    assert link == options["datasets"]["ct"] and link.endswith(f"/{allocation.project.code}/ct/v1")
+    mount = server_mount(allocation, job_id, "datasets/ct")
+    assert mount.split()[5].split(",")[0] == "ro"  # the dataset: a read-only bind mount
+    assert mount.split()[3].endswith(f"/{allocation.project.code}/ct/v1")
 
     # Slurm ends it at --time=1; the hub's poll sees it gone.
     wait_for(lambda: not (s := server(hub, session)) or not (s["ready"] or s["pending"]),

@@ -50,10 +50,26 @@ MAX_HOURS = 24 * 14
 # The batch script. Fixed text: every value arrives through env.sh (shlex-quoted) or as "$1".
 BATCH_SCRIPT = r"""#!/bin/bash
 # A portal notebook session (launcher/notebooks/hub/slurm.py): nothing here is user-given.
+# With PORTAL_NB_READONLY=1 it runs itself again in a user+mount namespace where it is root,
+# bind-mounts each dataset read-only on workdir/datasets/<name>, then drops back to its own
+# uid in a nested user namespace (which can no longer remount them) to run the server.
 set -eu
-run_dir=$1
+run_dir=$1; stage=${2:-start}
 . "$run_dir/env.sh"
 umask 077
+if [ "$PORTAL_NB_READONLY" = 1 ] && [ "$stage" = start ]; then
+  export PORTAL_NB_UID=$(id -u) PORTAL_NB_GID=$(id -g)
+  exec unshare --user --map-root-user --mount -- bash "$run_dir/notebook.sh" "$run_dir" mount
+fi
+if [ "$stage" = mount ]; then
+  for i in "${!portal_nb_ds_names[@]}"; do
+    target="$PORTAL_NB_WORKDIR/datasets/${portal_nb_ds_names[$i]}"
+    mount --bind -- "${portal_nb_ds_paths[$i]}" "$target"
+    mount -o remount,bind,ro -- "$target"
+  done
+  exec unshare --user --map-user="$PORTAL_NB_UID" --map-group="$PORTAL_NB_GID" -- \
+    bash "$run_dir/notebook.sh" "$run_dir" run
+fi
 port=$("$PORTAL_NB_PYTHON" -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')
 printf '%s %s %s\n' "$(hostname)" "$port" "${CUDA_VISIBLE_DEVICES:-}" > "$run_dir/endpoint-$SLURM_JOB_ID.part"
 mv -f -- "$run_dir/endpoint-$SLURM_JOB_ID.part" "$run_dir/endpoint-$SLURM_JOB_ID"
@@ -62,14 +78,18 @@ exec "$PORTAL_NB_PYTHON" -m jupyterhub.singleuser --ip=0.0.0.0 --port="$port" \
   --ServerApp.port_retries=0 --ServerApp.root_dir="$PORTAL_NB_WORKDIR" "${portal_nb_args[@]}"
 """
 
-# Makes the folders and the dataset links; arguments: run_dir workdir [name path]...
+# Makes the folders and workdir/datasets/<name>: a symlink to the dataset, or with "ro" an
+# empty folder the job mounts it on. Arguments: run_dir workdir ro|link [name path]...
 PREPARE_SCRIPT = r"""
 set -eu
-run=$1; wd=$2; shift 2
+run=$1; wd=$2; mode=$3; shift 3
 mkdir -p -- "$run" "$wd/datasets"
 chmod 700 -- "$run"
-find "$wd/datasets" -mindepth 1 -maxdepth 1 -type l -delete
-while [ $# -ge 2 ]; do ln -sfn -- "$2" "$wd/datasets/$1"; shift 2; done
+find "$wd/datasets" -mindepth 1 -maxdepth 1 \( -type l -o -type d -empty \) -delete
+while [ $# -ge 2 ]; do
+  if [ "$mode" = ro ]; then mkdir -p -- "$wd/datasets/$1"; else ln -sfn -- "$2" "$wd/datasets/$1"; fi
+  shift 2
+done
 """
 
 # One round trip per look while starting: the job's state, reason and node, then the endpoint.
@@ -102,6 +122,7 @@ class SessionOptions:
     python: str
     datasets: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    readonly: bool = True  # datasets bind-mounted read-only (unprivileged namespaces)
 
 
 def _path(value: Any, what: str) -> str:
@@ -153,7 +174,8 @@ def session_options(options: dict[str, Any]) -> SessionOptions:
         run_dir=_path(backend.get("run_dir"), "run_dir"),
         python=_path(backend.get("python") or "python3", "python"),
         datasets={_dataset(k): _path(v, f"dataset {k}") for k, v in datasets.items()},
-        env={str(k): v for k, v in env.items()})
+        env={str(k): v for k, v in env.items()},
+        readonly=backend.get("readonly_datasets", True) is not False)
 
 
 def _absolute(home: str, path: str) -> str:
@@ -181,15 +203,22 @@ def slurm_client_for(options: SessionOptions) -> SlurmClient:
         return client
 
 
-def env_script(env: dict[str, str], args: list[str]) -> str:
+def _array(name: str, values: list[str]) -> str:
+    return f"{name}=({' '.join(shlex.quote(v) for v in values)})"
+
+
+def env_script(env: dict[str, str], args: list[str], datasets: dict[str, str]) -> str:
     """bash that sets the job's environment (`export K=<quoted value>` a line; a key that is
-    not a plain name is refused) and `portal_nb_args`, the server's extra arguments."""
+    not a plain name is refused), `portal_nb_args` (the server's extra arguments) and the
+    datasets to mount (`portal_nb_ds_names` / `portal_nb_ds_paths`)."""
     lines = []
     for key, value in sorted(env.items()):
         if not ENV_KEY_RE.match(key):
             raise SessionError(f"invalid environment variable name {key!r}")
         lines.append(f"export {key}={shlex.quote(value)}")
-    lines.append(f"portal_nb_args=({' '.join(shlex.quote(a) for a in args)})")
+    names = sorted(datasets)
+    lines += [_array("portal_nb_args", args), _array("portal_nb_ds_names", names),
+              _array("portal_nb_ds_paths", [datasets[n] for n in names])]
     return "\n".join(lines) + "\n"
 
 
@@ -271,17 +300,19 @@ class SlurmNotebookSpawner(Spawner):
         env = {k: v for k, v in self.get_env().items() if k.startswith(("JUPYTERHUB_", "JPY_"))}
         env.update(options.env)
         env.update(PORTAL_NB_PYTHON=options.python, PORTAL_NB_WORKDIR=options.workdir,
-                   PORTAL_NB_SESSION=str(options.session))
+                   PORTAL_NB_SESSION=str(options.session),
+                   PORTAL_NB_READONLY="1" if options.readonly else "0")
         return env
 
     def _prepare(self, client: SlurmClient, options: SessionOptions) -> None:
         pairs = [part for name, path in sorted(options.datasets.items()) for part in (name, path)]
-        result = client.ssh.run(["bash", "-c", PREPARE_SCRIPT, "portal-nb-prepare",
-                                 options.run_dir, options.workdir, *pairs])
+        result = client.ssh.run(["bash", "-c", PREPARE_SCRIPT, "portal-nb-prepare", options.run_dir,
+                                 options.workdir, "ro" if options.readonly else "link", *pairs])
         if not result.ok():
             raise BackendError(f"preparing the session folders failed: {result.stderr.strip()[:300]}",
                                permanent=True)
-        script = env_script(self._job_env(options), [str(a) for a in self.get_args()])
+        script = env_script(self._job_env(options), [str(a) for a in self.get_args()],
+                            options.datasets)
         client.ssh.write_file(f"{options.run_dir}/env.sh", script.encode())
         client.ssh.write_file(f"{options.run_dir}/notebook.sh", BATCH_SCRIPT.encode(), mode=0o700)
 
@@ -334,7 +365,7 @@ class SlurmNotebookSpawner(Spawner):
             word = map_state(state) if state else JobState.UNKNOWN
             if word is JobState.PENDING and f"{state}{reason}" != said:
                 said = f"{state}{reason}"
-                self._event(f"Waiting in the Slurm queue: {reason or state}", 30)
+                self._event(f"Waiting in the Slurm queue: {reason or 'not scheduled yet'}", 30)
             elif word is JobState.RUNNING and endpoint:
                 host, port, self.devices = (endpoint.split(" ") + ["", ""])[:3]
                 if not port.isdigit():
