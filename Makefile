@@ -16,7 +16,7 @@ TEST_ENV := DATABASE_URL=postgres://portal:portal@127.0.0.1:5432/portal \
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt cli/pyproject.toml
+$(STAMP): requirements.txt requirements-dev.txt cli/pyproject.toml scripts/install-hub-proxy.sh
 	@command -v python3 >/dev/null || (apt-get update -q && apt-get install -y -q python3)
 	@python3 -m venv --help >/dev/null 2>&1 && python3 -c "import ensurepip" 2>/dev/null \
 		|| (apt-get update -q && apt-get install -y -q python3-venv python3-dev build-essential)
@@ -24,22 +24,30 @@ $(STAMP): requirements.txt requirements-dev.txt cli/pyproject.toml
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -r requirements-dev.txt
 	$(PIP) install -q -e ./cli  # `portal`, the command line (docs/cli.md)
+	bash scripts/install-hub-proxy.sh  # JupyterHub's proxy from npm, into .hub/ (docs/notebooks.md)
 	@touch $(STAMP)
 
 services: install
 	bash scripts/services.sh
 
 # The portal on embedded defaults: SQLite, a filesystem Celery transport, console email, the
-# local compute backend. A real Celery worker (with beat) runs beside the web server.
+# local compute backend. A real Celery worker (with beat) and JupyterHub with its proxy (the
+# notebooks; it signs users in through the portal) run beside the web server. The hub's token,
+# its client at the portal's provider and the provider's key are made once into var/.
 run: install
-	@mkdir -p var
+	@mkdir -p var/hub
 	DEBUG=true $(PY) manage.py migrate --noinput
 	DEBUG=true $(PY) manage.py seed_demo $(if $(PASSWORD),--password $(PASSWORD),--password demo)
-	@echo "Portal on http://127.0.0.1:8000 (users researcher, pi, reviewer, admin; password $(or $(PASSWORD),demo))"
-	@DEBUG=true $(VENV)/bin/celery -A portal worker -B --pool solo --loglevel INFO \
+	DEBUG=true $(PY) manage.py provider_key
+	@echo "Portal on http://127.0.0.1:8000 (users researcher, pi, reviewer, admin; password $(or $(PASSWORD),demo)); notebooks' JupyterHub on http://127.0.0.1:8081"
+	@eval "$$(bash scripts/hub-env.sh $(CURDIR)/var/hub)"; export DEBUG=true; \
+		$(PY) manage.py hub_client; \
+		$(VENV)/bin/jupyterhub -f launcher/notebooks/hub/jupyterhub_config.py > var/hub.log 2>&1 & \
+		hub=$$!; \
+		$(VENV)/bin/celery -A portal worker -B --pool solo --loglevel INFO \
 		--schedule var/celerybeat-schedule > var/worker.log 2>&1 & \
-		worker=$$!; trap "kill $$worker 2>/dev/null" EXIT INT TERM; \
-		DEBUG=true $(PY) manage.py runserver --noreload 127.0.0.1:8000
+		worker=$$!; trap "kill $$worker $$hub 2>/dev/null; wait $$hub" EXIT INT TERM; \
+		$(PY) manage.py runserver --noreload 127.0.0.1:8000
 
 test: install services
 	$(TEST_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS)

@@ -12,6 +12,8 @@ Charges are `UsageRecord`s (what the backends say ran). Reservations are promise
 has not finished: the launcher registers a provider (from its app's `ready()`, so imports keep
 running `launcher -> allocations`) that sums, per allocation, over unfinished jobs, `max(estimate
 - charged to that job so far, 0)`; a finished job reserves nothing, its charges are the truth.
+Notebook sessions (launcher.notebooks) register a second provider: a session reserves its
+`gpus x hours` until its backend's record is charged (or it failed with nothing to charge).
 
 Every figure here is exact: integer seconds and decimal money. Rounding is for display only.
 """
@@ -26,25 +28,37 @@ from django.db.models import DecimalField
 SECONDS = DecimalField(max_digits=20, decimal_places=3)
 MONEY = DecimalField(max_digits=16, decimal_places=4)
 
-# provider(allocation_ids=..., job_ids=...) -> {allocation id: (GPU-seconds, money)} reserved
-# by the selected unfinished jobs (None selects all).
+# provider(allocation_ids=..., <selects>=...) -> {allocation id: (GPU-seconds, money)} reserved
+# by the selected unfinished work of its kind (None selects all of it): jobs (`job_ids`), notebook
+# sessions (`session_ids`).
 ReservationProvider = Callable[..., dict[int, tuple[Decimal, Decimal]]]
-_providers: list[ReservationProvider] = []
+SELECTORS = ("job_ids", "session_ids")
+_providers: list[tuple[str, ReservationProvider]] = []
 
 
-def register_reservations(provider: ReservationProvider) -> None:
-    """Add a source of outstanding reservations (idempotent per provider)."""
-    if provider not in _providers:
-        _providers.append(provider)
+def register_reservations(provider: ReservationProvider, *, selects: str = "job_ids") -> None:
+    """Add a source of outstanding reservations (idempotent per provider). `selects` names the
+    keyword that picks its rows by id: `job_ids` (jobs) or `session_ids` (notebook sessions)."""
+    if selects not in SELECTORS:
+        raise ValueError(f"selects must be one of {SELECTORS}")
+    if (selects, provider) not in _providers:
+        _providers.append((selects, provider))
 
 
 def reservations(*, allocation_ids: Collection[int] | None = None,
-                 job_ids: Collection[int] | None = None) -> dict[int, tuple[Decimal, Decimal]]:
+                 job_ids: Collection[int] | None = None,
+                 session_ids: Collection[int] | None = None) -> dict[int, tuple[Decimal, Decimal]]:
     """{allocation id: (reserved GPU-seconds, reserved money)} of the selected unfinished work,
-    from the records (the recomputation's and the write paths' one definition)."""
+    from the records (the recomputation's and the write paths' one definition). With no ids,
+    all the work (of `allocation_ids`); with ids of one kind, only those rows of that kind."""
+    chosen = {"job_ids": job_ids, "session_ids": session_ids}
+    picking = any(ids is not None for ids in chosen.values())
     totals: dict[int, tuple[Decimal, Decimal]] = {}
-    for provider in _providers:
-        for pk, (seconds, cost) in provider(allocation_ids=allocation_ids, job_ids=job_ids).items():
+    for selects, provider in _providers:
+        ids = chosen[selects]
+        if picking and ids is None:
+            continue
+        for pk, (seconds, cost) in provider(allocation_ids=allocation_ids, **{selects: ids}).items():
             old = totals.get(pk, (Decimal(0), Decimal(0)))
             totals[pk] = (old[0] + seconds, old[1] + cost)
     return totals

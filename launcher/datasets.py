@@ -24,7 +24,7 @@ outside that folder (a symlink swapped in after the launch).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from allocations.bounds import as_id
@@ -94,3 +94,31 @@ def job_data(*, allocation: Allocation, params: Mapping[str, Any]) -> dict[str, 
                              f"{error.message}. Try again.") from None
     return {**params, "dataset": dataset.name, "dataset_id": dataset.pk, "data_path": real,
             "data_root": root}
+
+
+def notebook_datasets(*, allocation: Allocation,
+                      resolve: Callable[[str], str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The project's registered datasets a notebook session on this allocation may read:
+    ({name: resolved absolute path}, {name: why it was left out}). Each passes the same checks
+    as a job's dataset (the facility accepts its sensitivity tier, its location passes the
+    policy) and is resolved and confined by `resolve(location)` (the facility backend's
+    `resolve_data_path` for the project; PathRefused leaves it out with the reason, another
+    BackendError propagates). Called by a backend's `notebook_options`, outside any
+    transaction."""
+    found: dict[str, str] = {}
+    left_out: dict[str, str] = {}
+    facility = allocation.facility
+    for dataset in Dataset.objects.filter(project_id=allocation.project_id).order_by("name"):
+        if not facility.accepts(dataset.sensitivity):
+            left_out[dataset.name] = (f"{dataset.get_sensitivity_display().lower()} data, which "
+                                      f"{facility.name} does not accept")
+            continue
+        problems = dataset_location_errors(dataset.location)
+        if problems:
+            left_out[dataset.name] = problems[0]
+            continue
+        try:
+            found[dataset.name] = resolve(dataset.location)
+        except PathRefused as refusal:
+            left_out[dataset.name] = refusal.message
+    return found, left_out

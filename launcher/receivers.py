@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.dispatch import receiver
 
 from allocations.models import Allocation
+from allocations.queue import enqueue
 from allocations.signals import (
     allocation_grant_changed, allocation_status_changed,
     project_members_changed,
@@ -20,6 +21,9 @@ def _status_changed(sender, allocation_id: int, from_state: str, to_state: str, 
     # provisioning -> active already made the account as it should be.
     if to_state in _SYNC_TO and from_state not in ("provisioning",):
         tasks.sync_allocation_account.delay(allocation_id)
+    # Notebook sessions stop promptly too (the hub's servers are not behind the account).
+    if to_state in Allocation.BLOCKED:
+        enqueue("notebooks.stop_allocation", allocation_id)
 
 
 @receiver(allocation_grant_changed, dispatch_uid="launcher.grant_changed")

@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .envconf import email_config, env_bool, env_list
 from .identity.conf import oidc_settings
+from .provider.conf import provider_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PORTAL_VAR_DIR", BASE_DIR / "var"))
@@ -54,6 +55,8 @@ INSTALLED_APPS = [
     "portal.knowledge",
     "portal.tokens",
     "portal.identity",
+    "oauth2_provider",
+    "portal.provider",
 ]
 
 MIDDLEWARE = [
@@ -197,6 +200,10 @@ AXES_VERBOSE = False
 for _key, _value in oidc_settings(backends=AUTHENTICATION_BACKENDS, csp=PORTAL_CSP).items():
     globals()[_key] = _value
 
+# The portal as an OpenID Connect provider for JupyterHub's sign-on (/o/, docs/notebooks-hub.md).
+for _key, _value in provider_settings(var_dir=VAR_DIR, csp=PORTAL_CSP).items():
+    globals()[_key] = _value
+
 for _key, _value in email_config(os.environ.get("EMAIL_URL", "console://")).items():
     globals()[_key] = _value
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "portal@localhost")
@@ -231,6 +238,16 @@ LOCAL_JOB_SLOTS = int(os.environ.get("PORTAL_LOCAL_JOB_SLOTS", "2"))
 # the limit and SIGKILL.
 LOCAL_SECONDS_PER_MINUTE = float(os.environ.get("PORTAL_LOCAL_SECONDS_PER_MINUTE", "60"))
 LOCAL_KILL_AFTER_SECONDS = float(os.environ.get("PORTAL_LOCAL_KILL_AFTER_SECONDS", "30"))
+# Notebook sessions (launcher.notebooks, docs/notebooks.md): the JupyterHub the portal drives
+# as its service `portal`, the longest session one may ask for, each session's folder on the
+# local backend, and how long a stopped session may wait for its backend's record (sacct lags)
+# or a start for the hub's answer before it is failed.
+JUPYTERHUB_URL = os.environ.get("JUPYTERHUB_URL", "http://127.0.0.1:8081").rstrip("/")
+JUPYTERHUB_API_TOKEN = os.environ.get("JUPYTERHUB_API_TOKEN", "")
+NOTEBOOK_MAX_HOURS = float(os.environ.get("PORTAL_NOTEBOOK_MAX_HOURS", "12"))
+NOTEBOOKS_DIR = Path(os.environ.get("PORTAL_NOTEBOOKS_DIR", VAR_DIR / "notebooks"))
+NOTEBOOK_RECORD_GRACE_SECONDS = float(os.environ.get("PORTAL_NOTEBOOK_RECORD_GRACE_SECONDS", "600"))
+NOTEBOOK_SPAWN_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_NOTEBOOK_SPAWN_TIMEOUT_SECONDS", "900"))
 # Submissions that survive outages (launcher/services/leases.py, docs/operations.md): a job's
 # submission is owned by one worker at a time (a lease), retried with exponential backoff
 # (base, cap), and failed with its last error, staff told by email, once the deadline passed.
@@ -258,6 +275,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     # Weekly usage digests (each person's once a week is up) and the failing-jobs digest.
     "allocations-usage-digests": {"task": "allocations.send_usage_digests", "schedule": 3600.0},
     "launcher-failing-jobs-digest": {"task": "launcher.failing_jobs_digest", "schedule": 3600.0},
+    # Notebook sessions against the hub's view: states, hours, idle limit, charges.
+    "notebooks-sync": {"task": "notebooks.sync", "schedule": 15.0},
 }
 
 REST_FRAMEWORK = {

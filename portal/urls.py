@@ -22,6 +22,7 @@ api_patterns = [
     path("", include("benchmarks.api.urls")),
     path("", include("launcher.api.urls")),
     path("", include("launcher.cloud.api_urls")),
+    path("", include("launcher.notebooks.api_urls")),
 ]
 
 urlpatterns = [
@@ -34,6 +35,8 @@ urlpatterns = [
     path("accounts/login/", identity_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", identity_views.LogoutView.as_view(), name="logout"),
     path("", include("portal.identity.urls")),
+    # The OpenID Connect provider JupyterHub signs users in with (portal/provider/).
+    path("o/", include("portal.provider.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_patterns)),
     path("", include("allocations.urls")),

@@ -5,7 +5,8 @@ UPDATE`, the lock a launch takes) by the service that causes it:
 
 - a charge (`ledger_charge`, through `usage_record_many`): the new usage records' seconds and
   money are added, and the reservations of the jobs they are attributed to shrink;
-- a reservation (`ledger_reserve`): new jobs' estimates are added;
+- a reservation (`ledger_reserve`): new jobs' estimates (a notebook session's gpus x hours) are
+  added;
 - a release (`ledger_jobs_change` around a job's state move, its copied charge or its re-based
   estimate): the reservation moves by what the job reserves after less what it reserved before.
 
@@ -70,24 +71,36 @@ def _reserved_delta(before: dict, after: dict) -> dict[int, Figures]:
             for pk in {*before, *after}}
 
 
+def _measure(job_ids: Collection[int], session_ids: Collection[int]) -> dict:
+    """What the chosen jobs and notebook sessions reserve now, per allocation."""
+    if not job_ids and not session_ids:
+        return {}
+    return reservations(job_ids=list(job_ids) if job_ids else None,
+                        session_ids=list(session_ids) if session_ids else None)
+
+
 @contextmanager
-def ledger_jobs_change(*, allocation_ids: Collection[int], job_ids: Collection[int]) -> Iterator[None]:
-    """Around a change to existing jobs that may move what they reserve (a state move, a copied
-    charge, a re-based estimate): lock their allocations, and add what the jobs reserve after
-    less what they reserved before. Nothing is applied if the body raises."""
+def ledger_jobs_change(*, allocation_ids: Collection[int], job_ids: Collection[int] = (),
+                       session_ids: Collection[int] = ()) -> Iterator[None]:
+    """Around a change to existing jobs (or notebook sessions) that may move what they reserve
+    (a state move, a copied charge, a re-based estimate, a session's charge): lock their
+    allocations, and add what they reserve after less what they reserved before. Nothing is
+    applied if the body raises."""
     with transaction.atomic():
         _lock(allocation_ids)
-        before = reservations(job_ids=job_ids) if job_ids else {}
+        before = _measure(job_ids, session_ids)
         yield
-        after = reservations(job_ids=job_ids) if job_ids else {}
+        after = _measure(job_ids, session_ids)
         _add(_reserved_delta(before, after))
 
 
 @transaction.atomic
-def ledger_reserve(*, allocation_id: int, job_ids: Collection[int]) -> None:
-    """New jobs (just created in the caller's transaction) reserve their estimates."""
+def ledger_reserve(*, allocation_id: int, job_ids: Collection[int] = (),
+                   session_ids: Collection[int] = ()) -> None:
+    """New jobs or notebook sessions (just created in the caller's transaction) reserve their
+    estimates (a session: gpus x hours)."""
     _lock([allocation_id])
-    _add(_reserved_delta({}, reservations(job_ids=job_ids)))
+    _add(_reserved_delta({}, _measure(job_ids, session_ids)))
 
 
 @transaction.atomic

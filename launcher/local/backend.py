@@ -35,8 +35,10 @@ from allocations.models import Allocation, Facility, UsageRecord
 from .. import bundles, sweepgrid
 from ..backends.base import BackendError, PathRefused, confined, project_folder
 from ..backends.registry import BaseBackend, Capability
+from ..datasets import notebook_datasets
 from ..models import Job
-from ..runners import Fetched, Observation, Submission
+from ..notebooks.models import NotebookSession
+from ..runners import Fetched, NotebookUsage, Observation, Submission
 from . import cells
 
 S = Job.State
@@ -95,31 +97,94 @@ def _python() -> str:
     return sys.executable
 
 
-class LocalBackend(BaseBackend):
+def local_project_folder(facility: Facility, project_code: str) -> str:
+    """`<storage_root or var/project-data>/<project code>` on this machine, absolute."""
+    root = project_folder(facility.backend_settings, project_code,
+                          default_root=str(settings.VAR_DIR / "project-data"))
+    return root if os.path.isabs(root) else os.path.join(str(settings.BASE_DIR), root)
+
+
+def resolve_local(facility: Facility, project_code: str, location: str) -> str:
+    """`location` in the project's folder on this machine, every symlink followed and
+    confined (LocalBackend.resolve_data_path)."""
+    root = local_project_folder(facility, project_code)
+    path = os.path.join(root, location)
+    if not os.path.isdir(root):
+        raise PathRefused("the project has no folder in this facility's storage yet")
+    real_root, real = os.path.realpath(root), os.path.realpath(path)
+    if not os.path.exists(real):
+        raise PathRefused("no such folder in the project's storage")
+    if not confined(real_root, real):
+        raise PathRefused("it resolves to a place outside the project's folder (a symlink?)")
+    return real
+
+
+def notebook_run_dir(session: NotebookSession) -> Path:
+    """A session's own folder (the supervisor's record.json and the server's log)."""
+    return Path(settings.NOTEBOOKS_DIR) / str(session.pk)
+
+
+class LocalNotebooks:
+    """The `notebook` capability of the local backend (mixed into LocalBackend): the hub's
+    LocalNotebookSpawner runs jupyterhub-singleuser under a supervisor that writes
+    `<run_dir>/record.json` and stops the server at `hours`."""
+
+    def notebook_options(self, *, allocation: Allocation, session: NotebookSession) -> dict:
+        """workdir `<project folder>/notebooks/<username>` (created; it outlives the session),
+        run_dir `settings.NOTEBOOKS_DIR/<session id>` (created), the project's datasets
+        resolved and confined as a job's are (launcher.datasets.notebook_datasets), and the
+        GPU indices handed to the server (CUDA_VISIBLE_DEVICES; "" with no GPU)."""
+        facility = allocation.facility
+        code = allocation.project.code
+        workdir = Path(local_project_folder(facility, code)) / "notebooks" / session.user.get_username()
+        run_dir = notebook_run_dir(session)
+        try:
+            workdir.mkdir(parents=True, exist_ok=True)
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise BackendError(f"cannot create the notebook's folders: {error}", permanent=True) from error
+        datasets, left_out = notebook_datasets(
+            allocation=allocation,
+            resolve=lambda location: resolve_local(facility, code, location))
+        return {"workdir": str(workdir), "run_dir": str(run_dir), "datasets": datasets,
+                "datasets_left_out": left_out,
+                "cuda_visible_devices": ",".join(str(i) for i in range(session.gpus))}
+
+    def notebook_usage(self, *, session: NotebookSession) -> NotebookUsage | None:
+        """From `<run_dir>/record.json` ({"pid", "started", "ended", "exit", "reason"}, epoch
+        seconds): wall seconds = ceil(ended - started); GPU-seconds = ceil((ended - started) x
+        gpus), at most the reservation (the supervisor stops it at `hours`). None while there
+        is no record; `ended` None while it runs."""
+        record = cells.read_json(Path(session.run_dir or notebook_run_dir(session)) / "record.json")
+        if not record or record.get("started") is None:
+            return None
+        started = float(record["started"])
+        ended = record.get("ended")
+        span = (float(ended) - started) if ended is not None else 0.0
+        gpu_seconds = min(math.ceil(span * session.gpus), int(session.reserved_gpu_seconds)) \
+            if session.gpus else 0
+        return NotebookUsage(
+            started=dt.datetime.fromtimestamp(started, tz=dt.timezone.utc),
+            ended=dt.datetime.fromtimestamp(float(ended), tz=dt.timezone.utc) if ended is not None else None,
+            gpu_seconds=gpu_seconds, wall_seconds=math.ceil(span),
+            external_id=f"{session.allocation.facility_id}/nb-{session.pk}",
+            reason=str(record.get("reason") or ""))
+
+
+class LocalBackend(LocalNotebooks, BaseBackend):
     """Jobs as local processes, at most the facility's slots at once."""
 
     name = "local"
     capabilities = frozenset({
         Capability.PROVISION, Capability.ACCOUNT_SYNC, Capability.SUBMIT, Capability.OBSERVE,
-        Capability.FETCH, Capability.CANCEL, Capability.USAGE, Capability.DATA_PATHS})
+        Capability.FETCH, Capability.CANCEL, Capability.USAGE, Capability.DATA_PATHS,
+        Capability.NOTEBOOK})
 
     def resolve_data_path(self, *, facility: Facility, project_code: str, location: str) -> str:
         """Resolved on this machine, where the jobs run (os.path.realpath follows every
         symlink); `storage_root` defaults to var/project-data. PathRefused when the folder is
         missing or lands outside the project's folder."""
-        root = project_folder(facility.backend_settings, project_code,
-                              default_root=str(settings.VAR_DIR / "project-data"))
-        if not os.path.isabs(root):
-            root = os.path.join(str(settings.BASE_DIR), root)
-        path = os.path.join(root, location)
-        if not os.path.isdir(root):
-            raise PathRefused("the project has no folder in this facility's storage yet")
-        real_root, real = os.path.realpath(root), os.path.realpath(path)
-        if not os.path.exists(real):
-            raise PathRefused("no such folder in the project's storage")
-        if not confined(real_root, real):
-            raise PathRefused("it resolves to a place outside the project's folder (a symlink?)")
-        return real
+        return resolve_local(facility, project_code, location)
 
     def provision(self, *, allocation: Allocation) -> str:
         """Nothing to create on the host: the allocation's default name, active at once."""

@@ -46,6 +46,7 @@ class NotebookSession(models.Model):
 
     # The ledger: what it reserves while not charged, and what was charged (exact seconds).
     reserved_gpu_seconds = models.BigIntegerField(default=0)
+    reserved_cost = models.DecimalField(max_digits=12, decimal_places=4, default=0)
     gpu_seconds = models.BigIntegerField(default=0)
     wall_seconds = models.BigIntegerField(default=0)
     charged_at = models.DateTimeField(null=True, blank=True)
@@ -54,7 +55,9 @@ class NotebookSession(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     stopped_at = models.DateTimeField(null=True, blank=True)
     last_activity = models.DateTimeField(null=True, blank=True)
-    synced_at = models.DateTimeField(null=True, blank=True)
+    # When the hub accepted the start (201/202): before it, a session the hub does not know is
+    # still being started, after it, one the hub no longer has has ended.
+    spawned_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

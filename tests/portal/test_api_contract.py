@@ -47,6 +47,8 @@ def schemathesis_run(url: str, token: str | None, *, seed: int | None, max_examp
     ]
     if seed is not None:
         command += ["--seed", str(seed)]
+    if os.environ.get("PORTAL_FUZZ_PATHS"):  # e.g. "notebooks": fuzz only the matching paths
+        command += ["--include-path-regex", os.environ["PORTAL_FUZZ_PATHS"]]
     env = {**os.environ, "NO_COLOR": "1", "SCHEMATHESIS_HOOKS": ""}
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=max_time + 300)
@@ -62,7 +64,7 @@ def fuzz_budget() -> tuple[int, int, int]:
     """(seed, max examples per operation, seconds per role): seed 1, 15, and 150 s over all the
     roles in the suite; `make fuzz` sets PORTAL_FUZZ_SEED=random (a seed is drawn here and
     printed: rerun a failure with PORTAL_FUZZ_SEED=<it>), PORTAL_FUZZ_EXAMPLES and
-    PORTAL_FUZZ_SECONDS (per role)."""
+    PORTAL_FUZZ_SECONDS (per role); PORTAL_FUZZ_PATHS (a regex) limits it to some paths."""
     raw = os.environ.get("PORTAL_FUZZ_SEED", "1")
     seed = RANDOM_SEED if raw == "random" else int(raw)
     seconds = os.environ.get("PORTAL_FUZZ_SECONDS")
@@ -87,6 +89,7 @@ def test_schemathesis_finds_nothing_with_every_check(seeded_portal, tmp_path, ro
     print(f"schemathesis: {what} cases={data['test_cases']['generated']} "
           f"failures={len(data['failures'])} errors={len(data['errors'])}", flush=True)
     assert data["failures"] == [] and data["errors"] == [], output
-    assert data["operations"]["tested"] == data["operations"]["selected"] >= 30, output
-    assert data["test_cases"]["generated"] > 100, output
+    some = bool(os.environ.get("PORTAL_FUZZ_PATHS"))
+    assert data["operations"]["tested"] == data["operations"]["selected"] >= (1 if some else 30), output
+    assert data["test_cases"]["generated"] > (10 if some else 100), output
     assert result.returncode == 0, output

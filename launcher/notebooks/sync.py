@@ -1,0 +1,206 @@
+"""Following the hub (the beat task notebooks.sync): states, the hours and idle limits, the
+allocation's state, and the charge from the backend's own record.
+
+For each user with live sessions, one GET of the hub's view (no transaction open). Then per
+session, short transactions:
+
+- the hub's view moves it (pending spawn -> starting, ready -> running, pending stop ->
+  stopping, gone -> stopped; gone before it was ever ready -> failed unless the backend
+  recorded a run);
+- a running session past its hours, idle past `Facility.notebook_idle_minutes` (the hub's
+  `last_activity`), or on an allocation that may not run work (Allocation.BLOCKED) is stopped
+  with the reason;
+- a stopped session is charged once from `backend.notebook_usage(session=...)`: one
+  UsageRecord (source local/slurm, external id `notebook/<id>/<backend's id>`, exactly the
+  record's GPU-seconds) through the accounting service, in the step that releases its
+  reservation; a stopped session with no record after settings.NOTEBOOK_RECORD_GRACE_SECONDS
+  is failed with the reason (nothing charged, reservation released).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections import defaultdict
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from allocations.models import Allocation, Facility, UsageRecord
+from allocations.services import ledger_jobs_change
+from allocations.transitions import InvalidTransition
+
+from ..backends.base import BackendError
+from ..backends.registry import backend_for
+from ..runners import NotebookUsage
+from ..services.accounting import usage_ingest_records
+from .hubapi import HubError, ServerView
+from .ledger import reserved_cost
+from .models import NotebookSession
+from .services import (
+    hub_client,
+    notebook_fail,
+    notebook_mark_running,
+    notebook_system_stop,
+)
+from .states import session_move
+
+log = logging.getLogger(__name__)
+S = NotebookSession.State
+# Which ledger source a facility's notebook charges are recorded under.
+SOURCES = {Facility.Backend.LOCAL: UsageRecord.Source.LOCAL,
+           Facility.Backend.SLURM: UsageRecord.Source.SLURM,
+           Facility.Backend.AWS: UsageRecord.Source.CLOUD}
+
+
+def _owing() -> Any:
+    """Sessions the sync looks at: live ones, and stopped ones not charged yet."""
+    return NotebookSession.objects.filter(
+        Q(state__in=NotebookSession.LIVE) | Q(state=S.STOPPED, charged_at__isnull=True)
+    ).select_related("allocation__facility", "user").order_by("pk")
+
+
+def notebook_sync_all() -> dict[str, int]:
+    """One pass over every session owing something (the beat task). Returns counts of what
+    happened, for the log and the tests."""
+    counts: dict[str, int] = defaultdict(int)
+    by_user: dict[str, list[NotebookSession]] = defaultdict(list)
+    for session in _owing():
+        by_user[session.user.get_username()].append(session)
+    hub = hub_client()
+    for username, sessions in by_user.items():
+        try:
+            views = hub.servers(username) or {}
+        except HubError as error:
+            log.warning("notebooks of %s not synced (%s); next time", username, error)
+            continue
+        for session in sessions:
+            counts[notebook_observe(session=session, view=views.get(session.server_name))] += 1
+    return dict(counts)
+
+
+def _limit_reason(session: NotebookSession, view: ServerView, now: dt.datetime) -> str:
+    allocation = session.allocation
+    if allocation.status in Allocation.BLOCKED:
+        return f"stopped: the allocation is {allocation.get_status_display().lower()}"
+    started = session.started_at or view.started
+    if started and now >= started + dt.timedelta(hours=float(session.hours)):
+        return f"stopped at its limit of {session.hours.normalize():f} h"
+    idle = allocation.facility.notebook_idle_minutes
+    last = view.last_activity or started
+    if last and now - last >= dt.timedelta(minutes=idle):
+        return f"stopped: idle for {idle} minutes (the facility's idle limit)"
+    return ""
+
+
+def notebook_observe(*, session: NotebookSession, view: ServerView | None,
+                     now: dt.datetime | None = None) -> str:
+    """Move one session by the hub's view of its server and enforce its limits; settle it
+    once the server is gone. Returns what happened (a word, for counts)."""
+    now = now or timezone.now()
+    if view is not None and view.last_activity and view.last_activity != session.last_activity:
+        NotebookSession.objects.filter(pk=session.pk).update(last_activity=view.last_activity)
+        session.last_activity = view.last_activity
+    if session.state == S.STOPPED:
+        return notebook_charge(session=session, now=now)
+    if view is None or view.phase == "stopped":
+        if session.state == S.STARTING and session.spawned_at is None:
+            if now - session.created_at > dt.timedelta(
+                    seconds=settings.NOTEBOOK_SPAWN_TIMEOUT_SECONDS):
+                notebook_fail(session=session, reason="the notebook hub never started it")
+                return "failed"
+            return "waiting"  # the spawn task has not reached the hub yet
+        return notebook_settle(session=session, now=now)
+    if view.phase == "running" and session.state == S.STARTING:
+        notebook_mark_running(session_id=session.pk, started_at=view.started)
+        session.state, session.started_at = S.RUNNING, view.started or now
+    if session.state == S.RUNNING:
+        reason = _limit_reason(session, view, now)
+        if reason:
+            notebook_system_stop(session=session, reason=reason)
+            return "stopping"
+    return session.state
+
+
+def notebook_settle(*, session: NotebookSession, now: dt.datetime | None = None) -> str:
+    """The hub has no server for the session any more: it has stopped (a session that was
+    never ready with no record of a run has failed). Then charge it if the record is there."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        fresh = NotebookSession.objects.select_for_update().get(pk=session.pk)
+        if fresh.state in NotebookSession.LIVE:
+            never_ready = fresh.started_at is None
+            reason = fresh.reason if fresh.state == S.STOPPING else (
+                "the server stopped before it was ready" if never_ready else "the server stopped")
+            session_move(fresh, to=S.STOPPED, comment=reason.capitalize() + ".",
+                         reason=reason[:300], stopped_at=now)
+        session.state, session.reason, session.stopped_at = fresh.state, fresh.reason, fresh.stopped_at
+    return notebook_charge(session=session, now=now)
+
+
+def _record(session: NotebookSession, usage: NotebookUsage) -> UsageRecord:
+    facility = session.allocation.facility
+    ended = usage.ended or usage.started
+    return UsageRecord(
+        allocation_id=session.allocation_id,
+        source=SOURCES.get(facility.backend, UsageRecord.Source.LOCAL),
+        external_id=f"notebook/{session.pk}/{usage.external_id}",
+        period_start=usage.started, period_end=ended, gpu_seconds=usage.gpu_seconds,
+        cost=reserved_cost(usage.gpu_seconds, facility.gpu_hour_rate),
+        detail={"notebook_id": session.pk, "wall_seconds": usage.wall_seconds,
+                "gpus": session.gpus, "reason": usage.reason})
+
+
+def notebook_charge(*, session: NotebookSession, now: dt.datetime | None = None) -> str:
+    """Charge a stopped session once from its backend's record (read outside any
+    transaction), releasing its reservation in the same step; fail it when no record came
+    within the grace. Idempotent: a charged session is left alone."""
+    now = now or timezone.now()
+    if session.state != S.STOPPED or session.charged_at is not None:
+        return session.state
+    try:
+        usage = backend_for(session.allocation.facility).notebook_usage(session=session)
+    except BackendError as error:
+        if not error.permanent:
+            log.warning("notebook %s: record not read (%s); next time", session.pk, error)
+            return "waiting"
+        notebook_fail(session=session, reason=f"its run could not be read: {error.message}")
+        return "failed"
+    if usage is None or usage.ended is None:
+        stopped = session.stopped_at or now
+        if now - stopped > dt.timedelta(seconds=settings.NOTEBOOK_RECORD_GRACE_SECONDS):
+            what = "never started" if session.started_at is None else "left no record of its run"
+            notebook_fail(session=session, reason=f"the server {what}: nothing was charged")
+            return "failed"
+        return "waiting"
+    record = _record(session, usage)
+    with ledger_jobs_change(allocation_ids=[session.allocation_id], session_ids=[session.pk]):
+        charged = NotebookSession.objects.filter(
+            pk=session.pk, state=S.STOPPED, charged_at__isnull=True).update(
+            charged_at=now, gpu_seconds=usage.gpu_seconds, wall_seconds=usage.wall_seconds,
+            started_at=session.started_at or usage.started, external_id=usage.external_id[:120])
+        if charged:
+            usage_ingest_records(allocation=session.allocation, records=[record])
+    session.charged_at, session.gpu_seconds = now, usage.gpu_seconds
+    return "charged" if charged else session.state
+
+
+def notebook_stop_allocation(*, allocation_id: int) -> int:
+    """Stop every live session of an allocation that may no longer run work (suspended,
+    exhausted, expired, closed): the receiver of allocation_status_changed enqueues this.
+    Returns the sessions moved to stopping (their servers are stopped by notebooks.stop)."""
+    allocation = Allocation.objects.filter(pk=allocation_id).first()
+    if allocation is None or allocation.status not in Allocation.BLOCKED:
+        return 0
+    reason = f"stopped: the allocation is {allocation.get_status_display().lower()}"
+    moved = 0
+    for session in NotebookSession.objects.filter(allocation_id=allocation_id,
+                                                  state__in=(S.STARTING, S.RUNNING)):
+        try:
+            notebook_system_stop(session=session, reason=reason)
+            moved += 1
+        except InvalidTransition:  # moved by someone else meanwhile: nothing to do
+            log.info("notebook %s moved meanwhile; not stopped here", session.pk)
+    return moved
