@@ -178,6 +178,9 @@ def hub_process(live_server, tmp_path_factory):
 def hub(hub_process, transactional_db, settings, provider_key):
     """The module's hub, with its OAuth client registered in this test's database."""
     settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "OIDC_RSA_PRIVATE_KEY": provider_key}
+    # As JUPYTERHUB_URL does in the settings: the login form's redirect may go on to the hub.
+    csp = settings.PORTAL_CSP
+    settings.PORTAL_CSP = {**csp, "form-action": f"{csp['form-action']} {hub_process.url}"}
     hub_client_register(client_id=hub_process.client_id, client_secret=hub_process.client_secret,
                         hub_url=hub_process.url)
     yield hub_process

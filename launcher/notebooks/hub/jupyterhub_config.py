@@ -3,7 +3,8 @@
     jupyterhub -f launcher/notebooks/hub/jupyterhub_config.py
 
 Everything comes from the environment (docs/configuration.md), with `make run`'s defaults:
-  JUPYTERHUB_URL            public URL (the proxy binds it)         http://127.0.0.1:8081
+  JUPYTERHUB_URL            public URL (browsers, OAuth callback)   http://127.0.0.1:8081
+  JUPYTERHUB_BIND_URL       where the proxy listens                 JUPYTERHUB_URL
   JUPYTERHUB_HUB_BIND_URL   the hub's own API, behind the proxy     port of JUPYTERHUB_URL + 1
   JUPYTERHUB_PROXY_API_URL  configurable-http-proxy's REST API      port of JUPYTERHUB_URL + 2
   JUPYTERHUB_STATE_DIR      sqlite database, cookie secret, pids    ${PORTAL_VAR_DIR:-<repo>/var}/hub
@@ -58,7 +59,7 @@ state_dir = Path(env("JUPYTERHUB_STATE_DIR", str(Path(env("PORTAL_VAR_DIR", str(
 state_dir.mkdir(parents=True, exist_ok=True)
 
 # Where it listens and keeps its state.
-c.JupyterHub.bind_url = hub_url
+c.JupyterHub.bind_url = env("JUPYTERHUB_BIND_URL", hub_url)
 c.JupyterHub.hub_bind_url = env("JUPYTERHUB_HUB_BIND_URL", with_port(hub_url, 1))
 c.ConfigurableHTTPProxy.api_url = env("JUPYTERHUB_PROXY_API_URL", with_port(hub_url, 2))
 c.ConfigurableHTTPProxy.command = [env("JUPYTERHUB_PROXY_CMD",
