@@ -92,7 +92,7 @@ if facts["idle_timeout"]:
 class Hub:
     """A running JupyterHub; `api(method, path, body)` calls its REST API as the portal."""
 
-    def __init__(self, folder: Path, *, spawner: str, idle_timeout: int = 0) -> None:
+    def __init__(self, folder: Path, *, spawner: str, idle_timeout: int = 0, extra: str = "") -> None:
         proxy = proxy_command()
         if proxy is None:
             raise RuntimeError(PROXY_HINT)
@@ -105,7 +105,7 @@ class Hub:
                  "dir": str(folder), "spawner": spawner, "token": self.token,
                  "idle_timeout": idle_timeout}
         config = folder / "jupyterhub_config.py"
-        config.write_text(CONFIG.format(repo=str(REPO), facts=json.dumps(facts)))
+        config.write_text(CONFIG.format(repo=str(REPO), facts=json.dumps(facts)) + extra)
         self.log_path = folder / "hub.log"
         self._log = self.log_path.open("wb")
         hub = Path(sys.executable).with_name("jupyterhub")
