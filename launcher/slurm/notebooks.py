@@ -17,10 +17,10 @@ from allocations.policy import dataset_location_errors
 
 from ..backends.base import BackendError, PathRefused, check_cluster_username, project_folder
 from ..runners import NotebookUsage
+from .client import NOTEBOOK_JOB_PREFIX
 from .connection import slurm_client, slurm_settings
 from .parse import NamedJob
 
-JOB_PREFIX = "portal-nb-"  # launcher/notebooks/hub/slurm.py names the session's jobs so
 # Why a session's job ended, in the words the portal shows.
 _ENDED = {"COMPLETED": "exited", "CANCELLED": "stopped", "TIMEOUT": "time limit",
           "DEADLINE": "time limit", "FAILED": "failed", "NODE_FAIL": "node failed",
@@ -128,5 +128,5 @@ def notebook_usage(session: Any) -> NotebookUsage | None:
         return None
     since = timezone.localtime(session.created_at - dt.timedelta(minutes=5)).replace(tzinfo=None)
     jobs = slurm_client(allocation.facility).jobs_named(
-        account=allocation.account_name, prefix=f"{JOB_PREFIX}{session.pk}-", since=since)
+        account=allocation.account_name, prefix=f"{NOTEBOOK_JOB_PREFIX}{session.pk}-", since=since)
     return usage_from_jobs(jobs)

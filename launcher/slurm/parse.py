@@ -128,6 +128,16 @@ def parse_sacct_named(text: str) -> list[NamedJob]:
     return jobs
 
 
+def without_jobs_named(text: str, prefix: str) -> str:
+    """`sacct -P -o <SACCT_USAGE_FIELDS>` output less the jobs whose name (the last field)
+    starts with `prefix`, and less their steps ('12.batch' goes with '12')."""
+    lines = text.splitlines()
+    skipped = {line.split("|", 1)[0] for line in lines
+               if line.rsplit("|", 1)[-1].startswith(prefix) and "." not in line.split("|", 1)[0]}
+    return "\n".join(line for line in lines
+                     if line.split("|", 1)[0].split(".", 1)[0] not in skipped)
+
+
 def parse_sacct_status(text: str) -> dict[str, JobStatus]:
     """Job (and array task) statuses from `sacct -n -P -X -o <SACCT_STATUS_FIELDS>`."""
     result: dict[str, JobStatus] = {}

@@ -26,7 +26,8 @@ from tests.factories import FacilityFactory
 from tests.notebooks.slurm_hub import Hub, cluster_notebook_env
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db]
-SPAWNER = "launcher.notebooks.hub.slurm.SlurmNotebookSpawner"
+# The hub's one spawner class, which hands "backend": "slurm" servers to SlurmNotebookSpawner.
+SPAWNER = "launcher.notebooks.hub.spawner.PortalSpawner"
 ONE_MINUTE = 1 / 60  # hours: Slurm's --time=1
 
 
@@ -91,7 +92,12 @@ def start(hub, allocation, user, *, gpus: int, hours: float) -> NotebookSession:
 
 
 def server(hub, session):
-    return hub.server(session.user.username, session.server_name)
+    """The session's server as the hub's API shows it, with `job` = the Slurm spawner's state
+    (PortalSpawner keeps it as `child_state`)."""
+    found = hub.server(session.user.username, session.server_name)
+    if found is not None:
+        found["job"] = (found.get("state") or {}).get("child_state") or {}
+    return found
 
 
 def sacct(allocation, job_id: str) -> dict[str, str]:
@@ -124,12 +130,12 @@ def test_a_session_is_a_slurm_job_on_the_account_and_stops_at_its_hours(hub, all
     session = start(hub, allocation, researcher, gpus=1, hours=ONE_MINUTE)
     ready = wait_for(lambda: (s := server(hub, session)) and s["ready"] and s, timeout=180,
                      what="the notebook to be ready")
-    job_id = ready["state"]["job_id"]
+    job_id = ready["job"]["job_id"]
 
     account, gres, state, name = squeue(allocation, job_id).split("|")
     assert (account, state) == (allocation.account_name, "RUNNING")
     assert gres.endswith("gpu:1") and name.startswith(f"portal-nb-{session.pk}-")
-    assert ready["state"]["devices"] in ("0", "1")  # Slurm's CUDA_VISIBLE_DEVICES for 1 GPU
+    assert ready["job"]["devices"] in ("0", "1")  # Slurm's CUDA_VISIBLE_DEVICES for 1 GPU
 
     token = hub.user_token(researcher.username)
     lab = f"{hub.url}/user/{researcher.username}/{session.server_name}/lab"
@@ -180,12 +186,12 @@ def test_a_pending_session_says_why_and_is_cancelled_with_nothing_charged(hub, a
         session = start(hub, allocation, researcher, gpus=1, hours=1)
 
         waiting = wait_for(lambda: (s := server(hub, session)) and s["pending"] == "spawn"
-                           and s["state"].get("job_state") == "PENDING" and s["state"].get("reason")
+                           and s["job"].get("job_state") == "PENDING" and s["job"].get("reason")
                            and s, timeout=60, what="the session to wait in the queue")
-        assert waiting["state"]["reason"] in ("Resources", "Priority")
-        said = f"Waiting in the Slurm queue: {waiting['state']['reason']}"
+        assert waiting["job"]["reason"] in ("Resources", "Priority")
+        said = f"Waiting in the Slurm queue: {waiting['job']['reason']}"
         assert progress_messages(hub, session, until=said)[-1] == said
-        job_id = waiting["state"]["job_id"]
+        job_id = waiting["job"]["job_id"]
 
         status, _ = hub.api("DELETE", f"/users/{researcher.username}/servers/{session.server_name}")
         assert status in (202, 204)
@@ -209,8 +215,8 @@ def test_an_idle_session_is_stopped_and_charged_its_elapsed_time_times_its_gpus(
     session = start(idle_hub, allocation, researcher, gpus=2, hours=1)
     ready = wait_for(lambda: (s := server(idle_hub, session)) and s["ready"] and s, timeout=180,
                      what="the notebook to be ready")
-    job_id = ready["state"]["job_id"]
-    assert ready["state"]["devices"] == "0,1"
+    job_id = ready["job"]["job_id"]
+    assert ready["job"]["devices"] == "0,1"
 
     # Nobody uses it: the culler stops it (DELETE -> scancel) well before its hour.
     wait_for(lambda: not (s := server(idle_hub, session)) or not (s["ready"] or s["pending"]),
@@ -219,7 +225,10 @@ def test_an_idle_session_is_stopped_and_charged_its_elapsed_time_times_its_gpus(
                       timeout=60, what="sacct's CANCELLED record")
     assert "gres/gpu=2" in record["tres"] and int(record["elapsed"]) < 3600
 
-    usage = backend_for(allocation.facility).notebook_usage(session=session)
+    backend = backend_for(allocation.facility)
+    usage = backend.notebook_usage(session=session)
     assert usage is not None and usage.reason == "stopped"
+    # Charged once, per session: the account's usage ingestion leaves the notebook's job out.
+    assert job_id not in {r.detail["job_id"] for r in backend.usage(allocation=allocation)}
     assert usage.gpu_seconds == int(record["elapsed"]) * 2
     assert usage.wall_seconds == int(record["elapsed"])

@@ -35,11 +35,10 @@ from jupyterhub.spawner import Spawner
 from traitlets import Float, Integer, default
 
 from launcher.backends.base import BackendError, JobSpec, JobState, check_name
-from launcher.slurm.client import SlurmClient
+from launcher.slurm.client import NOTEBOOK_JOB_PREFIX, SlurmClient
 from launcher.slurm.parse import map_state
 from launcher.slurm.ssh import SSHConnection, SSHTarget
 
-JOB_PREFIX = "portal-nb-"
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 DATASET_RE = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,79}$")  # allocations Dataset.name
 # A folder on the cluster (absolute, or relative to the service account's home); no '..'.
@@ -340,7 +339,7 @@ class SlurmNotebookSpawner(Spawner):
         self._starting, self._events = True, []
         self.account, self.run_dir = options.account, options.run_dir
         self.target = {"host": options.target.host, "port": options.target.port}
-        self.job_name = f"{JOB_PREFIX}{options.session}-{secrets.token_hex(4)}"
+        self.job_name = f"{NOTEBOOK_JOB_PREFIX}{options.session}-{secrets.token_hex(4)}"
         self.job_state, self.reason = "SUBMITTING", ""
         try:
             await asyncio.to_thread(self._prepare, client, options)
