@@ -8,7 +8,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ORDER = ["bench_portal.py", "bench_vs_coldfront.py", "bench_recommender.py",
          "bench_calibration.py", "bench_sacct.py", "bench_ledger.py", "bench_slurm_loop.py",
-         "bench_cloud.py", "bench_workload.py", "bench_reports.py"]
+         "bench_cloud.py", "bench_workload.py", "bench_reports.py", "notebooks.py"]
 
 
 def main() -> int:

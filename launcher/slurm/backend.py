@@ -9,6 +9,7 @@ import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from allocations.models import Allocation, Facility, ProjectMembership, UsageRecord
 from allocations.services import project_members_sync_record
@@ -20,11 +21,15 @@ from ..backends.base import (
 )
 from ..backends.registry import BaseBackend, Capability
 from ..models import Job
-from ..runners import Fetched, Observation, Submission
+from ..runners import Fetched, NotebookUsage, Observation, Submission
 from .client import SlurmClient
 from .connection import slurm_client, slurm_settings
+from . import notebooks
 from .ssh import RemoteFileNotFound
 from .usage import usage_read
+
+if TYPE_CHECKING:
+    from launcher.notebooks.models import NotebookSession
 
 TRAINER_EXIT_CHECKPOINTED = 75
 _STATE = {JobState.PENDING: Job.State.PENDING, JobState.RUNNING: Job.State.RUNNING,
@@ -85,7 +90,7 @@ class SlurmBackend(BaseBackend):
     capabilities = frozenset({
         Capability.PROVISION, Capability.ACCOUNT_SYNC, Capability.SUBMIT, Capability.RESUME,
         Capability.OBSERVE, Capability.FETCH, Capability.CANCEL, Capability.USAGE,
-        Capability.DATA_PATHS})
+        Capability.DATA_PATHS, Capability.NOTEBOOK})
 
     def resolve_data_path(self, *, facility: Facility, project_code: str, location: str) -> str:
         """Resolved where the files are: `realpath -e` over SSH (an argument list) follows
@@ -104,6 +109,23 @@ class SlurmBackend(BaseBackend):
         if not confined(real_root, real):
             raise PathRefused("it resolves to a place outside the project's folder (a symlink?)")
         return real
+
+    def notebook_options(self, *, allocation: Allocation, session: NotebookSession) -> dict[str, Any]:
+        """What the hub's SlurmNotebookSpawner needs (launcher/slurm/notebooks.py): the SSH
+        facts, account, partition, the owner's cluster login, the session's folders under the
+        project's storage and the project's datasets resolved and confined on the cluster."""
+        code = allocation.project.code
+
+        def resolve(location: str) -> str:
+            return self.resolve_data_path(facility=allocation.facility, project_code=code,
+                                          location=location)
+
+        return notebooks.notebook_options(allocation, session, resolve)
+
+    def notebook_usage(self, *, session: NotebookSession) -> NotebookUsage | None:
+        """sacct's record of the session's job: elapsed x allocated GPUs, the job id, why it
+        ended (or what it waits for)."""
+        return notebooks.notebook_usage(session)
 
     def is_configured(self, facility: Facility) -> bool:
         """Host, user, key, pinned host key and cluster name are all set."""

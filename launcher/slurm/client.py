@@ -13,6 +13,7 @@ import secrets
 from pathlib import PurePosixPath
 
 from . import parse as slurm_parse
+from .parse import NamedJob
 from launcher.backends.base import (
     TOKEN_RE, AccountState, BackendError, JobSpec, JobStatus, SchedulerClient, SubmitResult,
     UsageRow, check_cluster_username, check_name,
@@ -21,7 +22,12 @@ from .ssh import CommandResult, SSHConnection
 
 JOB_ID_RE = re.compile(r"^[0-9]+(_[0-9]+)?$")
 # A folder the portal staged earlier (what `submit` returned as `workdir`).
+_PREFIX_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")  # the start of a job name
 _WORKDIR_RE = re.compile(r"^[A-Za-z0-9_./-]{1,300}$")
+
+# A notebook session's jobs are named so (launcher/notebooks/hub/slurm.py submits them); they
+# are charged per session (launcher/slurm/notebooks.py), never by the account's usage ingestion.
+NOTEBOOK_JOB_PREFIX = "portal-nb-"
 
 # Failures that mean "the Slurm daemons are unreachable right now", worth retrying later.
 _TRANSIENT_MARKERS = (
@@ -299,16 +305,33 @@ class SlurmClient(SchedulerClient):
         self._run(["scancel", self._check_job_id(job_id)],
                   ok_markers=("Invalid job id", "already completing or completed"))
 
-    def usage_since(self, *, account: str, since: dt.datetime, steps: bool = False) -> list[UsageRow]:
+    def usage_since(self, *, account: str, since: dt.datetime, steps: bool = False,
+                    skip_names: str = "") -> list[UsageRow]:
         """sacct rows of the account's jobs active since `since` (allocation rows only unless
-        `steps`); running jobs appear with their elapsed time so far."""
+        `steps`); running jobs appear with their elapsed time so far. Jobs whose name starts
+        with `skip_names` are left out, with their steps (notebook sessions: charged apart)."""
         check_name(account, "account")
         args = ["sacct", "-n", "-P", "-a", f"--accounts={account}", f"--clusters={self.cluster}",
                 f"--starttime={since.strftime('%Y-%m-%dT%H:%M:%S')}", "--endtime=now",
                 "-o", ",".join(slurm_parse.SACCT_USAGE_FIELDS)]
         if not steps:
             args.insert(1, "-X")
-        return slurm_parse.parse_sacct_usage(self._run(args).stdout)
+        text = self._run(args).stdout
+        if skip_names:
+            text = slurm_parse.without_jobs_named(text, skip_names)
+        return slurm_parse.parse_sacct_usage(text)
+
+    def jobs_named(self, *, account: str, prefix: str, since: dt.datetime) -> list[NamedJob]:
+        """sacct allocation rows of the account's jobs since `since` whose name starts with
+        `prefix` (a notebook session's jobs), pending ones included, with Slurm's reason."""
+        check_name(account, "account")
+        if not _PREFIX_RE.match(prefix):
+            raise BackendError(f"invalid job name prefix {prefix!r}", permanent=True)
+        out = self._run(["sacct", "-n", "-P", "-X", "-a", f"--accounts={account}",
+                         f"--clusters={self.cluster}",
+                         f"--starttime={since.strftime('%Y-%m-%dT%H:%M:%S')}", "--endtime=now",
+                         "-o", ",".join(slurm_parse.SACCT_NAMED_FIELDS)]).stdout
+        return [job for job in slurm_parse.parse_sacct_named(out) if job.name.startswith(prefix)]
 
     @staticmethod
     def _check_job_id(job_id: str) -> str:

@@ -10,10 +10,14 @@ cannot shift columns.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
+
 from launcher.backends.base import JobState, JobStatus, UsageRow
 
 SACCT_USAGE_FIELDS = ("JobID", "Account", "State", "ElapsedRaw", "AllocTRES", "Start", "End", "JobName")
 SACCT_STATUS_FIELDS = ("JobID", "State", "ExitCode", "ElapsedRaw", "Reason", "JobName")
+SACCT_NAMED_FIELDS = ("JobID", "State", "ElapsedRaw", "AllocTRES", "Start", "End", "Reason",
+                      "JobName")
 SQUEUE_STATUS_FORMAT = "%i|%T|%r|%M|%j"  # id (12 or 12_3), state, reason, elapsed, name
 
 _STATE_MAP = {
@@ -89,6 +93,49 @@ def parse_sacct_usage(text: str) -> list[UsageRow]:
             start=_timestamp(start), end=_timestamp(end),
         ))
     return rows
+
+
+@dataclass(frozen=True)
+class NamedJob:
+    """A job's allocation row with its name and Slurm's reason (a notebook session's job)."""
+
+    job_id: str
+    name: str
+    state: str
+    reason: str
+    elapsed_seconds: int
+    gpus: int
+    start: dt.datetime | None
+    end: dt.datetime | None
+
+    @property
+    def gpu_seconds(self) -> int:
+        return self.elapsed_seconds * self.gpus
+
+
+def parse_sacct_named(text: str) -> list[NamedJob]:
+    """Rows of `sacct -n -P -X -o <SACCT_NAMED_FIELDS>`."""
+    jobs = []
+    last = len(SACCT_NAMED_FIELDS) - 1
+    for line in text.splitlines():
+        if not line:
+            continue
+        jobid, state, elapsed, tres, start, end, reason, name = line.split("|", last)
+        jobs.append(NamedJob(job_id=jobid, name=name, state=state.split(" ", 1)[0],
+                             reason="" if reason == "None" else reason,
+                             elapsed_seconds=int(elapsed or 0), gpus=_gres_gpus(tres),
+                             start=_timestamp(start), end=_timestamp(end)))
+    return jobs
+
+
+def without_jobs_named(text: str, prefix: str) -> str:
+    """`sacct -P -o <SACCT_USAGE_FIELDS>` output less the jobs whose name (the last field)
+    starts with `prefix`, and less their steps ('12.batch' goes with '12')."""
+    lines = text.splitlines()
+    skipped = {line.split("|", 1)[0] for line in lines
+               if line.rsplit("|", 1)[-1].startswith(prefix) and "." not in line.split("|", 1)[0]}
+    return "\n".join(line for line in lines
+                     if line.split("|", 1)[0].split(".", 1)[0] not in skipped)
 
 
 def parse_sacct_status(text: str) -> dict[str, JobStatus]:

@@ -301,6 +301,21 @@ class SSHConnection:
 
         return self._with_retries(op)
 
+    def write_file(self, path: str, data: bytes, *, mode: int = 0o600) -> None:
+        """Write `data` to a remote file (relative paths: from home) with `mode`, replacing it
+        whole: written beside it and renamed, so a reader never sees half a file. The file is
+        created with `mode` before anything is written to it. Safe to repeat."""
+        staging = f"{path}.part"
+
+        def op(flags: dict[str, bool]) -> None:
+            sftp = self._sftp_client()
+            with sftp.open(staging, "wb") as fh:
+                fh.chmod(mode)
+                fh.write(data)
+            sftp.posix_rename(staging, path)
+
+        self._with_retries(op)
+
 
 def _sftp_makedirs(sftp: paramiko.SFTPClient, path: str) -> None:
     """mkdir -p over SFTP."""

@@ -2,7 +2,9 @@
 
 GPU-seconds = elapsed x allocated gres/gpu (sacct AllocTRES), cost = GPU-hours x the facility's
 GPU-hour rate. Only finished records are offered, each unique by source and job/step id, so
-offering the same records again charges nothing (launcher/services/accounting.py records them)."""
+offering the same records again charges nothing (launcher/services/accounting.py records them).
+Notebook sessions' jobs are left out: each session is charged once from its own sacct record
+(launcher/slurm/notebooks.py)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -16,6 +18,7 @@ from allocations.models import Allocation, UsageRecord
 
 from ..backends.base import UsageRow
 from ..models import Job
+from .client import NOTEBOOK_JOB_PREFIX
 from .connection import slurm_client
 
 OVERLAP = dt.timedelta(hours=1)
@@ -57,8 +60,8 @@ def usage_read(*, allocation: Allocation) -> list[UsageRecord]:
     if not allocation.account_name:
         return []
     since = timezone.localtime(_since(allocation)).replace(tzinfo=None)
-    rows = slurm_client(allocation.facility).usage_since(account=allocation.account_name,
-                                                         since=since)
+    rows = slurm_client(allocation.facility).usage_since(
+        account=allocation.account_name, since=since, skip_names=NOTEBOOK_JOB_PREFIX)
     return usage_records(allocation=allocation, rows=rows)
 
 
