@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from decimal import ROUND_UP, Decimal
 from pathlib import Path
 
 import pytest
@@ -127,13 +128,17 @@ def test_a_researcher_runs_the_whole_loop_on_make_run(embedded_portal, chromium)
                 break
             page.wait_for_timeout(1000)
         assert charged_s > 0 and abs(used_s - charged_s) <= 18, (charged_s, used_s)
-        # Predicted, not the wall time reserved: within 2x of what the run was charged.
+        # Reserved: the limit, wall time x GPUs. The prediction beside it (which set the default
+        # wall time, with its margin) is within 2x of what the run was charged.
         job_body = page.request.get(job_api).json()
-        estimate_s = float(job_body["estimate_gpu_hours"]) * 3600
-        print(f"default job: estimate {estimate_s:.0f} GPU-s ({job_body['estimate_source']}), "
-              f"wall time {job_body['wall_time_minutes']} min, charged {charged_s} GPU-s")
+        limit = Decimal(job_body["wall_time_minutes"] * job_body["gpus"]) / 60
+        assert Decimal(job_body["estimate_gpu_hours"]) == limit.quantize(Decimal("0.001"),
+                                                                          rounding=ROUND_UP)
+        predicted_s = float(job_body["predicted_hours"]) * job_body["gpus"] * 3600
+        print(f"default job: predicted {predicted_s:.0f} GPU-s ({job_body['estimate_source']}), "
+              f"wall time {job_body['wall_time_minutes']} min reserved, charged {charged_s} GPU-s")
         assert job_body["estimate_source"] != "wall-time"
-        assert charged_s / 2 <= estimate_s <= charged_s * 2, (estimate_s, charged_s)
+        assert charged_s / 2 <= predicted_s <= charged_s * 2, (predicted_s, charged_s)
         page.goto(allocation_url)
 
         # The README's step 3 with the form's defaults: 2 learning rates x 3 folds.
