@@ -25,6 +25,8 @@ from typing import Any
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 
+from .figures import MONEY_KEYS, money_text
+
 NON_FIELD = "non_field_errors"
 #: The key of a refusal that names no field (`{"detail": message}`).
 DETAIL = "detail"
@@ -99,15 +101,17 @@ class NotFound(DomainError, Http404):
 
 
 class Conflict(DomainError):
-    """Not allowed in the object's current state (HTTP 409); `data` carries the numbers
-    (decimals as floats, as the API has always given them)."""
+    """Not allowed in the object's current state (HTTP 409); `data` carries the numbers:
+    money (figures.MONEY_KEYS) as decimal strings, other decimals (GPU-hours) as numbers."""
 
     status = 409
 
     def __init__(self, message: str, **data: object) -> None:
         super().__init__(message)
         self.message = message
-        self.data = {k: (float(v) if isinstance(v, Decimal) else v) for k, v in data.items()}
+        self.data = {k: (money_text(v) if k in MONEY_KEYS and isinstance(v, Decimal)
+                         else float(v) if isinstance(v, Decimal) else v)
+                     for k, v in data.items()}
 
     def __str__(self) -> str:
         return self.message

@@ -15,6 +15,16 @@ from decimal import ROUND_HALF_UP, Decimal
 
 #: Decimals of a float in a file: below one GPU-second in GPU-hours, so no information is lost.
 FILE_PLACES = 6
+#: Money in the API: a decimal string with the ledger's 4 places ("12.3400"), never a float.
+MONEY_PLACES = 4
+#: The API fields and 409 numbers that are money (decimal strings); other numbers stay numbers.
+MONEY_KEYS = frozenset({"budget", "spend", "cost", "cost_reserved", "reserved_cost",
+                        "estimate_cost", "remaining_budget", "budget_remaining", "total_cost"})
+
+
+def money_text(value: Decimal | int | str) -> str:
+    """Money as the API writes it: a decimal string to MONEY_PLACES, exact (no float)."""
+    return f"{Decimal(value).quantize(Decimal(1).scaleb(-MONEY_PLACES), rounding=ROUND_HALF_UP):f}"
 
 
 def exact(value: Decimal | float | int) -> str:

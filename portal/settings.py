@@ -338,6 +338,9 @@ LOGGING = {
 
 # Where AWS lives (moto in tests). Used by the cloud backend.
 AWS_ENDPOINT_URL = os.environ.get("AWS_ENDPOINT_URL", "")
+# This installation's id in every cloud tag and lookup (launcher/cloud/client.py
+# installation_id); empty: the id generated once and stored in the database.
+PORTAL_INSTALLATION_ID = os.environ.get("PORTAL_INSTALLATION_ID", "")
 
 # Group whose members review allocation requests.
 PORTAL_REVIEWERS_GROUP = "reviewers"

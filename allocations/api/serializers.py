@@ -3,16 +3,25 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
+
 from . import strict as serializers
 
 from ..models import (
     Allocation, AllocationRequest, Facility, NodeType, Project, ProjectMembership, Sensitivity,
 )
 from ..bounds import as_id
+from ..figures import MONEY_PLACES
 from ..ledger import Ledger, ledger_of
 from ..models.project import project_code_validator
 from ..selectors import visible_allocations, visible_projects
 from ..usernames import CLUSTER_USERNAME_HELP, CLUSTER_USERNAME_PATTERN
+
+
+# Money in the API is a decimal string ("12.3400"; OpenAPI: string, format decimal), never a float.
+MONEY = serializers.DecimalField(max_digits=18, decimal_places=MONEY_PLACES, read_only=True)
+MONEY_OR_NULL = serializers.DecimalField(max_digits=18, decimal_places=MONEY_PLACES,
+                                         read_only=True, allow_null=True)
 
 
 class NodeTypeSerializer(serializers.ModelSerializer):
@@ -213,12 +222,15 @@ class AllocationSerializer(serializers.ModelSerializer):
     def get_gpu_hours_remaining(self, obj) -> float:
         return float(self._ledger(obj).gpu_hours_remaining)
 
-    def get_spend(self, obj) -> float:
-        return float(self._ledger(obj).spend)
+    @extend_schema_field(MONEY)
+    def get_spend(self, obj) -> str:
+        return MONEY.to_representation(self._ledger(obj).spend)
 
-    def get_cost_reserved(self, obj) -> float:
-        return float(self._ledger(obj).cost_reserved)
+    @extend_schema_field(MONEY)
+    def get_cost_reserved(self, obj) -> str:
+        return MONEY.to_representation(self._ledger(obj).cost_reserved)
 
-    def get_budget_remaining(self, obj) -> float | None:
+    @extend_schema_field(MONEY_OR_NULL)
+    def get_budget_remaining(self, obj) -> str | None:
         left = self._ledger(obj).budget_remaining
-        return None if left is None else float(left)
+        return None if left is None else MONEY.to_representation(left)

@@ -11,6 +11,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from .. import selectors, services
+from ..figures import money_text
 from ..models import Facility, UsageRecord
 from . import serializers as s
 from .filters import AllocationFilter, RequestFilter
@@ -199,7 +200,7 @@ class AllocationViewSet(viewsets.ReadOnlyModelViewSet):
         )
         series = [
             {"date": row["day"].isoformat(), "gpu_hours": round(row["gpu_seconds"] / 3600, 3),
-             "cost": round(float(row["cost"]), 2)}
+             "cost": money_text(row["cost"])}
             for row in rows
         ]
         return Response({"allocation": allocation.pk, "daily": series})

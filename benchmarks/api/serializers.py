@@ -173,7 +173,8 @@ class RecommendationResultSerializer(serializers.Serializer):
     eligible = serializers.BooleanField()
     predicted_hours = serializers.FloatField(allow_null=True)
     gpu_hours = serializers.FloatField(allow_null=True)
-    cost = serializers.FloatField(allow_null=True)
+    cost = serializers.DecimalField(max_digits=18, decimal_places=4, allow_null=True,
+                                    help_text="Money as a decimal string")
     confidence = serializers.CharField()
     reasons = serializers.ListField(child=serializers.CharField())
     request_url = serializers.CharField()

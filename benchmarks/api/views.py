@@ -7,6 +7,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from allocations.figures import money_text
 from benchmarks import selectors, services
 
 from . import serializers as s
@@ -58,4 +59,13 @@ class RecommendationView(APIView):
             return Response({"non_field_errors": ["Send a JSON object."]},
                             status=status.HTTP_400_BAD_REQUEST)
         outcome = selectors.recommendations_for(data=request.data)
-        return Response(outcome.as_dict())
+        body = outcome.as_dict()
+        # Money is a decimal string in the API (docs/api.md), the recommender's float included.
+        body["results"] = [_money(row) for row in body["results"]]
+        body["pareto"] = [_money(row) for row in body["pareto"]]
+        return Response(body)
+
+
+def _money(row: dict) -> dict:
+    cost = row.get("cost")
+    return {**row, "cost": None if cost is None else money_text(str(cost))}

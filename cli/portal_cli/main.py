@@ -10,7 +10,7 @@ import typer
 from . import config, jobs, notebooks, sweeps
 from .client import Client, PortalError
 from .common import JsonOpt, client
-from .output import err, hours, print_json, table
+from .output import err, hours, money, print_json, table
 
 app = typer.Typer(
     help="The research compute portal from a terminal: allocations, jobs, sweeps, notebooks.\n\n"
@@ -100,8 +100,11 @@ def usage(allocation: Annotated[int, typer.Argument(help="The allocation's id.")
                f"{detail['status']}): granted {hours(detail['gpu_hours'], 1)}, used "
                f"{hours(detail['gpu_hours_used'])}, reserved {hours(detail['gpu_hours_reserved'])}, "
                f"left {hours(detail['gpu_hours_remaining'])} GPU-hours")
+    if detail.get("budget") is not None:
+        typer.echo(f"Budget {money(detail['budget'])}: spent {money(detail['spend'])}, reserved "
+                   f"{money(detail['cost_reserved'])}, left {money(detail['budget_remaining'])}")
     table("Usage per day", ["date", "GPU-h", "cost"],
-          [(d["date"], hours(d["gpu_hours"]), f"{d['cost']:.2f}") for d in daily["daily"]])
+          [(d["date"], hours(d["gpu_hours"]), money(d["cost"])) for d in daily["daily"]])
 
 
 def main() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import typer
@@ -37,6 +38,14 @@ def hours(value: Any, places: int = 3) -> str:
     if value is None or value == "":
         return "-"
     return f"{float(value):,.{places}f}"
+
+
+def money(value: Any, places: int = 2) -> str:
+    """Money as the API gives it (a decimal string, "12.3400"), rounded half up for a table;
+    read as a Decimal, never through a float."""
+    if value is None or value == "":
+        return "-"
+    return f"{Decimal(str(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP):,f}"
 
 
 def duration(seconds: Any) -> str:

@@ -154,7 +154,7 @@ class _AllocationScoped(serializers.Serializer):
         min_value=P.WALL_TIME_MINUTES[0], max_value=P.WALL_TIME_MINUTES[1], required=False,
         help_text=f"Per run; default: the predicted run time x {P.WALL_TIME_MARGIN}, at least "
                   f"{P.WALL_TIME_FLOOR_MINUTES} min ({P.DEFAULT_WALL_TIME_MINUTES} without a "
-                  "prediction). The estimate is GPUs x wall time unless the recommender predicts less.")
+                  "prediction). The launch reserves this limit x GPUs; the run is stopped there.")
 
     def __init__(self, *args, allocations=None, **kwargs):
         super().__init__(*args, **kwargs)

@@ -3,8 +3,9 @@
 The endpoint comes from AWS_ENDPOINT_URL (a moto server in tests). Nothing here imports Django.
 
 Guarantees:
-- Every instance is tagged with `portal:managed`, its allocation, cluster, node and role, and
-  its launch `token`; `launch` looks the token up before calling RunInstances and passes it as
+- Every instance is tagged with `portal:managed`, `portal:installation` (the portal
+  installation that owns it: two portals sharing an account never see each other's instances,
+  `find` filters on it), its allocation, cluster, node and role, and its launch `token`; `launch` looks the token up before calling RunInstances and passes it as
   `ClientToken`, so re-running a launch after a crash never starts a second instance (moto
   ignores ClientToken, the tag lookup covers it there).
 - Errors are `BackendError`; capacity refusals are `CapacityError` (transient: another type,
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 TAG_PREFIX = "portal:"
 MANAGED = "portal:managed"
+INSTALLATION = "portal:installation"
 # Error codes meaning "not here, not now": try another instance type, zone or market.
 CAPACITY_CODES = frozenset({
     "InsufficientInstanceCapacity", "InsufficientHostCapacity", "InsufficientCapacity",
@@ -123,8 +125,11 @@ class AwsClient(AccessMixin):
     speaks to AWS. (It is not a `launcher.backends.base.Backend`: AWS has no scheduler and no
     accounts, so that interface's submit/status/account methods had nothing to call them.)"""
 
-    def __init__(self, *, region: str, bucket: str, endpoint_url: str | None = None) -> None:
+    def __init__(self, *, region: str, bucket: str, endpoint_url: str | None = None,
+                 installation: str = "") -> None:
         self.region = region
+        # Written on every instance and volume, and part of every instance lookup.
+        self.installation = installation
         self.bucket = check_name(bucket, "bucket")
         self.endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
         config = Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=5,
@@ -244,6 +249,8 @@ class AwsClient(AccessMixin):
 
     def find(self, **tags: str) -> list[Instance]:
         """Live (not terminated) instances carrying all these `portal:` tags."""
+        if self.installation:
+            tags = {**tags, "installation": self.installation}
         filters = [{"Name": f"tag:{TAG_PREFIX}{k}", "Values": [v]} for k, v in tags.items()]
         filters.append({"Name": "instance-state-name", "Values": list(LIVE_STATES)})
         return self._describe(Filters=filters)
@@ -278,6 +285,8 @@ class AwsClient(AccessMixin):
             return Instance(**{**existing[0].__dict__, "already_existed": True})
         tags = {MANAGED: "1", f"{TAG_PREFIX}token": request.token,
                 **{f"{TAG_PREFIX}{k}": v for k, v in request.tags.items()}}
+        if self.installation:
+            tags[INSTALLATION] = self.installation
         kwargs: dict[str, Any] = dict(
             ImageId=request.image_id, MinCount=1, MaxCount=1,
             InstanceType=request.instance_type, ClientToken=request.token,

@@ -28,6 +28,7 @@ role allows the allocation's prefix and nothing else.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import logging
@@ -232,7 +233,10 @@ class NodeAgent:
                                       Key=self.config.assignment_key)["Body"].read()
         except self.s3.exceptions.NoSuchKey:
             return None
-        spec = WorkerSpec(**json.loads(body))
+        # Fields this agent does not know (a newer portal's) are left out, so a warm worker on
+        # an older bundle still runs the task.
+        known = {f.name for f in dataclasses.fields(WorkerSpec)}
+        spec = WorkerSpec(**{k: v for k, v in json.loads(body).items() if k in known})
         return None if spec.task_prefix in self.done else spec
 
     def check_metadata(self) -> str | None:

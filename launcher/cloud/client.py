@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +12,7 @@ from allocations.models import Facility
 from launcher.backends import aws
 from launcher.backends.aws import AwsClient
 
-from .models import Cluster
+from .models import Cluster, Installation
 
 
 def facility_region(facility: Facility) -> str:
@@ -52,16 +53,32 @@ def facility_image(facility: Facility, role: str) -> tuple[str, str]:
 
 @functools.lru_cache(maxsize=32)
 def _backend(region: str, bucket: str, endpoint: str | None,
-             hooks: tuple[Callable[[Any], None], ...]) -> AwsClient:
+             hooks: tuple[Callable[[Any], None], ...], installation: str) -> AwsClient:
     # boto3 clients are thread-safe and slow to build (~50 ms): one per place and hook set.
     # The key holds the hooks themselves, not their id()s: a hook that has been removed and
     # freed can leave its address to a new one, which then got the old hook's client (a test
     # injecting spot status codes saw another test's codes).
-    return AwsClient(region=region, bucket=bucket, endpoint_url=endpoint)
+    return AwsClient(region=region, bucket=bucket, endpoint_url=endpoint,
+                     installation=installation)
+
+
+def installation_id() -> str:
+    """This installation's id: `settings.PORTAL_INSTALLATION_ID` when set, else the one stored
+    in the database (`Installation`, created once, at the first cloud call, as 16 random hex
+    digits). A restored copy of the database is the same installation; a second portal on the
+    same AWS account has its own id, set or generated."""
+    configured = getattr(settings, "PORTAL_INSTALLATION_ID", "")
+    if configured:
+        return configured
+    row = Installation.objects.order_by("pk").first()
+    if row is None:
+        row, _ = Installation.objects.get_or_create(pk=1, defaults={"value": secrets.token_hex(8)})
+    return row.value
 
 
 def _get(region: str, bucket: str, facility: Facility) -> AwsClient:
-    return _backend(region, bucket, settings.AWS_ENDPOINT_URL or None, tuple(aws.CLIENT_HOOKS))
+    return _backend(region, bucket, settings.AWS_ENDPOINT_URL or None, tuple(aws.CLIENT_HOOKS),
+                    installation_id())
 
 
 def aws_client_for_facility(facility: Facility) -> AwsClient:

@@ -202,3 +202,16 @@ class Interruption(models.Model):
     class Meta:
         ordering = ["-detected_at"]
         constraints = [models.UniqueConstraint(fields=["node"], name="one_interruption_per_node")]
+
+
+class Installation(models.Model):
+    """This portal installation's id (one row, created the first time the cloud needs it and
+    kept): every cloud resource the portal writes carries it in its `portal:installation` tag
+    and every instance lookup filters on it, so two portals sharing an AWS account never adopt
+    or terminate each other's instances. `settings.PORTAL_INSTALLATION_ID` overrides it."""
+
+    value = models.CharField(max_length=40, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.value

@@ -30,7 +30,9 @@ def test_the_api_gives_exact_seconds_and_unrounded_hours(api, researcher, nine_s
     assert body["gpu_seconds_used"] == 9 and isinstance(body["gpu_seconds_used"], int)
     assert body["gpu_hours_used"] == 0.0025
     assert body["gpu_hours_remaining"] == 10 - 0.0025 and body["gpu_hours_reserved"] == 0
-    assert body["spend"] == 0.0025 and body["budget_remaining"] == 20 - 0.0025
+    # Money is a decimal string, exact: never the float 19.9975000000001.
+    assert body["spend"] == "0.0025" and body["budget_remaining"] == "19.9975"
+    assert body["cost_reserved"] == "0.0000" and body["budget"] == "20.00"
 
 
 def test_the_page_never_rounds_a_use_to_zero(client, researcher, nine_seconds):
@@ -52,3 +54,19 @@ def test_display_rounding_keeps_two_decimals_or_two_significant_digits(value, te
 
 def test_a_percentage_of_a_tiny_use_is_not_zero():
     assert (percent(Decimal("0.0025"), 10), percent(5, 10), percent(0, 10)) == ("< 0.1", "50.0", "0")
+
+
+def test_money_is_a_decimal_string_in_the_openapi_document(api, researcher):
+    """Money fields (the ledger's, the job's estimate, the cloud's prices) are documented as
+    strings of format decimal, as they are served; GPU-hours stay numbers."""
+    schemas = api.as_user(researcher).get("/api/v1/schema/?format=json").json()["components"]["schemas"]
+    money = {"Allocation": ["budget", "spend", "cost_reserved", "budget_remaining"],
+             "JobOut": ["estimate_cost"], "JobEstimateOut": ["cost"],
+             "SweepEstimateOut": ["total_cost"]}
+    for name, fields in money.items():
+        for field in fields:
+            prop = schemas[name]["properties"][field]
+            assert (prop["type"], prop.get("format")) == ("string", "decimal"), (name, field, prop)
+    assert schemas["Allocation"]["properties"]["gpu_hours_used"]["type"] == "number"
+    node = next(s for n, s in schemas.items() if n.startswith("Node") and "price_per_hour" in s.get("properties", {}))
+    assert node["properties"]["price_per_hour"]["format"] == "decimal"

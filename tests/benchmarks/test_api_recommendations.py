@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import math
+import re
+from decimal import Decimal
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -46,7 +48,9 @@ def test_densenet121_on_224_slices_fits_a_v100(seeded, api, researcher):
     v100 = by_node(answer)[("jade2", "J-V100-32")]
     assert v100["fits_memory"] is True and v100["eligible"] is True
     assert v100["predicted_hours"] > 0 and v100["gpu_hours"] == v100["predicted_hours"]
-    assert v100["cost"] == pytest.approx(0.60 * v100["gpu_hours"], rel=1e-2)  # JADE2's rate
+    # JADE2's rate; money is a decimal string to 4 places.
+    assert re.fullmatch(r"\d+\.\d{4}", v100["cost"])
+    assert float(v100["cost"]) == pytest.approx(0.60 * v100["gpu_hours"], rel=1e-2)
 
 
 def test_options_are_ranked_usable_first_then_fastest(seeded, api, researcher):
@@ -95,7 +99,8 @@ def test_needs_and_budget_are_policy(seeded, api, researcher):
         if r["facility"] in ("jade2", "baskerville"):
             assert not r["eligible"]
             assert any("does not offer root access" in x for x in r["reasons"])
-    assert not any(r["eligible"] for r in answer["results"] if r["cost"] and r["cost"] > 0.01)
+    assert not any(r["eligible"] for r in answer["results"]
+                   if r["cost"] and Decimal(r["cost"]) > Decimal("0.01"))
 
 
 @pytest.mark.parametrize("body, field, says", [

@@ -4,11 +4,15 @@ allocation's limit exits 3 with the portal's reason; --json prints the API's obj
 from __future__ import annotations
 
 import stat
+from decimal import Decimal
 
 import pytest
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from allocations.models import Allocation
+from tests.factories import charge
 from tests.launcher.local_fixtures import QUICK
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(900)]
@@ -106,3 +110,20 @@ def test_usage_errors_exit_2(cli, local_allocation, researcher):
     assert bad.code == 2 and "params.epochs" in bad.err
     assert cli("jobs", "show", "999999", **env).code == 2
     assert cli("sweeps", "launch", "--allocation", "1", "--grid", "/nonexistent.yaml", **env).code == 2
+
+
+def test_usage_reads_money_as_decimal_strings(cli, local_allocation, researcher):
+    """The API gives money as decimal strings; the CLI reads them exactly (no float)."""
+    Allocation.objects.filter(pk=local_allocation.pk).update(budget=Decimal("20.00"))
+    charge(allocation=local_allocation, source="local", external_id="cli-money",
+           period_start=timezone.now(), period_end=timezone.now(), gpu_seconds=9,
+           cost=Decimal("1.2350"))
+    token = Token.objects.create(user=researcher)
+    env = {"PORTAL_URL": cli.url, "PORTAL_TOKEN": token.key}
+    shown = cli("usage", str(local_allocation.pk), **env)
+    assert shown.code == 0, shown.err
+    assert "Budget 20.00: spent 1.24, reserved 0.00, left 18.77" in shown.out  # half up
+    as_json = cli("usage", str(local_allocation.pk), "--json", **env).json()
+    assert as_json["allocation"]["spend"] == "1.2350"
+    assert as_json["allocation"]["budget_remaining"] == "18.7650"
+    assert as_json["usage"]["daily"][0]["cost"] == "1.2350"

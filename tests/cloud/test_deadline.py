@@ -49,7 +49,8 @@ def imds(tmp_path):
     server.server_close()
 
 
-def _agent_runs(tmp_path, imds, moto_endpoint, *, script: str, deadline: float | None) -> dict:
+def _agent_runs(tmp_path, imds, moto_endpoint, *, script: str, deadline: float | None,
+                extra: dict | None = None) -> dict:
     s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=moto_endpoint)
     s3.create_bucket(Bucket="portal-test-deadline")
     config = NodeConfig(bucket="portal-test-deadline", region="us-east-1", prefix="acct/",
@@ -58,7 +59,7 @@ def _agent_runs(tmp_path, imds, moto_endpoint, *, script: str, deadline: float |
     s3.put_object(Bucket=config.bucket, Key=config.assignment_key, Body=json.dumps({
         "bucket": config.bucket, "task_prefix": "acct/tasks/t/", "data_prefix": "acct/data/",
         "argv": [sys.executable, "-c", script], "deadline_seconds": deadline,
-        "kill_after_seconds": 1.0}).encode())
+        "kill_after_seconds": 1.0, **(extra or {})}).encode())
     agent = NodeAgent(config=config, workdir=tmp_path / "work", s3=s3, imds=imds, poll=0.1)
     assert agent.step() is True  # runs the task to its end
     return json.loads(s3.get_object(Bucket=config.bucket,
@@ -81,6 +82,13 @@ def test_a_job_that_ignores_sigterm_is_killed(tmp_path, imds, moto_endpoint):
 def test_without_a_deadline_the_job_runs_to_its_end(tmp_path, imds, moto_endpoint):
     status = _agent_runs(tmp_path, imds, moto_endpoint, script="pass", deadline=None)
     assert status["state"] == "succeeded" and "deadline" not in status
+
+
+def test_an_assignment_field_the_agent_does_not_know_is_ignored(tmp_path, imds, moto_endpoint):
+    """A newer portal's assignment reaches a warm worker on an older bundle: it still runs."""
+    status = _agent_runs(tmp_path, imds, moto_endpoint, script="pass", deadline=None,
+                         extra={"from_a_newer_portal": True})
+    assert status["state"] == "succeeded"
 
 
 @pytest.mark.django_db(transaction=True)

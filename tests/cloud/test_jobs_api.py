@@ -73,8 +73,9 @@ def test_a_job_posted_to_the_api_trains_on_a_spot_worker_and_is_charged(
     assert sum(r.gpu_seconds for r in worker_charges) >= 120  # whole minutes of one GPU
     spend = sum(r.cost for r in charges)
     shown = client.get(f"/api/v1/allocations/{allocation.pk}/").json()
-    assert spend > 0 and shown["spend"] == pytest.approx(float(spend), abs=0.006)
-    assert shown["budget_remaining"] == pytest.approx(50 - float(spend), abs=0.006)
+    assert spend > 0 and Decimal(shown["spend"]) == spend  # a decimal string, exact
+    assert Decimal(shown["budget_remaining"]) == Decimal(50) - spend - Decimal(
+        shown["cost_reserved"])
 
 
 def _events(job: Job) -> list[dict]:
@@ -98,8 +99,8 @@ def test_a_launch_over_the_budget_left_is_refused_with_the_numbers_and_launches_
 
     assert response.status_code == 409, response.json()
     body = response.json()
-    assert body["estimate_cost"] == pytest.approx(0.362)  # one hour of g5.xlarge spot
-    assert body["remaining_budget"] == pytest.approx(0.10)
+    assert body["estimate_cost"] == "0.3620"  # one hour of g5.xlarge spot, a decimal string
+    assert body["remaining_budget"] == "0.1000"
     assert "budget" in body["detail"]
     assert not Job.objects.exists() and not CloudTask.objects.exists()
     assert not Node.objects.filter(cluster=cluster).exists()

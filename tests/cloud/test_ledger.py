@@ -62,7 +62,7 @@ def test_concurrent_launches_never_pass_the_money_budget_together(
     assert not errors, errors
     assert len(accepted) == 2 and len(refused) == 4, [c.message for c in refused]
     assert all(job.estimate_cost == one_hour for job in accepted)
-    assert {c.data["remaining_budget"] for c in refused} == {float(budget - 2 * one_hour)}
+    assert {c.data["remaining_budget"] for c in refused} == {f"{budget - 2 * one_hour:.4f}"}
     ledger = allocation_ledger(allocation.pk)
     assert ledger.cost_reserved == 2 * one_hour
     assert ledger.budget_remaining == budget - 2 * one_hour

@@ -4,6 +4,8 @@ closed is still charged by the beat; and `GET /api/v1/allocations/{id}/` gives e
 GPU-seconds sacct accounts for the job (no rounding)."""
 from __future__ import annotations
 
+from decimal import ROUND_UP, Decimal
+
 import pytest
 
 from allocations.models import UsageRecord
@@ -34,6 +36,9 @@ def test_a_two_gpu_job_runs_two_processes_and_is_charged_exactly_after_close(
     job = services.job_launch(by=researcher, allocation=slurm_allocation, gpus=2,
                               wall_time_minutes=wall, params=params)
     reserved = allocation_ledger(slurm_allocation.pk).gpu_seconds_reserved
+    # The limit, 2 GPUs x the wall time (Slurm's --time stops it there), not a prediction.
+    assert job.estimate_gpu_hours == (Decimal(2 * wall) / 60).quantize(Decimal("0.001"),
+                                                                       rounding=ROUND_UP)
     assert reserved == job.estimate_gpu_hours * 3600 > 0
     job = services.job_submit(job_id=job.pk)
 

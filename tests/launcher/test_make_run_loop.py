@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+from decimal import ROUND_UP, Decimal
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -156,10 +157,16 @@ def test_the_readmes_browser_loop_word_for_word_on_make_run(embedded_portal, chr
         page.wait_for_function("() => !document.getElementById('job-charged').textContent.startsWith('0 GPU')")
         assert "GPU-hours" in page.locator("#job-charged").inner_text()
         job = page.request.get(job_api).json()
-        estimate_s, charged_s = float(job["estimate_gpu_hours"]) * 3600, job["gpu_seconds"]
-        print(f"default job: estimate {job['estimate_gpu_hours']} GPU-h ({job['estimate_source']}), "
-              f"wall time {job['wall_time_minutes']} min, charged {charged_s} GPU-s")
-        assert charged_s / 2 <= estimate_s <= charged_s * 2, (estimate_s, charged_s)
+        charged_s = job["gpu_seconds"]
+        # Reserved: the limit, wall time x GPUs. The prediction beside it (which set the default
+        # wall time, with its margin) is within 2x of what the run was charged.
+        limit = Decimal(job["wall_time_minutes"] * job["gpus"]) / 60
+        assert Decimal(job["estimate_gpu_hours"]) == limit.quantize(Decimal("0.001"), rounding=ROUND_UP)
+        predicted_s = float(job["predicted_hours"]) * job["gpus"] * 3600
+        print(f"default job: predicted {predicted_s:.0f} GPU-s ({job['estimate_source']}), "
+              f"wall time {job['wall_time_minutes']} min reserved, charged {charged_s} GPU-s")
+        assert job["estimate_source"] != "wall-time"
+        assert charged_s / 2 <= predicted_s <= charged_s * 2, (predicted_s, charged_s)
 
         # 3. "Launch a sweep" below the jobs, defaults 2 learning rates x 3 folds; "Estimate"
         # shows the total and its basis before anything launches; then "Launch sweep".

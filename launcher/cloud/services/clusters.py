@@ -21,6 +21,7 @@ from ..client import (
     facility_image,
     facility_region,
     facility_zones,
+    installation_id,
 )
 from ..models import Cluster, Node
 from ..selectors import gpus_for, price_for
@@ -47,7 +48,8 @@ def cluster_provision(allocation: Allocation) -> str:
     facility = allocation.facility
     account = allocation.default_account_name()
     settings_ = facility.backend_settings or {}
-    tags = {"portal:managed": "1", "portal:facility": facility.slug}
+    tags = {"portal:managed": "1", "portal:facility": facility.slug,
+            "portal:installation": installation_id()}
     client = aws_client_for_facility(facility)  # network first, outside any transaction
     client.ensure_prefix(name=account)
     client.tag_bucket(tags)
@@ -112,7 +114,11 @@ def node_launch(*, node_id: int, user_data: str = "") -> Node:
         return node
     cluster = node.cluster
     backend = aws_client(cluster)
-    adopted = backend.find(node=str(node.pk))
+    # This installation's instance of this node row: the installation is in every lookup, and
+    # the launch token (random per node) must match too, so a restored database whose row ids
+    # were reused never adopts an instance launched for another row.
+    adopted = [i for i in backend.find(node=str(node.pk))
+               if i.tags.get("portal:token", "").startswith(f"{node.token}-")]
     if adopted:
         return _record_launch(node, adopted[0], refusals=[], image_source="adopted")
     kind, value = facility_image(cluster.facility, node.role)
