@@ -71,7 +71,7 @@ c.JupyterHub.pid_file = str(state_dir / "jupyterhub.pid")
 c.JupyterHub.cleanup_servers = True  # a stopped hub stops its local servers (their records end)
 
 # One sign-on: the portal is the OpenID Connect provider (portal/provider/, /o/).
-c.JupyterHub.authenticator_class = "generic-oauth"
+c.JupyterHub.authenticator_class = "launcher.notebooks.hub.auth.PortalAuthenticator"
 c.GenericOAuthenticator.client_id = required("JUPYTERHUB_CLIENT_ID")
 c.GenericOAuthenticator.client_secret = required("JUPYTERHUB_CLIENT_SECRET")
 c.GenericOAuthenticator.oauth_callback_url = f"{hub_url}/hub/oauth_callback"
