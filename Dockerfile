@@ -3,12 +3,15 @@ FROM python:3.11-slim-bookworm
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends build-essential libpq5 \
-    && rm -rf /var/lib/apt/lists/*
+    nodejs npm && rm -rf /var/lib/apt/lists/*
 COPY requirements.txt .
 RUN pip install -r requirements.txt
 COPY . .
+# JupyterHub's proxy (the `hub` service): configurable-http-proxy and a Node >= 20 from npm.
+RUN bash scripts/install-hub-proxy.sh /app/.hub
 RUN SECRET_KEY=build-only python manage.py collectstatic --noinput
-RUN useradd --system --create-home portal && mkdir -p /app/var && chown portal /app/var
+RUN useradd --system --create-home portal && mkdir -p /app/var/hub /app/var/provider \
+    && chown -R portal /app/var
 USER portal
 EXPOSE 8000
 CMD ["gunicorn", "portal.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "4"]
