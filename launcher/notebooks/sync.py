@@ -168,6 +168,9 @@ def notebook_charge(*, session: NotebookSession, now: dt.datetime | None = None)
             return "waiting"
         notebook_fail(session=session, reason=f"its run could not be read: {error.message}")
         return "failed"
+    if usage is None and session.spawned_at is None:
+        notebook_fail(session=session, reason="stopped before the hub started it: nothing was charged")
+        return "failed"
     if usage is None or usage.ended is None:
         stopped = session.stopped_at or now
         if now - stopped > dt.timedelta(seconds=settings.NOTEBOOK_RECORD_GRACE_SECONDS):

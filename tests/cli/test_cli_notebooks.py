@@ -11,7 +11,13 @@ from rest_framework.authtoken.models import Token
 
 from launcher.notebooks.models import NotebookSession
 from tests.notebooks.fixtures import hub_sync, nb_allocation, nb_dirs, nb_facility  # noqa: F401
-from tests.notebooks.hubfixture import hub, hub_process, provider_key, wait_for  # noqa: F401
+from tests.notebooks.hubfixture import (  # noqa: F401
+    hub,
+    hub_extra_env,
+    hub_process,
+    provider_key,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(900)]
 CLI = str(Path(__file__).resolve().parents[2] / "cli")  # this tree's portal_cli

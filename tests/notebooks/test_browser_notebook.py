@@ -18,7 +18,10 @@ from allocations.models import Dataset
 from launcher.notebooks.models import NotebookSession
 from tests.browser import login
 from tests.notebooks.fixtures import (  # noqa: F401  (fixtures)
-    hub_sync, nb_allocation, nb_dirs, nb_facility,
+    hub_sync,
+    nb_allocation,
+    nb_dirs,
+    nb_facility,
 )
 from tests.notebooks.hubfixture import wait_for
 
