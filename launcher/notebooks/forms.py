@@ -17,7 +17,7 @@ from .services import max_gpus
 class NotebookForm(forms.Form):
     gpus = forms.IntegerField(label="GPUs", min_value=0)
     hours = forms.DecimalField(label="Hours", max_digits=6, decimal_places=2,
-                               min_value=Decimal("0.01"), initial=Decimal("2"),
+                               min_value=Decimal("0.01"), initial=Decimal(2),
                                help_text="The session is stopped at this wall limit.")
 
     def __init__(self, *args: Any, allocation: Allocation, **kwargs: Any) -> None:

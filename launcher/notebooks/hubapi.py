@@ -161,6 +161,11 @@ class HubClient:
                                  state=s.get("state") or {})
                 for name, s in (data.get("servers") or {}).items()}
 
+    def active_servers(self) -> dict[str, list[str]]:
+        """{user: [server names]} of every user with a server running or pending (one call)."""
+        users = self._call("GET", "/users?state=active").json()
+        return {u["name"]: list((u.get("servers") or {}).keys()) for u in users}
+
     def server(self, user: str, server: str) -> ServerView | None:
         """One named server (None when it is not there: never started, or stopped and removed)."""
         return (self.servers(user) or {}).get(server)

@@ -14,7 +14,8 @@ session, short transactions:
   UsageRecord (source local/slurm, external id `notebook/<id>/<backend's id>`, exactly the
   record's GPU-seconds) through the accounting service, in the step that releases its
   reservation; a stopped session with no record after settings.NOTEBOOK_RECORD_GRACE_SECONDS
-  is failed with the reason (nothing charged, reservation released).
+  is failed with the reason (nothing charged, reservation released);
+- a hub server `nb-<id>` whose session is over (a start that raced a stop) is stopped.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from ..backends.base import BackendError
 from ..backends.registry import backend_for
 from ..runners import NotebookUsage
 from ..services.accounting import usage_ingest_records
-from .hubapi import HubError, ServerView
+from .hubapi import HubClient, HubError, ServerView
 from .ledger import reserved_cost
 from .models import NotebookSession
 from .services import (
@@ -66,6 +67,8 @@ def notebook_sync_all() -> dict[str, int]:
     """One pass over every session owing something (the beat task). Returns counts of what
     happened, for the log and the tests."""
     counts: dict[str, int] = defaultdict(int)
+    if not settings.JUPYTERHUB_API_TOKEN:
+        return {}  # no hub configured here: nothing to follow
     by_user: dict[str, list[NotebookSession]] = defaultdict(list)
     for session in _owing():
         by_user[session.user.get_username()].append(session)
@@ -78,7 +81,35 @@ def notebook_sync_all() -> dict[str, int]:
             continue
         for session in sessions:
             counts[notebook_observe(session=session, view=views.get(session.server_name))] += 1
+    reaped = notebook_reap(hub=hub)
+    if reaped:
+        counts["reaped"] = reaped
     return dict(counts)
+
+
+def notebook_reap(*, hub: HubClient) -> int:
+    """Stop the hub's `nb-<id>` servers whose session is over (stopped or failed) or unknown:
+    a start that raced a stop, or a server started by hand. Returns the servers stopped."""
+    try:
+        active = hub.active_servers()
+    except HubError as error:
+        log.warning("the hub's servers not listed (%s); next time", error)
+        return 0
+    named = {(user, name): int(name[3:]) for user, names in active.items() for name in names
+             if name.startswith("nb-") and name[3:].isdigit()}
+    live = set(NotebookSession.objects.filter(pk__in=set(named.values()),
+                                              state__in=NotebookSession.LIVE)
+               .values_list("pk", flat=True))
+    stopped = 0
+    for (user, name), pk in named.items():
+        if pk not in live:
+            try:
+                hub.stop_server(user, name, remove=True)
+                stopped += 1
+                log.warning("stopped the hub's server %s/%s: its session is over", user, name)
+            except HubError as error:
+                log.warning("could not stop %s/%s (%s); next time", user, name, error)
+    return stopped
 
 
 def _limit_reason(session: NotebookSession, view: ServerView, now: dt.datetime) -> str:
@@ -167,6 +198,9 @@ def notebook_charge(*, session: NotebookSession, now: dt.datetime | None = None)
             log.warning("notebook %s: record not read (%s); next time", session.pk, error)
             return "waiting"
         notebook_fail(session=session, reason=f"its run could not be read: {error.message}")
+        return "failed"
+    if usage is None and session.spawned_at is None:
+        notebook_fail(session=session, reason="stopped before the hub started it: nothing was charged")
         return "failed"
     if usage is None or usage.ended is None:
         stopped = session.stopped_at or now

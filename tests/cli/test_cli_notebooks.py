@@ -4,40 +4,23 @@ what the supervisor's record says), a stop of a stopped session and a start that
 exit 3 with the reason. A thread runs the sync beat task while the command line waits."""
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
-from django.db import connection
 from rest_framework.authtoken.models import Token
 
-from launcher.notebooks import sync
 from launcher.notebooks.models import NotebookSession
-from tests.notebooks.fixtures import nb_allocation, nb_dirs, nb_facility  # noqa: F401
-from tests.notebooks.hubfixture import hub, hub_process, provider_key, wait_for  # noqa: F401
+from tests.notebooks.fixtures import hub_sync, nb_allocation, nb_dirs, nb_facility  # noqa: F401
+from tests.notebooks.hubfixture import (  # noqa: F401
+    hub,
+    hub_extra_env,
+    hub_process,
+    provider_key,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(900)]
 CLI = str(Path(__file__).resolve().parents[2] / "cli")  # this tree's portal_cli
-
-
-@pytest.fixture
-def hub_sync(hub, settings):  # noqa: F811
-    settings.JUPYTERHUB_URL = hub.url
-    settings.JUPYTERHUB_API_TOKEN = hub.api_token
-    stop = threading.Event()
-
-    def loop():
-        try:
-            while not stop.wait(0.5):
-                sync.notebook_sync_all()
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    yield hub
-    stop.set()
-    thread.join(timeout=30)
 
 
 def test_start_open_list_show_and_stop_a_notebook(cli, hub_sync, researcher,

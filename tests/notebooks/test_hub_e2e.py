@@ -13,10 +13,12 @@ import pytest
 from allocations.models import UsageRecord
 from allocations.services import allocation_suspend
 from allocations.services.ledger import Figures, ledger_recomputed, ledger_stored
-from launcher.notebooks import sync
+from launcher.notebooks import services, sync
 from launcher.notebooks.models import NotebookSession
 from tests.notebooks.fixtures import (  # noqa: F401  (fixtures)
-    nb_allocation, nb_dirs, nb_facility,
+    nb_allocation,
+    nb_dirs,
+    nb_facility,
 )
 from tests.notebooks.hubfixture import wait_for
 
@@ -100,3 +102,16 @@ def test_suspending_the_allocation_stops_its_running_session(
     assert session.gpu_seconds == math.ceil(record["ended"] - record["started"])
     assert portal_hub.server(researcher.username, f"nb-{pk}") is None
     assert ledger_agrees(nb_allocation).gpu_seconds_reserved == 0
+
+
+def test_a_server_whose_session_is_over_is_stopped_by_the_sync(portal_hub, researcher,
+                                                               nb_allocation):
+    session = services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk, gpus=1,
+                                      hours=1)  # the hub starts it after the commit
+    name = f"nb-{session.pk}"
+    portal_hub.wait_ready(researcher.username, name)
+    # Its session is over in the portal while the hub still runs it (a start that raced a stop).
+    NotebookSession.objects.filter(pk=session.pk).update(state="failed", reason="raced a stop")
+    assert sync.notebook_sync_all() == {"reaped": 1}
+    wait_for(lambda: portal_hub.server(researcher.username, name) is None, what="the orphan gone")
+    assert sync.notebook_sync_all() == {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from tornado import web
 
+from launcher.notebooks.hub.auth import PortalAuthenticator
 from launcher.notebooks.hub.local import cuda_visible_devices, link_datasets
 
 
@@ -43,3 +44,8 @@ def test_dataset_links_follow_the_sessions_datasets_and_spare_the_users_files(tm
 ])
 def test_the_server_sees_the_gpus_it_was_given_and_none_without(given, seen):
     assert cuda_visible_devices(given) == seen
+
+
+def test_the_hub_keeps_the_portal_username_as_it_is():
+    # JupyterHub would lowercase it; the portal names a session's hub user by its username.
+    assert PortalAuthenticator().normalize_username("Rosalind.F") == "Rosalind.F"

@@ -16,7 +16,12 @@ from launcher.notebooks import services
 from launcher.notebooks.models import NotebookSession
 from tests.factories import AllocationFactory, FacilityFactory
 from tests.notebooks.fixtures import (  # noqa: F401  (fixtures)
-    ago, colleague, nb_allocation, nb_dirs, nb_facility, set_state,
+    ago,
+    colleague,
+    nb_allocation,
+    nb_dirs,
+    nb_facility,
+    set_state,
 )
 
 pytestmark = pytest.mark.django_db
