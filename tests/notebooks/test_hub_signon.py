@@ -52,6 +52,9 @@ def test_a_portal_user_lands_in_their_lab_with_one_sign_on_and_nobody_else_does(
     page.goto(f"{hub.url}/hub/login")
     page.wait_for_url(re.compile(re.escape(f"{hub.url}/hub/home")))
     assert page.locator("input[type=password]").count() == 0
+    # The hub's home offers no start button (users hold no `servers` scope) but the way back.
+    assert page.locator("#start").count() == 0
+    assert live_server.url in page.locator("#portal-note").inner_text()
     assert hub.api("GET", f"/users/{researcher.username}").json()["name"] == researcher.username
 
     # A user's own hub token (asked for in their signed-in browser, as the hub's token page

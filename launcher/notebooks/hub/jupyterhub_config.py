@@ -113,6 +113,10 @@ c.JupyterHub.services = [
 c.JupyterHub.allow_named_servers = True
 c.JupyterHub.named_server_limit_per_user = 0
 c.JupyterHub.default_url = "/hub/home"
+# The home and "not running" pages say that sessions are opened from the portal (their own
+# start buttons would only answer 403: users hold no `servers` scope).
+c.JupyterHub.template_paths = [str(HERE / "templates")]
+c.JupyterHub.template_vars = {"portal_url": portal_url}
 c.JupyterHub.spawner_class = "launcher.notebooks.hub.spawner.PortalSpawner"
 c.Spawner.cmd = [str(Path(sys.executable).with_name("jupyterhub-singleuser"))]
 c.Spawner.default_url = "/lab"
