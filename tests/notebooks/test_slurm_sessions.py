@@ -20,9 +20,9 @@ from allocations.models import Dataset
 from launcher.backends.registry import backend_for
 from launcher.notebooks.models import NotebookSession
 from launcher.slurm import connection
-from tests.launcher.conftest import services_env, unique_name, wait_for  # noqa: F401
-from tests.launcher.slurm_fixtures import make_allocation, slurm_settings
 from tests.factories import FacilityFactory
+from tests.launcher.conftest import read_services_env, unique_name, wait_for
+from tests.launcher.slurm_fixtures import make_allocation, slurm_settings
 from tests.notebooks.slurm_hub import Hub, cluster_notebook_env
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db]
@@ -44,6 +44,11 @@ def idle_hub(tmp_path_factory):
     hub = Hub(tmp_path_factory.mktemp("idle-hub"), spawner=SPAWNER, idle_timeout=10)
     yield hub
     hub.close()
+
+
+@pytest.fixture(scope="module")
+def services_env():
+    return read_services_env()
 
 
 @pytest.fixture
