@@ -296,7 +296,14 @@ class SlurmNotebookSpawner(Spawner):
                            gpus=options.gpus, time_limit_minutes=options.minutes,
                            checkpoint_signal_seconds=0, partition=options.partition,
                            comment=f"portal notebook {options.session} for {options.login}")
-            submitted = await asyncio.to_thread(client.submit, spec)
+            # A stop that interrupts the start cannot stop sbatch's thread: let it finish, so
+            # the job it made is known and stop() cancels it instead of leaving it queued.
+            submitting = asyncio.ensure_future(asyncio.to_thread(client.submit, spec))
+            try:
+                submitted = await asyncio.shield(submitting)
+            except asyncio.CancelledError:
+                self.job_id = (await submitting).job_id
+                raise
             self.job_id, self.job_state = submitted.job_id, "PENDING"
             self._event(f"Submitted Slurm job {self.job_id} on account {options.account}", 20)
             return await self._wait_until_listening(client)
@@ -356,9 +363,13 @@ class SlurmNotebookSpawner(Spawner):
 
     async def stop(self, now: bool = False) -> None:
         """scancel the job (pending or running) and wait a little for Slurm to end it."""
+        if not (self.job_id or self.job_name):
+            return  # never submitted (refused options, or stopped before)
+        client = self._client()
+        if not self.job_id:  # stopped while submitting: find it by name
+            self.job_id = await asyncio.to_thread(client.find_job_by_token, self.job_name) or ""
         if not self.job_id:
             return
-        client = self._client()
         await asyncio.to_thread(client.cancel, self.job_id)
         for _ in range(int(self.stop_wait / 0.5)):
             status = (await asyncio.to_thread(client.status, [self.job_id]))[self.job_id]
