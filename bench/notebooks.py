@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from launcher.slurm.client import SlurmClient  # noqa: E402
-from launcher.slurm.ssh import SSHConnection, SSHTarget  # noqa: E402
-from tests.notebooks.slurm_hub import Hub, cluster_notebook_env  # noqa: E402
+from launcher.slurm.client import SlurmClient
+from launcher.slurm.ssh import SSHConnection, SSHTarget
+from tests.notebooks.slurm_hub import Hub, cluster_notebook_env
 
 REPEATS = int(os.environ.get("BENCH_NOTEBOOK_REPEATS", "3"))
 SERVICES_ENV = Path(os.environ.get("PORTAL_SERVICES_DIR", "/var/lib/portal-services")) / "services.env"

@@ -16,7 +16,12 @@ from django.utils import timezone
 from allocations.models import Allocation, Dataset, ProjectMembership
 from allocations.policy import dataset_location_errors
 
-from ..backends.base import BackendError, PathRefused, check_cluster_username, project_folder
+from ..backends.base import (
+    BackendError,
+    PathRefused,
+    check_cluster_username,
+    project_folder,
+)
 from ..runners import NotebookUsage
 from .client import NOTEBOOK_JOB_PREFIX
 from .connection import slurm_client, slurm_settings
