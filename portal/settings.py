@@ -201,7 +201,7 @@ for _key, _value in oidc_settings(backends=AUTHENTICATION_BACKENDS, csp=PORTAL_C
     globals()[_key] = _value
 
 # The portal as an OpenID Connect provider for JupyterHub's sign-on (/o/, docs/notebooks-hub.md).
-for _key, _value in provider_settings(var_dir=VAR_DIR, csp=PORTAL_CSP).items():
+for _key, _value in provider_settings(var_dir=VAR_DIR, csp=PORTAL_CSP, https=_HTTPS).items():
     globals()[_key] = _value
 
 for _key, _value in email_config(os.environ.get("EMAIL_URL", "console://")).items():

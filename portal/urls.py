@@ -45,6 +45,7 @@ urlpatterns = [
     path("", include("benchmarks.urls")),
     path("", include("launcher.urls")),
     path("", include("launcher.cloud.urls")),
+    path("", include("launcher.notebooks.urls")),
     path("", include("portal.tokens.urls")),
 ]
 

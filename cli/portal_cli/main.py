@@ -1,4 +1,5 @@
-"""`portal`: log in, see allocations and usage; `portal jobs ...`, `portal sweeps ...`."""
+"""`portal`: log in, see allocations and usage; `portal jobs ...`, `portal sweeps ...`,
+`portal notebooks ...`."""
 from __future__ import annotations
 
 import sys
@@ -6,18 +7,19 @@ from typing import Annotated
 
 import typer
 
-from . import config, jobs, sweeps
+from . import config, jobs, notebooks, sweeps
 from .client import Client, PortalError
 from .common import JsonOpt, client
 from .output import err, hours, print_json, table
 
 app = typer.Typer(
-    help="The research compute portal from a terminal: allocations, jobs, sweeps.\n\n"
+    help="The research compute portal from a terminal: allocations, jobs, sweeps, notebooks.\n\n"
          "Exit codes: 0 ok, 1 the job failed or was cancelled, 2 usage error, 3 refused by the "
          "portal (409), 4 authentication. PORTAL_URL and PORTAL_TOKEN override `portal login`.",
     no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
 app.add_typer(jobs.app, name="jobs")
 app.add_typer(sweeps.app, name="sweeps")
+app.add_typer(notebooks.app, name="notebooks")
 
 
 @app.command()

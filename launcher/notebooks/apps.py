@@ -13,3 +13,9 @@ class NotebooksConfig(AppConfig):
 
         # Sessions reserve gpus x hours on the allocation ledger until they are charged.
         register_reservations(session_reservations, selects="session_ids")
+
+        from allocations.sections import register_allocation_section
+
+        from .pages import notebook_sections
+
+        register_allocation_section(notebook_sections)

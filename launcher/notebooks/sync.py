@@ -50,9 +50,9 @@ from .states import session_move
 log = logging.getLogger(__name__)
 S = NotebookSession.State
 # Which ledger source a facility's notebook charges are recorded under.
-SOURCES = {Facility.Backend.LOCAL: UsageRecord.Source.LOCAL,
-           Facility.Backend.SLURM: UsageRecord.Source.SLURM,
-           Facility.Backend.AWS: UsageRecord.Source.CLOUD}
+SOURCES: dict[str, str] = {Facility.Backend.LOCAL: UsageRecord.Source.LOCAL,
+                           Facility.Backend.SLURM: UsageRecord.Source.SLURM,
+                           Facility.Backend.AWS: UsageRecord.Source.CLOUD}
 
 
 def _owing() -> Any:
@@ -167,6 +167,9 @@ def notebook_charge(*, session: NotebookSession, now: dt.datetime | None = None)
             log.warning("notebook %s: record not read (%s); next time", session.pk, error)
             return "waiting"
         notebook_fail(session=session, reason=f"its run could not be read: {error.message}")
+        return "failed"
+    if usage is None and session.spawned_at is None:
+        notebook_fail(session=session, reason="stopped before the hub started it: nothing was charged")
         return "failed"
     if usage is None or usage.ended is None:
         stopped = session.stopped_at or now

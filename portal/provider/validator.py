@@ -1,6 +1,8 @@
 """The claims the hub reads and the one rule of who may sign in: an active portal user."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from oauth2_provider.oauth2_validators import OAuth2Validator
 
 
@@ -9,7 +11,8 @@ class PortalOAuth2Validator(OAuth2Validator):
     with their scopes. A user deactivated after the hub was given a code or a token is refused
     at the token and userinfo endpoints too, not only at the portal's login."""
 
-    oidc_claim_scope = {**OAuth2Validator.oidc_claim_scope, "preferred_username": "openid"}
+    oidc_claim_scope: ClassVar[dict[str, str]] = {
+        **OAuth2Validator.oidc_claim_scope, "preferred_username": "openid"}
 
     def get_additional_claims(self, request):
         user = request.user

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from allocations.models import Allocation, ProjectMembership
+from launcher.notebooks import sync
 from launcher.notebooks.models import NotebookSession
 from tests.factories import (
     AllocationFactory,
@@ -51,6 +54,28 @@ def colleague(project):
     return user
 
 
+@pytest.fixture
+def hub_sync(hub, settings):
+    """The test's hub as the portal's, and a thread doing the beat task's sync every half
+    second while the test waits (needs the `hub` fixture: tests/notebooks/conftest.py)."""
+    settings.JUPYTERHUB_URL = hub.url
+    settings.JUPYTERHUB_API_TOKEN = hub.api_token
+    stop = threading.Event()
+
+    def loop():
+        try:
+            while not stop.wait(0.5):
+                sync.notebook_sync_all()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    yield hub
+    stop.set()
+    thread.join(timeout=30)
+
+
 def finish_run(session: NotebookSession, *, seconds: float, reason: str = "stopped") -> dict:
     """Write `<run_dir>/record.json` as the local supervisor does at the end of a run."""
     run_dir = Path(session.run_dir)
@@ -73,5 +98,5 @@ def ago(**kwargs) -> dt.datetime:
     return timezone.now() - dt.timedelta(**kwargs)
 
 
-__all__ = ["Allocation", "ago", "colleague", "finish_run", "nb_allocation", "nb_dirs",
-           "nb_facility", "set_state"]
+__all__ = ["Allocation", "ago", "colleague", "finish_run", "hub_sync", "nb_allocation",
+           "nb_dirs", "nb_facility", "set_state"]

@@ -10,7 +10,8 @@ Use it from any test module under tests/notebooks/ (conftest.py exports the fixt
         hub.start_server("rosalind", "nb-1", {...user_options...})
         hub.wait_ready("rosalind", "nb-1"); hub.stop_server("rosalind", "nb-1")
 
-`hub_process` (module scope: one hub per test module, started in a few seconds) runs
+`hub_process` (module scope: one hub per test module, started in a few seconds; more
+environment for it from the module-scoped fixture `hub_extra_env`, {} unless overridden) runs
 `jupyterhub -f launcher/notebooks/hub/jupyterhub_config.py` with its own state folder, free
 ports and a PORTAL_BASE_URL of pytest-django's live server. `hub` (per test, needs
 transactional_db) registers the hub's OAuth client in the test's database and the provider's
@@ -139,7 +140,14 @@ def provider_key(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module")
-def hub_process(live_server, tmp_path_factory):
+def hub_extra_env() -> dict[str, str]:
+    """More environment for the module's hub (override it in a test module, e.g.
+    `{"JUPYTERHUB_START_TIMEOUT": "300"}` for a backend that queues)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def hub_process(live_server, tmp_path_factory, hub_extra_env):
     assert PROXY.exists(), "configurable-http-proxy is missing: run `make install`"
     state_dir = tmp_path_factory.mktemp("hub")
     port = free_port_triple()
@@ -155,6 +163,7 @@ def hub_process(live_server, tmp_path_factory):
         "JUPYTERHUB_PROXY_CMD": str(PROXY),
         "JUPYTERHUB_IDLE_TIMEOUT": "3600",
         "PORTAL_BASE_URL": live_server.url,
+        **hub_extra_env,
     }
     with open(hub.log, "wb") as log:
         process = subprocess.Popen([str(JUPYTERHUB), "-f", str(CONFIG)], cwd=state_dir,

@@ -8,7 +8,11 @@ import pytest
 from launcher.notebooks.models import NotebookSession
 from tests.factories import AllocationFactory
 from tests.notebooks.fixtures import (  # noqa: F401  (fixtures)
-    colleague, nb_allocation, nb_dirs, nb_facility, set_state,
+    colleague,
+    nb_allocation,
+    nb_dirs,
+    nb_facility,
+    set_state,
 )
 
 pytestmark = pytest.mark.django_db

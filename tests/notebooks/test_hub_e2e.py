@@ -16,7 +16,9 @@ from allocations.services.ledger import Figures, ledger_recomputed, ledger_store
 from launcher.notebooks import sync
 from launcher.notebooks.models import NotebookSession
 from tests.notebooks.fixtures import (  # noqa: F401  (fixtures)
-    nb_allocation, nb_dirs, nb_facility,
+    nb_allocation,
+    nb_dirs,
+    nb_facility,
 )
 from tests.notebooks.hubfixture import wait_for
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser import login
+from tests.factories import UserFactory
 from tests.notebooks.hubfixture import wait_for
 
 pytestmark = [pytest.mark.browser]
@@ -42,7 +43,9 @@ def record(tmp_path) -> dict:
 
 
 def test_a_portal_user_lands_in_their_lab_with_one_sign_on_and_nobody_else_does(
-        live_server, hub, page, chromium, researcher, pi, tmp_path):
+        live_server, hub, page, chromium, pi, tmp_path):
+    # A username as the portal has it, capitals and all: the hub must not make a stranger of it.
+    researcher = UserFactory(username="Rosalind.F")
     login(page, live_server, researcher.username)
     # The hub's login sends the browser to the portal's provider, which knows the user already:
     # back at the hub, signed in, with no second password asked for.

@@ -130,7 +130,7 @@ def test_a_session_that_left_no_record_fails_and_releases_its_reservation(
     session = services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk,
                                       gpus=1, hours=2)
     session = set_state(session, S.STOPPED, started_at=ago(minutes=5), stopped_at=ago(seconds=30),
-                        run_dir=str(Path(settings.NOTEBOOKS_DIR) / "none"))
+                        spawned_at=ago(minutes=6), run_dir=str(Path(settings.NOTEBOOKS_DIR) / "none"))
     assert sync.notebook_charge(session=session) == "waiting"
     assert columns_agree(nb_allocation).gpu_seconds_reserved == 7200
     session = set_state(session, S.STOPPED, stopped_at=ago(seconds=61))
@@ -232,3 +232,14 @@ def test_the_local_record_is_read_exactly(researcher, nb_allocation):
     assert isinstance(usage, NotebookUsage)
     assert (usage.gpu_seconds, usage.wall_seconds, usage.reason) == (21, 11, "stopped")
     assert usage.started.timestamp() == pytest.approx(record["started"])
+
+
+def test_a_session_stopped_before_the_hub_started_it_fails_at_once(researcher, nb_allocation):
+    session = services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk,
+                                      gpus=1, hours=1)
+    services.notebook_stop(actor=researcher, session_id=session.pk)
+    assert sync.notebook_observe(session=NotebookSession.objects.get(pk=session.pk),
+                                 view=None) == "failed"
+    session.refresh_from_db()
+    assert session.state == S.FAILED and "before the hub started it" in session.reason
+    assert columns_agree(nb_allocation) == Figures()

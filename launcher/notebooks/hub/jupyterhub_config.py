@@ -62,8 +62,11 @@ state_dir.mkdir(parents=True, exist_ok=True)
 c.JupyterHub.bind_url = env("JUPYTERHUB_BIND_URL", hub_url)
 c.JupyterHub.hub_bind_url = env("JUPYTERHUB_HUB_BIND_URL", with_port(hub_url, 1))
 c.ConfigurableHTTPProxy.api_url = env("JUPYTERHUB_PROXY_API_URL", with_port(hub_url, 2))
-c.ConfigurableHTTPProxy.command = [env("JUPYTERHUB_PROXY_CMD",
-                                       str(REPO / ".hub" / "bin" / "configurable-http-proxy"))]
+proxy_cmd = env("JUPYTERHUB_PROXY_CMD", str(REPO / ".hub" / "bin" / "configurable-http-proxy"))
+if "/" in proxy_cmd and not Path(proxy_cmd).exists():
+    sys.exit(f"jupyterhub_config.py: {proxy_cmd} is missing: run `make install` "
+             "(or bash scripts/install-hub-proxy.sh)")
+c.ConfigurableHTTPProxy.command = [proxy_cmd]
 c.ConfigurableHTTPProxy.pid_file = str(state_dir / "proxy.pid")
 c.JupyterHub.db_url = f"sqlite:///{state_dir / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(state_dir / "jupyterhub_cookie_secret")
@@ -71,7 +74,7 @@ c.JupyterHub.pid_file = str(state_dir / "jupyterhub.pid")
 c.JupyterHub.cleanup_servers = True  # a stopped hub stops its local servers (their records end)
 
 # One sign-on: the portal is the OpenID Connect provider (portal/provider/, /o/).
-c.JupyterHub.authenticator_class = "generic-oauth"
+c.JupyterHub.authenticator_class = "launcher.notebooks.hub.auth.PortalAuthenticator"
 c.GenericOAuthenticator.client_id = required("JUPYTERHUB_CLIENT_ID")
 c.GenericOAuthenticator.client_secret = required("JUPYTERHUB_CLIENT_SECRET")
 c.GenericOAuthenticator.oauth_callback_url = f"{hub_url}/hub/oauth_callback"

@@ -4,9 +4,10 @@
 From the portal's user_options (NOTEBOOKS.md): `workdir` is the server's working directory and
 root (it outlives the session), `datasets/<name>` in it are symlinks to the registered dataset
 paths (a symlink cannot make its target read-only: on this backend the dataset folders' own
-permissions protect them; the Slurm backend mounts them read-only), `run_dir` holds `record.json` (written by
-supervisor.py) and the server's log, `hours` is the hard stop, and CUDA_VISIBLE_DEVICES is
-`backend_options["cuda_visible_devices"]` (a list of indices or a string; "" without GPUs)."""
+permissions protect them; the Slurm backend mounts them read-only), `run_dir` holds
+`record.json` (written by supervisor.py) and the server's log, `hours` is the hard stop, and
+CUDA_VISIBLE_DEVICES is `backend_options["cuda_visible_devices"]` (a list of indices or a
+string; "" without GPUs)."""
 from __future__ import annotations
 
 import os
@@ -42,10 +43,12 @@ def link_datasets(workdir: Path, datasets: dict) -> None:
         if "/" in name or name in {"", ".", ".."}:
             raise web.HTTPError(400, f"dataset name {name!r} is not a plain name")
         link = folder / name
-        if link.is_symlink() or link.exists():
-            if link.is_symlink() and os.readlink(link) == str(target):
+        if link.is_symlink():
+            if os.readlink(link) == str(target):
                 continue
             link.unlink()
+        elif link.exists():
+            raise web.HTTPError(409, f"{link} is the user's own, not a dataset link: rename it")
         link.symlink_to(target, target_is_directory=True)
 
 
@@ -76,7 +79,7 @@ class LocalNotebookSpawner(LocalProcessSpawner):
 
     def user_env(self, env):
         env["USER"] = self.user.name
-        env["HOME"] = self.run_dir or env.get("HOME", "/tmp")
+        env["HOME"] = str(Path(self.run_dir) / "home")  # start() sets run_dir first
         env["SHELL"] = "/bin/bash"
         return env
 
@@ -106,13 +109,13 @@ class LocalNotebookSpawner(LocalProcessSpawner):
         if self.port == 0:
             self.port = random_port()
         env = self.get_env()
-        env["HOME"] = str(run_dir / "home")
         server_cmd = [*self.cmd, *self.get_args()]
         cmd = [self.python, str(SUPERVISOR), "--record", str(run_dir / RECORD),
                "--hours", repr(hours), "--grace", repr(self.kill_grace),
                "--log", str(run_dir / "server.log"), "--", *server_cmd]
         self.log.info("Spawning %s in %s", " ".join(shlex.quote(s) for s in cmd), workdir)
-        self.proc = Popen(cmd, env=env, cwd=str(workdir), start_new_session=True,
+        # As LocalProcessSpawner.start does: a fork and exec, over at once.
+        self.proc = Popen(cmd, env=env, cwd=str(workdir), start_new_session=True,  # noqa: ASYNC220
                           **self.popen_kwargs)
         self.pid = self.proc.pid
         return (self.ip or "127.0.0.1", self.port)

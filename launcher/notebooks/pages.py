@@ -1,0 +1,84 @@
+"""What the notebooks add to the allocation page (allocations.sections): the "Open a notebook"
+form (or why none can be opened), the sessions, and one timeline of the allocation's jobs and
+notebook sessions. Four queries whatever the number of rows."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from allocations.models import Allocation
+from allocations.selectors import allocation_ledger, is_member
+
+from ..access import acts_on_all
+from ..models import Job
+from . import figures, selectors
+from .forms import NotebookForm
+from .models import NotebookSession
+from .services import notebook_refusal
+
+SHOWN = 50
+
+
+@dataclass(frozen=True)
+class Use:
+    """One row of the allocation's timeline: a job or a notebook session."""
+
+    kind: str
+    pk: int
+    link: str
+    label: str
+    state: str
+    state_label: str
+    started: datetime
+    gpu_seconds: int
+
+
+def decorate(sessions: list[NotebookSession], user: Any) -> list[NotebookSession]:
+    """Each session with what the page shows: GPU-seconds so far, idle seconds, and whether
+    `user` may open (the owner) or stop it (the owner or staff)."""
+    staff = acts_on_all(user)
+    for s in sessions:
+        s.so_far = figures.gpu_seconds_so_far(s)  # type: ignore[attr-defined]
+        s.idle_for = figures.idle_seconds(s)  # type: ignore[attr-defined]
+        s.can_open = selectors.may_open(user, s) and s.state == s.State.RUNNING  # type: ignore[attr-defined]
+        s.can_stop = not s.is_final and s.state != s.State.STOPPING and (  # type: ignore[attr-defined]
+            s.user_id == user.pk or staff)
+    return sessions
+
+
+def timeline(allocation: Allocation, sessions: list[NotebookSession]) -> list[Use]:
+    """Jobs and notebook sessions of the allocation, newest first, as one list of its use."""
+    jobs = (Job.objects.filter(allocation_id=allocation.pk).order_by("-created_at", "-id")
+            .only("pk", "state", "created_at", "gpu_seconds", "params", "sweep_id")[:SHOWN])
+    rows = [Use("job", j.pk, f"/jobs/{j.pk}/", f"job #{j.pk} {j.params.get('model', '')}".strip()
+                + (f" (sweep #{j.sweep_id})" if j.sweep_id else ""), j.state,
+                j.get_state_display(), j.created_at, int(j.gpu_seconds)) for j in jobs]
+    rows += [Use("notebook", s.pk, f"/notebooks/{s.pk}/",
+                 f"notebook #{s.pk} ({s.gpus} GPUs, {s.hours.normalize():f} h, {s.user.username})",
+                 s.state, s.get_state_display(), s.created_at, s.so_far)  # type: ignore[attr-defined]
+             for s in sessions]
+    return sorted(rows, key=lambda r: r.started, reverse=True)[:SHOWN]
+
+
+def notebook_sections(allocation: Allocation, user: Any) -> list[dict[str, Any]]:
+    """The notebooks section of /allocations/<id>/ (the view has checked that `user` sees it)."""
+    sessions = decorate(list(selectors.allocation_sessions(allocation.pk)[:SHOWN]), user)
+    refusal = notebook_refusal(allocation)
+    member = is_member(user, allocation.project_id)
+    form = NotebookForm(allocation=allocation) if not refusal and member else None
+    ledger = allocation_ledger(allocation.pk) if form is not None else None
+    return [{"template": "notebooks/allocation_section.html",
+             "data": {"allocation_id": allocation.pk, "sessions": sessions, "form": form,
+                      "refusal": refusal, "member": member,
+                      "idle_minutes": allocation.facility.notebook_idle_minutes,
+                      "remaining_gpu_hours": ledger.gpu_hours_remaining if ledger else None,
+                      "estimate": _default_estimate(form),
+                      "timeline": timeline(allocation, sessions)}}]
+
+
+def _default_estimate(form: NotebookForm | None) -> Decimal | None:
+    if form is None:
+        return None
+    return Decimal(form.fields["gpus"].initial) * Decimal(form.fields["hours"].initial)
