@@ -34,7 +34,8 @@ exec "$PORTAL_NB_PYTHON" -m jupyterhub.singleuser --ip=0.0.0.0 --port="$port" \
 """
 
 # Makes the folders and workdir/datasets/<name>: a symlink to the dataset, or with "ro" an
-# empty folder the job mounts it on. Arguments: run_dir workdir ro|link [name path]...
+# empty folder the job mounts it on; a file or non-empty folder of the user's in the way is
+# never deleted (exit 3). Arguments: run_dir workdir ro|link [name path]...
 PREPARE_SCRIPT = r"""
 set -eu
 run=$1; wd=$2; mode=$3; shift 3
@@ -42,7 +43,11 @@ mkdir -p -- "$run" "$wd/datasets"
 chmod 700 -- "$run"
 find "$wd/datasets" -mindepth 1 -maxdepth 1 \( -type l -o -type d -empty \) -delete
 while [ $# -ge 2 ]; do
-  if [ "$mode" = ro ]; then mkdir -p -- "$wd/datasets/$1"; else ln -sfn -- "$2" "$wd/datasets/$1"; fi
+  t="$wd/datasets/$1"
+  if [ -e "$t" ] && [ ! -L "$t" ] && ! { [ -d "$t" ] && [ -z "$(ls -A -- "$t")" ]; }; then
+    echo "datasets/$1 is in the way: a file or folder of the user's, kept; move it" >&2; exit 3
+  fi
+  if [ "$mode" = ro ]; then mkdir -p -- "$t"; else ln -sfn -- "$2" "$t"; fi
   shift 2
 done
 """
