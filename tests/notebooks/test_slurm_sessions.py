@@ -16,12 +16,11 @@ from decimal import Decimal
 
 import pytest
 
-from allocations.models import Dataset, UsageRecord
+from allocations.models import Dataset
 from launcher.backends.registry import backend_for
-from launcher.notebooks import sync
 from launcher.notebooks.models import NotebookSession
 from launcher.slurm import connection
-from tests.factories import FacilityFactory, NodeTypeFactory
+from tests.factories import FacilityFactory
 from tests.launcher.conftest import read_services_env, unique_name, wait_for
 from tests.launcher.slurm_fixtures import make_allocation, slurm_settings
 from tests.notebooks.slurm_hub import Hub, cluster_notebook_env
@@ -239,39 +238,3 @@ def test_an_idle_session_is_stopped_and_charged_its_elapsed_time_times_its_gpus(
     assert usage.gpu_seconds == int(record["elapsed"]) * 2
     assert usage.wall_seconds == int(record["elapsed"])
 
-
-@pytest.mark.django_db(transaction=True)
-def test_through_the_portal_a_slurm_session_is_charged_saccts_elapsed_times_its_gpus(
-        api, hub, settings, allocation, researcher):
-    """The portal's own path on Slurm: the API opens a session (tasks run eagerly after each
-    commit), the beat task's sync sees it running, the API stops it, and the charge is sacct's
-    record of the job, once."""
-
-    settings.JUPYTERHUB_URL, settings.JUPYTERHUB_API_TOKEN = hub.url, hub.token
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    allocation.node_type = NodeTypeFactory(facility=allocation.facility, name="vm-gpu",
-                                           accelerators_per_node=2)
-    allocation.save()
-    client = api.as_user(researcher)
-    response = client.post("/api/v1/notebooks/", {"allocation": allocation.pk, "gpus": 2,
-                                                   "hours": 1}, format="json")
-    assert response.status_code == 201, response.json()
-    pk = response.json()["id"]
-
-    def synced(check):
-        sync.notebook_sync_all()
-        session = NotebookSession.objects.get(pk=pk)
-        return session if check(session) else None
-
-    wait_for(lambda: synced(lambda s: s.state == "running"), timeout=180, what="running")
-    job_id = server(hub, NotebookSession.objects.get(pk=pk))["job"]["job_id"]
-    assert squeue(allocation, job_id).startswith(f"{allocation.account_name}|")
-
-    assert client.post(f"/api/v1/notebooks/{pk}/stop/").status_code == 200
-    session = wait_for(lambda: synced(lambda s: s.charged_at is not None), timeout=180,
-                       what="the charge")
-    record = sacct(allocation, job_id)
-    assert record["state"] == "CANCELLED" and "gres/gpu=2" in record["tres"]
-    assert session.gpu_seconds == int(record["elapsed"]) * 2 and session.external_id == job_id
-    charge = UsageRecord.objects.get(allocation=allocation)
-    assert (charge.source, charge.gpu_seconds) == ("slurm", int(record["elapsed"]) * 2)
