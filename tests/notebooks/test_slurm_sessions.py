@@ -77,6 +77,10 @@ def allocation(project, researcher, facility):
     project.memberships.filter(user=researcher).update(cluster_username="portal")
     yield allocation
     client.ssh.run(["scancel", f"--account={allocation.account_name}"])
+    run_dirs = [f"portal-jobs/notebooks/nb-{pk}" for pk in
+                NotebookSession.objects.filter(allocation=allocation).values_list("pk", flat=True)]
+    if run_dirs:  # the sessions' env.sh, script, endpoint and Slurm log
+        client.ssh.run(["rm", "-rf", "--", *run_dirs])
     client.ssh.run(["sacctmgr", "-i", "delete", "account", f"name={allocation.account_name}"])
 
 
