@@ -8,18 +8,27 @@ was retried). Reads only (SSH), like every other entry operation."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
 from allocations.models import Allocation, Dataset, ProjectMembership
 from allocations.policy import dataset_location_errors
 
-from ..backends.base import BackendError, PathRefused, check_cluster_username, project_folder
+from ..backends.base import (
+    BackendError,
+    PathRefused,
+    check_cluster_username,
+    project_folder,
+)
 from ..runners import NotebookUsage
 from .client import NOTEBOOK_JOB_PREFIX
 from .connection import slurm_client, slurm_settings
 from .parse import NamedJob
+
+if TYPE_CHECKING:
+    from launcher.notebooks.models import NotebookSession
 
 # Why a session's job ended, in the words the portal shows.
 _ENDED = {"COMPLETED": "exited", "CANCELLED": "stopped", "TIMEOUT": "time limit",
@@ -37,7 +46,8 @@ def member_login(allocation: Allocation, user_id: int) -> str:
         return ""
 
 
-def notebook_datasets(allocation: Allocation, resolve) -> tuple[dict[str, str], dict[str, str]]:  # type: ignore[no-untyped-def]
+def notebook_datasets(allocation: Allocation, resolve: Callable[[str], str],
+                      ) -> tuple[dict[str, str], dict[str, str]]:
     """({name: resolved path} of the project's datasets the facility accepts, {name: why not}
     for the others). `resolve(location)` is the entry's `resolve_data_path` for the project."""
     linked, left_out = {}, {}
@@ -56,7 +66,8 @@ def notebook_datasets(allocation: Allocation, resolve) -> tuple[dict[str, str], 
     return linked, left_out
 
 
-def notebook_options(allocation: Allocation, session: Any, resolve) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def notebook_options(allocation: Allocation, session: NotebookSession,
+                     resolve: Callable[[str], str]) -> dict[str, Any]:
     """The spawner's backend_options (JSON): SSH facts, cluster, account, partition, the
     owner's login, workdir/run_dir/datasets on the cluster, the compute-side python and env."""
     facility = allocation.facility
@@ -121,7 +132,7 @@ def usage_from_jobs(jobs: list[NamedJob]) -> NotebookUsage | None:
         reason=reason)
 
 
-def notebook_usage(session: Any) -> NotebookUsage | None:
+def notebook_usage(session: NotebookSession) -> NotebookUsage | None:
     """sacct's record of the session's jobs (portal-nb-<id>-*) on the allocation's account."""
     allocation = session.allocation
     if not allocation.account_name:

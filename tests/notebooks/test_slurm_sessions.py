@@ -20,9 +20,9 @@ from allocations.models import Dataset
 from launcher.backends.registry import backend_for
 from launcher.notebooks.models import NotebookSession
 from launcher.slurm import connection
-from tests.launcher.conftest import services_env, unique_name, wait_for  # noqa: F401
-from tests.launcher.slurm_fixtures import make_allocation, slurm_settings
 from tests.factories import FacilityFactory
+from tests.launcher.conftest import read_services_env, unique_name, wait_for
+from tests.launcher.slurm_fixtures import make_allocation, slurm_settings
 from tests.notebooks.slurm_hub import Hub, cluster_notebook_env
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db]
@@ -44,6 +44,11 @@ def idle_hub(tmp_path_factory):
     hub = Hub(tmp_path_factory.mktemp("idle-hub"), spawner=SPAWNER, idle_timeout=10)
     yield hub
     hub.close()
+
+
+@pytest.fixture(scope="module")
+def services_env():
+    return read_services_env()
 
 
 @pytest.fixture
@@ -72,6 +77,10 @@ def allocation(project, researcher, facility):
     project.memberships.filter(user=researcher).update(cluster_username="portal")
     yield allocation
     client.ssh.run(["scancel", f"--account={allocation.account_name}"])
+    run_dirs = [f"portal-jobs/notebooks/nb-{pk}" for pk in
+                NotebookSession.objects.filter(allocation=allocation).values_list("pk", flat=True)]
+    if run_dirs:  # the sessions' env.sh, script, endpoint and Slurm log
+        client.ssh.run(["rm", "-rf", "--", *run_dirs])
     client.ssh.run(["sacctmgr", "-i", "delete", "account", f"name={allocation.account_name}"])
 
 
@@ -232,3 +241,4 @@ def test_an_idle_session_is_stopped_and_charged_its_elapsed_time_times_its_gpus(
     assert job_id not in {r.detail["job_id"] for r in backend.usage(allocation=allocation)}
     assert usage.gpu_seconds == int(record["elapsed"]) * 2
     assert usage.wall_seconds == int(record["elapsed"])
+

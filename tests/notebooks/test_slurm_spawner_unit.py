@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from launcher.notebooks.hub.slurm import SessionError, env_script, session_options
+from launcher.notebooks.hub.slurm_scripts import PREPARE_SCRIPT
 from launcher.slurm.client import NOTEBOOK_JOB_PREFIX
 from launcher.slurm.notebooks import usage_from_jobs
 from launcher.slurm.parse import NamedJob, parse_sacct_usage, without_jobs_named
@@ -94,3 +95,27 @@ def test_the_accounts_usage_leaves_notebook_jobs_and_their_steps_out():
     ])
     rows = parse_sacct_usage(without_jobs_named(text, NOTEBOOK_JOB_PREFIX))
     assert [(r.job_id, r.step) for r in rows] == [("10", ""), ("10", "batch")]
+
+
+def prepare(*args: str):
+    return subprocess.run(["bash", "-c", PREPARE_SCRIPT, "prepare", *args],
+                          capture_output=True, text=True)
+
+
+def test_the_session_folders_link_the_datasets_and_never_delete_the_users_files(tmp_path):
+    run, work, data = tmp_path / "run", tmp_path / "work", tmp_path / "data"
+    data.mkdir()
+    (work / "datasets").mkdir(parents=True)
+    (work / "datasets" / "old").symlink_to(data)  # a dataset no longer registered
+    assert prepare(str(run), str(work), "link", "ct", str(data)).returncode == 0
+    assert (work / "datasets" / "ct").readlink() == data
+    assert not (work / "datasets" / "old").exists() and oct(run.stat().st_mode)[-3:] == "700"
+
+    assert prepare(str(run), str(work), "ro", "ct", str(data)).returncode == 0
+    assert (work / "datasets" / "ct").is_dir() and not (work / "datasets" / "ct").is_symlink()
+
+    (work / "datasets" / "xr").mkdir()
+    (work / "datasets" / "xr" / "notes.txt").write_text("mine")
+    refused = prepare(str(run), str(work), "link", "xr", str(data))
+    assert refused.returncode == 3 and "in the way" in refused.stderr
+    assert (work / "datasets" / "xr" / "notes.txt").read_text() == "mine"

@@ -39,66 +39,14 @@ from launcher.slurm.client import NOTEBOOK_JOB_PREFIX, SlurmClient
 from launcher.slurm.parse import map_state
 from launcher.slurm.ssh import SSHConnection, SSHTarget
 
+from .slurm_scripts import BATCH_SCRIPT, LOOK_SCRIPT, PREPARE_SCRIPT
+
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 DATASET_RE = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,79}$")  # allocations Dataset.name
 # A folder on the cluster (absolute, or relative to the service account's home); no '..'.
 PATH_RE = re.compile(r"^/?[A-Za-z0-9_][A-Za-z0-9_./-]{0,399}$")
 MAX_GPUS = 64
 MAX_HOURS = 24 * 14
-
-# The batch script. Fixed text: every value arrives through env.sh (shlex-quoted) or as "$1".
-BATCH_SCRIPT = r"""#!/bin/bash
-# A portal notebook session (launcher/notebooks/hub/slurm.py): nothing here is user-given.
-# With PORTAL_NB_READONLY=1 it runs itself again in a user+mount namespace where it is root,
-# bind-mounts each dataset read-only on workdir/datasets/<name>, then drops back to its own
-# uid in a nested user namespace (which can no longer remount them) to run the server.
-set -eu
-run_dir=$1; stage=${2:-start}
-. "$run_dir/env.sh"
-umask 077
-if [ "$PORTAL_NB_READONLY" = 1 ] && [ "$stage" = start ]; then
-  export PORTAL_NB_UID=$(id -u) PORTAL_NB_GID=$(id -g)
-  exec unshare --user --map-root-user --mount -- bash "$run_dir/notebook.sh" "$run_dir" mount
-fi
-if [ "$stage" = mount ]; then
-  for i in "${!portal_nb_ds_names[@]}"; do
-    target="$PORTAL_NB_WORKDIR/datasets/${portal_nb_ds_names[$i]}"
-    mount --bind -- "${portal_nb_ds_paths[$i]}" "$target"
-    mount -o remount,bind,ro -- "$target"
-  done
-  exec unshare --user --map-user="$PORTAL_NB_UID" --map-group="$PORTAL_NB_GID" -- \
-    bash "$run_dir/notebook.sh" "$run_dir" run
-fi
-port=$("$PORTAL_NB_PYTHON" -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')
-printf '%s %s %s\n' "$(hostname)" "$port" "${CUDA_VISIBLE_DEVICES:-}" > "$run_dir/endpoint-$SLURM_JOB_ID.part"
-mv -f -- "$run_dir/endpoint-$SLURM_JOB_ID.part" "$run_dir/endpoint-$SLURM_JOB_ID"
-cd -- "$PORTAL_NB_WORKDIR"
-exec "$PORTAL_NB_PYTHON" -m jupyterhub.singleuser --ip=0.0.0.0 --port="$port" \
-  --ServerApp.port_retries=0 --ServerApp.root_dir="$PORTAL_NB_WORKDIR" "${portal_nb_args[@]}"
-"""
-
-# Makes the folders and workdir/datasets/<name>: a symlink to the dataset, or with "ro" an
-# empty folder the job mounts it on. Arguments: run_dir workdir ro|link [name path]...
-PREPARE_SCRIPT = r"""
-set -eu
-run=$1; wd=$2; mode=$3; shift 3
-mkdir -p -- "$run" "$wd/datasets"
-chmod 700 -- "$run"
-find "$wd/datasets" -mindepth 1 -maxdepth 1 \( -type l -o -type d -empty \) -delete
-while [ $# -ge 2 ]; do
-  if [ "$mode" = ro ]; then mkdir -p -- "$wd/datasets/$1"; else ln -sfn -- "$2" "$wd/datasets/$1"; fi
-  shift 2
-done
-"""
-
-# One round trip per look while starting: the job's state, reason and node, then the endpoint.
-LOOK_SCRIPT = r"""
-squeue -h -a -t all -j "$1" -o '%T|%r|%N' 2>/dev/null
-echo '--'
-cat -- "$2" 2>/dev/null
-true
-"""
-
 
 class SessionError(ValueError):
     """user_options the spawner refuses (the portal sent something it never sends)."""
@@ -348,7 +296,14 @@ class SlurmNotebookSpawner(Spawner):
                            gpus=options.gpus, time_limit_minutes=options.minutes,
                            checkpoint_signal_seconds=0, partition=options.partition,
                            comment=f"portal notebook {options.session} for {options.login}")
-            submitted = await asyncio.to_thread(client.submit, spec)
+            # A stop that interrupts the start cannot stop sbatch's thread: let it finish, so
+            # the job it made is known and stop() cancels it instead of leaving it queued.
+            submitting = asyncio.ensure_future(asyncio.to_thread(client.submit, spec))
+            try:
+                submitted = await asyncio.shield(submitting)
+            except asyncio.CancelledError:
+                self.job_id = (await submitting).job_id
+                raise
             self.job_id, self.job_state = submitted.job_id, "PENDING"
             self._event(f"Submitted Slurm job {self.job_id} on account {options.account}", 20)
             return await self._wait_until_listening(client)
@@ -408,9 +363,13 @@ class SlurmNotebookSpawner(Spawner):
 
     async def stop(self, now: bool = False) -> None:
         """scancel the job (pending or running) and wait a little for Slurm to end it."""
+        if not (self.job_id or self.job_name):
+            return  # never submitted (refused options, or stopped before)
+        client = self._client()
+        if not self.job_id:  # stopped while submitting: find it by name
+            self.job_id = await asyncio.to_thread(client.find_job_by_token, self.job_name) or ""
         if not self.job_id:
             return
-        client = self._client()
         await asyncio.to_thread(client.cancel, self.job_id)
         for _ in range(int(self.stop_wait / 0.5)):
             status = (await asyncio.to_thread(client.status, [self.job_id]))[self.job_id]
