@@ -126,6 +126,15 @@ def _limit_reason(session: NotebookSession, view: ServerView, now: dt.datetime) 
     return ""
 
 
+def queue_reason(view: ServerView) -> str:
+    """Why a starting session waits, as its scheduler says (the Slurm spawner keeps squeue's
+    state and reason in its server state, under PortalSpawner's `child_state`), or ""."""
+    child = (view.state or {}).get("child_state") or {}
+    if child.get("job_state") == "PENDING" and child.get("reason"):
+        return f"waiting in the Slurm queue: {child['reason']}"[:300]
+    return ""
+
+
 def notebook_observe(*, session: NotebookSession, view: ServerView | None,
                      now: dt.datetime | None = None) -> str:
     """Move one session by the hub's view of its server and enforce its limits; settle it
@@ -144,6 +153,11 @@ def notebook_observe(*, session: NotebookSession, view: ServerView | None,
                 return "failed"
             return "waiting"  # the spawn task has not reached the hub yet
         return notebook_settle(session=session, now=now)
+    if view.phase == "starting" and session.state == S.STARTING:
+        waiting = queue_reason(view)
+        if waiting != session.reason:
+            NotebookSession.objects.filter(pk=session.pk, state=S.STARTING).update(reason=waiting)
+            session.reason = waiting
     if view.phase == "running" and session.state == S.STARTING:
         notebook_mark_running(session_id=session.pk, started_at=view.started)
         session.state, session.started_at = S.RUNNING, view.started or now

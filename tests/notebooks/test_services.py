@@ -186,6 +186,17 @@ def test_the_sync_follows_the_hub_and_enforces_hours_idle_and_the_allocation(
     pending = start()  # the spawn task has not reached the hub: not judged gone
     assert sync.notebook_observe(session=pending, view=None) == "waiting"
 
+    # Queued on a busy cluster: the session says why it waits, in the scheduler's words, and
+    # the words go once it stops waiting.
+    queued = set_state(start(), S.STARTING, spawned_at=ago(seconds=5))
+    waits = {"child_state": {"job_state": "PENDING", "reason": "Resources"}}
+    assert sync.notebook_observe(session=queued, view=view(
+        queued, ready=False, pending="spawn", state=waits)) == S.STARTING
+    assert NotebookSession.objects.get(pk=queued.pk).reason == "waiting in the Slurm queue: Resources"
+    sync.notebook_observe(session=queued, view=view(queued, ready=False, pending="spawn", state={
+        "child_state": {"job_state": "RUNNING", "reason": ""}}))
+    assert NotebookSession.objects.get(pk=queued.pk).reason == ""
+
 
 def test_a_suspended_allocation_stops_its_live_sessions(researcher, nb_allocation):
     running = set_state(services.notebook_start(
