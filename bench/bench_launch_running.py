@@ -136,15 +136,21 @@ def main() -> int:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        for pid_file in (var / "local-jobs").glob("*/*/*/pid.json"):  # a cell left running
-            info = json.loads(pid_file.read_text())
-            for pid in (info.get("child_pid"), info.get("pid")):
-                try:
-                    if pid and os.readlink(f"/proc/{pid}/cwd") == str(pid_file.parent):
-                        os.kill(pid, 9)
-                except OSError:
-                    continue
+        stop_cells(var)
         shutil.rmtree(var, ignore_errors=True)
+
+
+def stop_cells(var: Path) -> None:
+    """Kill the cells left running under var/local-jobs (detached: they outlive the portal):
+    only processes whose working directory is one of those cell folders."""
+    for pid_file in (var / "local-jobs").glob("*/*/*/pid.json"):
+        info = json.loads(pid_file.read_text())
+        for pid in (info.get("child_pid"), info.get("pid")):
+            try:
+                if pid and os.readlink(f"/proc/{pid}/cwd") == str(pid_file.parent):
+                    os.kill(pid, 9)
+            except OSError:
+                continue
 
 
 def _up() -> bool:
