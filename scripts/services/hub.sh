@@ -41,7 +41,7 @@ case "$action" in
         JUPYTERHUB_CLIENT_SECRET="$CLIENT_SECRET" \
         JUPYTERHUB_PROXY_CMD="$REPO_ROOT/.hub/bin/configurable-http-proxy" \
         PORTAL_BASE_URL="${PORTAL_BASE_URL:-http://127.0.0.1:8000}" \
-        setsid "$VENV/bin/jupyterhub" -f "$REPO_ROOT/launcher/notebooks/hub/jupyterhub_config.py" \
+        setsid -f "$VENV/bin/jupyterhub" -f "$REPO_ROOT/launcher/notebooks/hub/jupyterhub_config.py" \
         >>"$LOG_DIR/hub.log" 2>&1 </dev/null &)
     fi
     wait_until 60 hub_ready || die hub "not answering on $HUB_URL (see $LOG_DIR/hub.log)"
