@@ -8,6 +8,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.template.defaultfilters import pluralize
+
 from allocations.models import Allocation
 from allocations.selectors import allocation_ledger, is_member
 
@@ -56,7 +58,7 @@ def timeline(allocation: Allocation, sessions: list[NotebookSession]) -> list[Us
                 + (f" (sweep #{j.sweep_id})" if j.sweep_id else ""), j.state,
                 j.get_state_display(), j.created_at, int(j.gpu_seconds)) for j in jobs]
     rows += [Use("notebook", s.pk, f"/notebooks/{s.pk}/",
-                 f"notebook #{s.pk} ({s.gpus} GPUs, {s.hours.normalize():f} h, {s.user.username})",
+                 f"notebook #{s.pk} ({s.gpus} GPU{pluralize(s.gpus)}, {s.hours.normalize():f} h, {s.user.username})",
                  s.state, s.get_state_display(), s.created_at, s.so_far)  # type: ignore[attr-defined]
              for s in sessions]
     return sorted(rows, key=lambda r: r.started, reverse=True)[:SHOWN]

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from allocations.models import Allocation, AllocationRequest, Dataset, Facility, Project, UsageRecord
 from launcher.models import Job, Sweep
+from launcher.notebooks.models import NotebookSession
 from portal.knowledge.models import Walkthrough
 from portal.onboarding.models import Flowchart
 from tests.browser import login
@@ -94,8 +95,15 @@ def demo_world(live_server):
     dataset = Dataset.objects.create(project=project, name="ward-ct-2024-with-a-long-name",
                                      location="ward-ct/2024/" + "series-" * 8, modality="ct",
                                      sensitivity="internal")
+    now = timezone.now()
+    notebook = NotebookSession.objects.create(
+        allocation=allocation, user=researcher, gpus=1, hours=Decimal("2.50"), state="running",
+        server_name="nb-phone", url="http://127.0.0.1:8081/user/researcher/nb-phone/lab",
+        workdir="/srv/projects/ABC-DEF-001/notebooks/researcher", reserved_gpu_seconds=9000,
+        started_at=now - dt.timedelta(minutes=12), last_activity=now - dt.timedelta(minutes=3),
+        spawned_at=now - dt.timedelta(minutes=12))
     return {"project": project, "allocation": allocation, "done": done, "running": running,
-            "sweep": sweep, "request": request, "dataset": dataset}
+            "sweep": sweep, "request": request, "dataset": dataset, "notebook": notebook}
 
 
 def _pages(world) -> dict[str, list[tuple[str, str]]]:
@@ -110,7 +118,7 @@ def _pages(world) -> dict[str, list[tuple[str, str]]]:
             ("project", f"/projects/{p}/"), ("datasets", f"/projects/{p}/datasets/"),
             ("dataset-edit", f"/projects/{p}/datasets/{world['dataset'].pk}/"),
             ("job-finished", f"/jobs/{world['done'].pk}/"), ("job-running", f"/jobs/{world['running'].pk}/"),
-            ("sweep", f"/sweeps/{world['sweep'].pk}/"), ("recommend-empty", "/recommend/"),
+            ("sweep", f"/sweeps/{world['sweep'].pk}/"), ("notebook", f"/notebooks/{world['notebook'].pk}/"), ("recommend-empty", "/recommend/"),
             ("recommend", RECOMMEND), ("benchmarks", "/benchmarks/"), ("onboarding", "/onboarding/"),
             ("knowledge", "/knowledge/"), ("knowledge-page", f"/knowledge/{walkthrough.slug}/"),
             ("notifications", "/account/notifications/"), ("usage-report-member", "/reports/usage/"),
