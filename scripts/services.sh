@@ -3,7 +3,7 @@
 # Slurm (slurmdbd, slurmctld, slurmd with two fake GPUs), sshd on 127.0.0.1:2222, moto and the
 # instance emulator (runs the user data of moto's portal instances, launcher/cloud/emulator.py), and
 # an OpenID Connect provider on 127.0.0.1:9090 (oidc-provider from npm) for the sign-in tests,
-# and JupyterHub with its proxy on 127.0.0.1:8081 (notebooks; docs/notebooks-hub.md).
+# and JupyterHub with its proxy on 127.0.0.1:8091 (make run's own hub takes 8081) (notebooks; docs/notebooks-hub.md).
 #   bash scripts/services.sh [start|status|stop]
 # Facts for tests and seed_demo are written to ${PORTAL_SERVICES_DIR:-/var/lib/portal-services}/services.env.
 set -euo pipefail

@@ -9,7 +9,7 @@
 # PORTAL_PROVIDER_KEY_FILE (the provider's RS256 key, made here once) to services.env.
 source "$(dirname "$0")/common.sh"
 
-HUB_PORT="${PORTAL_HUB_PORT:-8081}"
+HUB_PORT="${PORTAL_HUB_PORT:-8091}"  # not make run's 8081: both may run on one machine
 HUB_DIR="$STATE_DIR/hub"
 HUB_URL="http://127.0.0.1:$HUB_PORT"
 PIDFILE="$HUB_DIR/jupyterhub.pid"  # written by the hub itself (c.JupyterHub.pid_file)

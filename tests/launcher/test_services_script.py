@@ -35,7 +35,7 @@ def test_rerunning_services_keeps_every_daemon_and_writes_the_facts(services_env
     facts = read_services_env()
     assert facts["SSH_PORT"] == "2222" and facts["SLURM_CLUSTER"] == "portal"
     assert Path(facts["SSH_KEY_PATH"]).is_file() and Path(facts["SSH_KNOWN_HOSTS"]).is_file()
-    assert facts["JUPYTERHUB_URL"] == "http://127.0.0.1:8081" and facts["JUPYTERHUB_API_TOKEN"]
+    assert facts["JUPYTERHUB_URL"] == "http://127.0.0.1:8091" and facts["JUPYTERHUB_API_TOKEN"]
     assert Path(facts["PORTAL_PROVIDER_KEY_FILE"]).is_file()
 
 
