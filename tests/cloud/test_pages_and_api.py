@@ -51,7 +51,7 @@ def test_the_cost_per_day_is_stacked_by_instance_type(charged, allocation, resea
     figure = sections[0]["data"]["cost"]["figure"]
     assert figure["layout"]["barmode"] == "stack"
     names = {trace["name"] for trace in figure["data"]}
-    assert names == {"g5.xlarge", "g5.12xlarge", "t3.large"}
+    assert names == {"g5.xlarge", "g5.12xlarge"}  # the workers only: no head's t3.large
     quad = next(t for t in figure["data"] if t["name"] == "g5.12xlarge")
     # Charged per whole minute as it accrues: 89 or 90 minutes of the catalogue's spot price,
     # depending on where the launch fell within its first minute.
@@ -68,6 +68,7 @@ def test_the_cluster_page_shows_nodes_and_spend(charged, researcher, outsider):
     assert "g5.12xlarge" in html and 'id="chart-cluster-cost"' in html
     worker = charged.nodes.filter(role="worker").first()
     assert worker.image_id in html and charged.instance_profile in html
+    assert "<td>head</td>" not in html and html.count("<td>worker</td>") == 2
     client.force_login(outsider)
     assert client.get(f"/clusters/{charged.pk}/").status_code == 404
 
