@@ -52,8 +52,10 @@ def test_idle_workers_are_terminated_then_the_idle_cluster_is_stopped(allocation
     assert _states(cluster) == {("worker", "terminated")}  # no head was ever launched
 
 
-def test_a_new_task_wakes_a_stopped_cluster_with_a_worker_only(allocation, cluster, researcher):
-    Cluster.objects.filter(pk=cluster.pk).update(state="stopped")
+@pytest.mark.parametrize("asleep", ["stopped", "idle"])
+def test_a_new_task_wakes_a_sleeping_cluster_with_a_worker_only(allocation, cluster, researcher,
+                                                                asleep):
+    Cluster.objects.filter(pk=cluster.pk).update(state=asleep)
     task = _launch(allocation, researcher, cluster)
     assert Cluster.objects.get(pk=cluster.pk).state == "provisioning"
     cluster_sync(cluster_id=cluster.pk)

@@ -182,14 +182,17 @@ def _fail_node(node: Node, refusals: list[dict], *, reason: str = "") -> Node:
     return node
 
 
+WAKES = (Cluster.State.REQUESTED, Cluster.State.IDLE, Cluster.State.STOPPED, Cluster.State.FAILED)
+
+
 def cluster_wake(*, cluster_id: int) -> Cluster:
-    """A task is about to start: a cluster that is `requested`, `stopped` or `failed` moves to
-    `provisioning` (its first worker is booting; the sync moves it to `ready` once a worker
-    runs). Launches nothing itself: a cluster has no head node. Idempotent; a live cluster
-    (provisioning, ready, idle, stopping) is left as it is."""
+    """A task is about to start: a cluster that is `requested`, `idle` (no worker left),
+    `stopped` or `failed` moves to `provisioning` (its worker is booting; the sync moves it to
+    `ready` once a worker runs). Launches nothing itself: a cluster has no head node.
+    Idempotent; a cluster already provisioning, ready or stopping is left as it is."""
     with transaction.atomic():
         cluster = Cluster.objects.select_for_update().get(pk=cluster_id)
-        if cluster.state in (Cluster.State.REQUESTED, Cluster.State.STOPPED, Cluster.State.FAILED):
+        if cluster.state in WAKES:
             move(cluster, to=Cluster.State.PROVISIONING,
                  comment="A task arrived: starting its worker.", idle_since=None)
     return cluster

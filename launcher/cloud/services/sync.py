@@ -95,9 +95,10 @@ def cluster_sync(*, cluster_id: int) -> Report:
 
 
 def _wind_down(cluster: Cluster, report: Report) -> None:
-    """A failed cluster (one failed by an older version when its head vanished) runs nothing more: its tasks fail, every
-    live node is terminated, and its instance time is charged up to the termination. Synced
-    until nothing of it runs or bills (tasks.sync_all selects it until then)."""
+    """A failed cluster (one an older version failed when its head vanished) runs nothing
+    more: its tasks fail, every live node is terminated, and its instance time is charged up to
+    the termination. Synced until nothing of it runs or bills (tasks.sync_all selects it until
+    then)."""
     reason = f"The cluster failed: {cluster.state_reason or 'see its events'}."
     for task in cluster.tasks.filter(state__in=ACTIVE_TASK_STATES):
         with transaction.atomic():
