@@ -54,13 +54,13 @@ FACILITIES = [
          allowed_sensitivity=ALL_TIERS, offers_notebooks=True, offers_root=True,
          offers_public_web=True),
     dict(slug="aws-spot", name="AWS spot GPU cluster", kind="cloud", backend="aws",
-         description="A head node plus spot GPU workers that stop when idle; about a third of "
-                     "the on-demand price, and jobs resume after interruptions.",
+         description="Spot GPU workers that start with each job and stop when idle; about a "
+                     "third of the on-demand price, and jobs resume after interruptions.",
          documentation_url="https://docs.aws.amazon.com/ec2/",
          full_gpu_hours_max=5000, trial_auto_approve=True,
          latest_end_date=dt.date(2027, 12, 31), allowed_sensitivity=["public", "internal", "personal"],
          offers_notebooks=True, offers_root=True, offers_public_web=True,
-         backend_settings={"region": "eu-west-2", "head_instance_type": "m6i.large"}),
+         backend_settings={"region": "eu-west-2"}),
     dict(slug="local", name="Local workstation", kind="local", backend="local",
          description="Runs jobs as local processes on the portal host. For demos and tests.",
          full_gpu_hours_max=1000, trial_auto_approve=True, allowed_sensitivity=ALL_TIERS, offers_notebooks=True,
@@ -73,8 +73,8 @@ FACILITIES = [
          description="An AWS-shaped cloud served by a local moto server; worker instances are "
                      "played by local processes.",
          full_gpu_hours_max=1000, trial_auto_approve=True, allowed_sensitivity=ALL_TIERS, offers_root=True,
-         backend_settings={"region": "us-east-1", "head_instance_type": "t3.large",
-                           "bucket": "portal-local-cloud", "storage_root": "projects"}),
+         backend_settings={"region": "us-east-1", "bucket": "portal-local-cloud",
+                           "storage_root": "projects"}),
 ]
 
 # Dense TF32 tensor/matrix peaks from the datasheets (not in the seed's table); sources in

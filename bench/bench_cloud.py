@@ -2,7 +2,7 @@
 instance's real user data), and spot versus
 on-demand cost of a 1,000-epoch sweep from the price catalogue (Brás and Valadão's comparison).
 
-Measured here: (1) task launch to the worker's job reporting `running` (head + spot worker,
+Measured here: (1) task launch to the worker's job reporting `running` (one spot worker, no head node;
 moto starts instances instantly, so this is the portal's own overhead plus the bootstrap (bundle
 fetch and unpack, agent start under the systemd shim), the agent's data fetch and the trainer's
 start), (2) spot notice to the job running again on a replacement worker from its
@@ -64,7 +64,7 @@ def local_loop(endpoint: str) -> dict:
     root = Path(tempfile.mkdtemp())
     Emulator(endpoint=endpoint, region="us-east-1", root=root).publish_local_image()
     facility = FacilityFactory(slug="bench-cloud", kind="cloud", backend="aws", backend_settings={
-        "region": "us-east-1", "head_instance_type": "t3.large", "bucket": "portal-bench-cloud",
+        "region": "us-east-1", "bucket": "portal-bench-cloud",
         "image_ssm_parameter": LOCAL_IMAGE_PARAMETER})
     NodeTypeFactory(facility=facility, name="g5.xlarge", instance_type="g5.xlarge",
                     accelerators_per_node=1)
@@ -144,7 +144,7 @@ def main() -> int:
         server.stop()
         runner.teardown_databases(old)
     print("Cloud launcher on the local loop (moto + instance emulator, CPU trainer, sync every 1 s)")
-    print(f"  task launch call (head + spot worker rows, RunInstances x2): {loop['launch_call_s']:6.2f} s")
+    print(f"  task launch call (spot worker row, RunInstances x1): {loop['launch_call_s']:6.2f} s")
     print(f"  launch -> job running on the worker:                         {loop['to_running_s']:6.2f} s")
     print(f"  spot notice -> job running again from the S3 checkpoint:     {loop['notice_to_resumed_s']:6.2f} s")
     print(f"  outcome: {loop['final_state']}, epoch {loop['epochs']}/{RUN_EPOCHS}, work lost {loop['work_lost_s']:.1f} s")

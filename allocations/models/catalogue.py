@@ -36,8 +36,8 @@ class Facility(models.Model):
     name = models.CharField(max_length=120)
     kind = models.CharField(max_length=10, choices=Kind.choices)
     backend = models.CharField(max_length=10, choices=Backend.choices, default=Backend.LOCAL)
-    # Backend connection facts (host, port, user, key_path, host_key | region, subnets, bucket,
-    # head_instance_type, ...). Secrets are never stored here: key_path names a file.
+    # Backend connection facts (host, port, user, key_path, host_key | region, zones, bucket,
+    # image, idle times, ...). Secrets are never stored here: key_path names a file.
     backend_settings = models.JSONField(default=dict, blank=True)
     description = models.TextField(blank=True)
     documentation_url = models.URLField(blank=True)

@@ -28,12 +28,14 @@ class ClusterOut(serializers.ModelSerializer):
     tasks = TaskOut(many=True, read_only=True)
     project = serializers.CharField(source="allocation.project.code", read_only=True)
     facility = serializers.CharField(source="facility.slug", read_only=True)
+    # How long the cluster stays idle (no task, no worker) before it is stopped; stored in the
+    # column of its old name. Clusters have no head node (nor `head_instance_type`).
+    idle_seconds = serializers.IntegerField(source="head_idle_seconds", read_only=True)
 
     class Meta:
         model = Cluster
         fields = ["id", "allocation", "project", "facility", "state", "state_reason", "region",
-                  "head_instance_type", "allow_on_demand", "worker_idle_seconds",
-                  "head_idle_seconds", "idle_since", "instance_profile", "security_group_id",
+                  "allow_on_demand", "worker_idle_seconds", "idle_seconds", "idle_since", "instance_profile", "security_group_id",
                   "created_at", "nodes", "tasks"]
 
 

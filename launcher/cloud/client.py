@@ -32,23 +32,20 @@ def facility_zones(facility: Facility) -> list[str | None]:
 # AWS's public SSM parameters for the images (looked up at each launch, so a new release of
 # the AMI is picked up without a portal change). Workers: the Deep Learning OSS Nvidia Driver
 # AMI GPU PyTorch 2.13 (Amazon Linux 2023): NVIDIA driver, CUDA, PyTorch at /opt/pytorch (the
-# version the workload is tested with). The head holds shared data only: plain Amazon Linux 2023.
+# version the workload is tested with). Clusters have workers only (no head node).
 # https://docs.aws.amazon.com/dlami/latest/devguide/find-dlami-id.html
 WORKER_IMAGE_PARAMETER = ("/aws/service/deeplearning/ami/x86_64/"
                           "oss-nvidia-driver-gpu-pytorch-2.13-amazon-linux-2023/latest/ami-id")
-HEAD_IMAGE_PARAMETER = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"
 
 
-def facility_image(facility: Facility, role: str) -> tuple[str, str]:
-    """("id", image) when the facility pins an image id for this role, else ("ssm", the SSM
-    parameter to look up). Settings: `image_id` / `image_ssm_parameter` for workers,
-    `head_image_id` / `head_image_ssm_parameter` for the head."""
+def facility_image(facility: Facility) -> tuple[str, str]:
+    """("id", image) when the facility pins a worker image id, else ("ssm", the SSM parameter
+    to look up). Settings: `image_id` / `image_ssm_parameter`. The `head_image_*` settings of
+    older versions (which launched a head node) are ignored."""
     settings_ = facility.backend_settings or {}
-    key = "head_image" if role == "head" else "image"
-    if settings_.get(f"{key}_id"):
-        return "id", settings_[f"{key}_id"]
-    default = HEAD_IMAGE_PARAMETER if role == "head" else WORKER_IMAGE_PARAMETER
-    return "ssm", settings_.get(f"{key}_ssm_parameter") or default
+    if settings_.get("image_id"):
+        return "id", settings_["image_id"]
+    return "ssm", settings_.get("image_ssm_parameter") or WORKER_IMAGE_PARAMETER
 
 
 @functools.lru_cache(maxsize=32)

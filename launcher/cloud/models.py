@@ -1,4 +1,4 @@
-"""Cloud clusters: one per allocation, a head node and spot workers, the tasks they run, the
+"""Cloud clusters: one per allocation, spot workers only (no head node), the tasks they run, the
 interruptions they suffer, and the price catalogue that costs them."""
 from __future__ import annotations
 
@@ -59,9 +59,11 @@ class Cluster(models.Model):
     region = models.CharField(max_length=30)
     bucket = models.CharField(max_length=63)
     prefix = models.CharField(max_length=100)  # S3 prefix for data and checkpoints
+    # Unused: older versions launched an on-demand head node of this type ("" on new rows).
     head_instance_type = models.CharField(max_length=40)
     allow_on_demand = models.BooleanField(default=False)
     worker_idle_seconds = models.PositiveIntegerField(default=300)
+    # The cluster's idle time (no task, no worker) before it is stopped; the old name stays.
     head_idle_seconds = models.PositiveIntegerField(default=900)
     idle_since = models.DateTimeField(null=True, blank=True)
     # Least privilege: the IAM instance profile every node runs as (the allocation's prefix
@@ -79,7 +81,7 @@ class Cluster(models.Model):
 
 class Node(models.Model):
     class Role(models.TextChoices):
-        HEAD = "head", "Head"
+        HEAD = "head", "Head"  # older versions only; the sync terminates such nodes
         WORKER = "worker", "Worker"
 
     class State(models.TextChoices):

@@ -34,7 +34,7 @@ def clusters_to_sync():
     """Live clusters, and any other (failed, or stopped after the allocation expired or was
     closed) while anything of theirs still runs, is not yet charged up to its end, or has a
     task not yet final: a worker must not run on unbilled, and usage is charged whatever the
-    allocation's state. A stopped head (disk only, not billed) does not count."""
+    allocation's state. A stopped instance (disk only, not billed) does not count."""
     nodes = Node.objects.filter(cluster=OuterRef("pk")).exclude(state=Node.State.STOPPED)
     running = nodes.exclude(state__in=Node.GONE).exclude(instance_id="")
     owing = nodes.exclude(running_at=None).filter(

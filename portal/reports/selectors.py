@@ -8,8 +8,8 @@ Bases, stated on the page and in docs/reports.md:
   the schedulers and the cloud charged), by the month or week of the record's start.
 - By user they come from the same ledger: the records attributed to a job (`UsageRecord.job_id`:
   Slurm rows, local cells, cloud workers' instance time), by the user who launched the job;
-  records of no portal job (a cluster's head node, work outside the portal) are under "-". So the
-  user totals equal the project totals, cloud jobs included.
+  records of no portal job (the head node older versions launched, work outside the portal)
+  are under "-". So the user totals equal the project totals, cloud jobs included.
 - Jobs, wait (submit to start), size (GPUs), efficiency (the mean utilisation the trainer
   reported, weighted by GPU-seconds) and short (< 1 min run) or failed shares come from Job rows,
   by the month or week the job was created.

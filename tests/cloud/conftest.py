@@ -91,6 +91,8 @@ def dlami(moto_endpoint) -> str:
 def cloud_facility(db, dlami):
     facility = FacilityFactory(
         slug="local-cloud", kind="cloud", backend="aws",
+        # head_instance_type: a setting of older versions (which launched a head node), kept
+        # to show it is read harmlessly: no head is launched.
         backend_settings={"region": "us-east-1", "head_instance_type": "t3.large",
                           "bucket": "portal-test-cloud", "zones": ["us-east-1a", "us-east-1b"],
                           "image_ssm_parameter": IMAGE_PARAMETER})

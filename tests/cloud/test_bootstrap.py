@@ -14,7 +14,6 @@ import pytest
 
 from launcher.cloud import bundle
 from launcher.cloud.client import (
-    HEAD_IMAGE_PARAMETER,
     WORKER_IMAGE_PARAMETER,
     aws_client,
     facility_image,
@@ -46,19 +45,16 @@ def test_the_worker_image_comes_from_the_ssm_parameter_and_is_recorded_on_the_no
     worker = task.node
     assert (worker.image_id, worker.image_source) == (dlami, f"ssm:{IMAGE_PARAMETER}")
     assert _raw_instance(moto_endpoint, worker.instance_id)["ImageId"] == dlami
-    head = cluster.nodes.get(role="head")
-    ssm = boto3.client("ssm", region_name="us-east-1", endpoint_url=moto_endpoint)
-    al2023 = ssm.get_parameter(Name=HEAD_IMAGE_PARAMETER)["Parameter"]["Value"]
-    assert (head.image_id, head.image_source) == (al2023, f"ssm:{HEAD_IMAGE_PARAMETER}")
+    assert list(cluster.nodes.all()) == [worker]  # no head node, so no second image
 
 
 def test_without_a_setting_the_worker_image_is_aws_s_deep_learning_ami_parameter(cloud_facility):
     cloud_facility.backend_settings.pop("image_ssm_parameter")
-    assert facility_image(cloud_facility, "worker") == ("ssm", WORKER_IMAGE_PARAMETER)
+    assert facility_image(cloud_facility) == ("ssm", WORKER_IMAGE_PARAMETER)
     assert WORKER_IMAGE_PARAMETER.startswith("/aws/service/deeplearning/ami/x86_64/")
     assert "gpu-pytorch" in WORKER_IMAGE_PARAMETER
     cloud_facility.backend_settings["image_id"] = "ami-0123456789abcdef0"
-    assert facility_image(cloud_facility, "worker") == ("id", "ami-0123456789abcdef0")
+    assert facility_image(cloud_facility) == ("id", "ami-0123456789abcdef0")
 
 
 def test_a_missing_image_parameter_fails_the_task_with_the_reason(allocation, cluster, researcher,

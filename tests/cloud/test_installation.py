@@ -38,7 +38,7 @@ def test_a_portal_neither_adopts_nor_reaps_another_installations_worker(
         settings, allocation, cluster, researcher, cloud_facility, moto_endpoint, dlami):
     # Installation A's portal has a worker running for a node row with this id and token.
     settings.PORTAL_INSTALLATION_ID = "portal-b"
-    node = node_create(cluster=cluster, role=Node.Role.WORKER, instance_type="g5.xlarge", gpus=1)
+    node = node_create(cluster=cluster, instance_type="g5.xlarge", gpus=1)
     other = AwsClient(region=cluster.region, bucket=cluster.bucket, endpoint_url=moto_endpoint,
                       installation="portal-a")
     foreign = other.launch(LaunchRequest(

@@ -72,11 +72,11 @@ def test_a_running_cloud_jobs_charges_replace_its_reservation(researcher, alloca
     job = services.job_launch(by=researcher, allocation=allocation, gpus=1,
                               wall_time_minutes=60, params=PARAMS)  # submitted on commit
     task = CloudTask.objects.get(job_id=job.pk)
-    cluster_sync(cluster_id=cluster.pk)  # the worker and head are running (moto: at once)
+    cluster_sync(cluster_id=cluster.pk)  # the worker is running (moto: at once)
     worker = Node.objects.get(pk=task.node_id)
     assert worker.running_at is not None
 
-    clock.advance(20 * 60)  # twenty billed minutes on the worker (and the head)
+    clock.advance(20 * 60)  # twenty billed minutes on the worker
     cluster_sync(cluster_id=cluster.pk)
 
     job.refresh_from_db()
@@ -86,13 +86,12 @@ def test_a_running_cloud_jobs_charges_replace_its_reservation(researcher, alloca
     charged_cost = sum(r.cost for r in worker_charges)
     assert charged_seconds >= 19 * 60 and set(worker_charges.values_list("job_id", flat=True)) == {job.pk}
     ledger = allocation_ledger(allocation.pk)
-    # Reserved: only what the estimate has not been charged yet; the head is not the job's.
+    # Reserved: only what the estimate has not been charged yet. The worker is all that was
+    # charged (no head node): spend and reservation add up to the job's estimate exactly.
     assert ledger.gpu_seconds_reserved == job.estimate_gpu_hours * 3600 - charged_seconds
     assert ledger.cost_reserved == job.estimate_cost - charged_cost
-    head_cost = sum(r.cost for r in UsageRecord.objects.filter(allocation=allocation,
-                                                               detail__role="head"))
-    assert ledger.spend == charged_cost + head_cost
-    assert ledger.budget_remaining == allocation.budget - head_cost - job.estimate_cost
+    assert ledger.spend == charged_cost
+    assert ledger.budget_remaining == allocation.budget - job.estimate_cost
 
 
 def test_instance_time_is_charged_after_the_allocation_is_closed(researcher, allocation, cluster):
@@ -105,7 +104,7 @@ def test_instance_time_is_charged_after_the_allocation_is_closed(researcher, all
     worker.refresh_from_db()
     assert worker.ended_at is not None and not UsageRecord.objects.filter(
         detail__node=worker.pk).exists()
-    # The head's idle stop has stopped the cluster meanwhile: it is no longer live.
+    # The cluster's idle stop has stopped it meanwhile: it is no longer live.
     Cluster.objects.filter(pk=cluster.pk).update(state=Cluster.State.STOPPED)
 
     sync_all()  # the beat: a cluster that still owes charges is synced whatever its state

@@ -36,7 +36,8 @@ def test_clusters_are_listed_for_members_and_hidden_from_others(api, charged, re
     body = api.as_user(researcher).get("/api/v1/clusters/").json()
     assert [c["id"] for c in body["results"]] == [charged.pk]
     detail = api.get(f"/api/v1/clusters/{charged.pk}/").json()
-    assert {n["role"] for n in detail["nodes"]} == {"head", "worker"}
+    assert {n["role"] for n in detail["nodes"]} == {"worker"}  # no head node
+    assert "head_instance_type" not in detail and detail["idle_seconds"] == charged.head_idle_seconds
     assert {n["market"] for n in detail["nodes"] if n["role"] == "worker"} == {"spot"}
     assert all(n["image_id"].startswith("ami-") and n["image_source"].startswith("ssm:")
                for n in detail["nodes"])
@@ -50,7 +51,7 @@ def test_the_cost_per_day_is_stacked_by_instance_type(charged, allocation, resea
     figure = sections[0]["data"]["cost"]["figure"]
     assert figure["layout"]["barmode"] == "stack"
     names = {trace["name"] for trace in figure["data"]}
-    assert names == {"g5.xlarge", "g5.12xlarge", "t3.large"}
+    assert names == {"g5.xlarge", "g5.12xlarge"}  # the workers only: no head's t3.large
     quad = next(t for t in figure["data"] if t["name"] == "g5.12xlarge")
     # Charged per whole minute as it accrues: 89 or 90 minutes of the catalogue's spot price,
     # depending on where the launch fell within its first minute.
@@ -67,6 +68,7 @@ def test_the_cluster_page_shows_nodes_and_spend(charged, researcher, outsider):
     assert "g5.12xlarge" in html and 'id="chart-cluster-cost"' in html
     worker = charged.nodes.filter(role="worker").first()
     assert worker.image_id in html and charged.instance_profile in html
+    assert "<td>head</td>" not in html and html.count("<td>worker</td>") == 2
     client.force_login(outsider)
     assert client.get(f"/clusters/{charged.pk}/").status_code == 404
 

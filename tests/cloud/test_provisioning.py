@@ -1,5 +1,5 @@
-"""Provisioning against the moto server: a cluster per allocation with an on-demand head and a
-spot worker, every resource tagged, capacity errors falling back, budgets refusing, and a
+"""Provisioning against the moto server: a cluster per allocation with spot workers only (no
+head node), every resource tagged, capacity errors falling back, budgets refusing, and a
 launch that dies half-way never leaving a second instance behind."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 
 from launcher.cloud import faults
 from launcher.cloud.client import aws_client
-from launcher.cloud.models import CloudTask, Node
-from launcher.cloud.services import BudgetExceeded, node_launch, task_launch
+from launcher.cloud.models import CloudTask, Cluster, Node
+from launcher.cloud.services import BudgetExceeded, cluster_sync, node_launch, task_launch
 from launcher.cloud.workload import TINY, ctxray_argv
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,22 +32,31 @@ def test_provisioning_activates_the_allocation_with_its_own_prefix(allocation, c
     assert keys == [f"{cluster.prefix}.portal-account"]
 
 
-def test_a_task_starts_an_on_demand_head_and_a_tagged_spot_worker(allocation, cluster, researcher):
+def test_a_task_starts_one_tagged_spot_worker_and_no_head(allocation, cluster, researcher):
     task = _launch(allocation, researcher)
     task.refresh_from_db()
     assert task.state == CloudTask.State.LAUNCHING
-    nodes = {n.role: n for n in cluster.nodes.all()}
+    worker = Node.objects.get(pk=task.node_id)
+    assert [n.role for n in cluster.nodes.all()] == ["worker"]
+    # Everything the portal's tags find in the cloud: this cluster's, then all it manages
+    # (the facility's old `head_instance_type` setting launches nothing).
     live = _instances(cluster)
-    assert set(live) == {nodes["head"].instance_id, nodes["worker"].instance_id}
-    head, worker = live[nodes["head"].instance_id], live[nodes["worker"].instance_id]
-    assert (head.market, head.instance_type) == ("on-demand", "t3.large")
-    assert (worker.market, worker.instance_type) == ("spot", "g5.xlarge")
-    for inst, node in ((head, nodes["head"]), (worker, nodes["worker"])):
-        assert inst.tags["portal:allocation"] == str(allocation.pk)
-        assert inst.tags["portal:cluster"] == str(cluster.pk)
-        assert inst.tags["portal:node"] == str(node.pk)
-    assert nodes["worker"].price_per_hour == Decimal("0.362")  # the catalogue, not moto's 0.00001
+    assert list(live) == [worker.instance_id]
+    managed = aws_client(cluster).find(managed="1")
+    assert [(i.tags["portal:role"], i.market) for i in managed] == [("worker", "spot")]
+    assert not aws_client(cluster).find(role="head")
+    inst = live[worker.instance_id]
+    assert (inst.market, inst.instance_type) == ("spot", "g5.xlarge")
+    assert inst.tags["portal:allocation"] == str(allocation.pk)
+    assert inst.tags["portal:cluster"] == str(cluster.pk)
+    assert inst.tags["portal:node"] == str(worker.pk)
+    assert worker.price_per_hour == Decimal("0.362")  # the catalogue, not moto's 0.00001
     assert "PORTAL_NODE_CONFIG" in aws_client(cluster).user_data(worker.instance_id)
+    # The task woke the cluster: provisioning until its worker runs, then ready.
+    assert Cluster.objects.get(pk=cluster.pk).state == "provisioning"
+    cluster_sync(cluster_id=cluster.pk)
+    assert Node.objects.get(pk=worker.pk).state == "running"
+    assert Cluster.objects.get(pk=cluster.pk).state == "ready"
 
 
 def test_capacity_errors_fall_back_to_another_zone_then_another_type(allocation, cluster, researcher):
@@ -99,19 +108,20 @@ def test_a_worker_killed_mid_provision_leaves_no_duplicate_instance(allocation, 
 
     monkeypatch.setattr(clusters, "_record_launch", die)
     with pytest.raises(WorkerKilled):
-        _launch(allocation, researcher)  # the head's launch dies after RunInstances
+        _launch(allocation, researcher)  # the worker's launch dies after RunInstances
     monkeypatch.undo()
     assert len(_instances(cluster)) == 1
-    head = cluster.nodes.get(role="head")
-    assert head.state == "requested" and head.instance_id == ""
     task = CloudTask.objects.get()
+    worker = Node.objects.get(pk=task.node_id)
+    assert worker.state == "requested" and worker.instance_id == ""
     from launcher.cloud.tasks import start_task
 
-    start_task.delay(task.pk)  # the retry after the restart
+    start_task.delay(task.pk)  # the retry after the restart adopts the instance
     live = _instances(cluster)
-    assert len(live) == 2 and cluster.nodes.get(role="head").instance_id in live
+    worker.refresh_from_db()
+    assert list(live) == [worker.instance_id] and worker.state == "pending"
     node_launch(node_id=task.node_id)  # and once more: still no duplicate
-    assert len(_instances(cluster)) == 2
+    assert list(_instances(cluster)) == [worker.instance_id]
 
 
 def test_others_cannot_launch_on_the_allocation(allocation, outsider):

@@ -1,7 +1,7 @@
 """Every write of the cloud app goes through one of these functions."""
 from .clusters import (
-    cluster_ensure_head,
     cluster_provision,
+    cluster_wake,
     node_launch,
     nodes_terminate,
 )
@@ -20,7 +20,7 @@ from .tasks import cluster_stop_workers, task_launch, task_start
 
 __all__ = [
     "BudgetExceeded", "PriceUnknown", "check_budget", "cloud_reconcile", "cluster_charge",
-    "cluster_ensure_head", "cluster_provision", "cluster_stop_workers", "cluster_sync",
+    "cluster_provision", "cluster_stop_workers", "cluster_sync", "cluster_wake",
     "estimate", "node_charge", "node_launch", "nodes_terminate", "price_catalogue_load",
     "price_catalogue_refresh_spot", "task_launch", "task_start",
 ]

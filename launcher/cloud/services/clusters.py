@@ -61,15 +61,22 @@ def cluster_provision(allocation: Allocation) -> str:
                                          vpc_id=settings_.get("vpc_id"))
     cluster, created = Cluster.objects.get_or_create(allocation=allocation, defaults=dict(
         facility=facility, region=facility_region(facility), bucket=facility_bucket(facility),
-        prefix=f"{account}/", head_instance_type=settings_.get("head_instance_type", "t3.large"),
+        prefix=f"{account}/", head_instance_type="",  # no head node: column kept for old rows
         allow_on_demand=bool(settings_.get("allow_on_demand", False)),
         worker_idle_seconds=int(settings_.get("worker_idle_seconds", 300)),
-        head_idle_seconds=int(settings_.get("head_idle_seconds", 900)),
+        head_idle_seconds=cluster_idle_seconds(settings_),
         instance_profile=profile, security_group_id=group))
     if not created and (cluster.instance_profile, cluster.security_group_id) != (profile, group):
         Cluster.objects.filter(pk=cluster.pk).update(instance_profile=profile,
                                                       security_group_id=group)
     return account
+
+
+def cluster_idle_seconds(settings_: dict) -> int:
+    """How long a cluster with no task and no worker stays `idle` before it is `stopped`:
+    `idle_seconds`, or the `head_idle_seconds` of older settings (read, never required), 900.
+    Stored in the `head_idle_seconds` column (its old name; no head node is launched)."""
+    return int(settings_.get("idle_seconds", settings_.get("head_idle_seconds", 900)))
 
 
 @dataclass(frozen=True)
@@ -82,11 +89,9 @@ class Candidate:
 def launch_candidates(node: Node) -> list[Candidate]:
     """Where to try, in order: the requested type in each zone, then the facility's other
     types with at least as many GPUs (cheapest spot first), all spot; then the same on-demand
-    if the cluster allows it. A head node is on-demand only."""
+    if the cluster allows it."""
     cluster = node.cluster
     zones = facility_zones(cluster.facility)
-    if node.role == Node.Role.HEAD:
-        return [Candidate(node.instance_type, z, "on-demand") for z in zones]
     others = [nt.instance_type for nt in cluster.facility.node_types.all()
               if nt.instance_type and nt.instance_type != node.instance_type
               and nt.accelerators_per_node >= max(node.gpus, 1)]
@@ -97,11 +102,12 @@ def launch_candidates(node: Node) -> list[Candidate]:
     return [Candidate(t, z, m) for m in markets for t in types for z in zones]
 
 
-def node_create(*, cluster: Cluster, role: str, instance_type: str, gpus: int) -> Node:
-    """A node row in `requested`; the caller enqueues its launch after commit."""
-    market = "on-demand" if role == Node.Role.HEAD else "spot"
-    return Node.objects.create(cluster=cluster, role=role, token=new_token(role[0]),
-                               instance_type=instance_type, market=market, gpus=gpus)
+def node_create(*, cluster: Cluster, instance_type: str, gpus: int) -> Node:
+    """A worker row in `requested` (spot first); the caller enqueues its launch after commit.
+    Clusters have workers only: nothing of the design needs a head node (data and checkpoints
+    live in S3, the agent on each worker runs its tasks)."""
+    return Node.objects.create(cluster=cluster, role=Node.Role.WORKER, token=new_token("w"),
+                               instance_type=instance_type, market="spot", gpus=gpus)
 
 
 def node_launch(*, node_id: int, user_data: str = "") -> Node:
@@ -121,7 +127,7 @@ def node_launch(*, node_id: int, user_data: str = "") -> Node:
                if i.tags.get("portal:token", "").startswith(f"{node.token}-")]
     if adopted:
         return _record_launch(node, adopted[0], refusals=[], image_source="adopted")
-    kind, value = facility_image(cluster.facility, node.role)
+    kind, value = facility_image(cluster.facility)
     try:
         image = value if kind == "id" else backend.image_from_parameter(value)
     except BackendError as exc:
@@ -176,29 +182,20 @@ def _fail_node(node: Node, refusals: list[dict], *, reason: str = "") -> Node:
     return node
 
 
-def cluster_head(cluster: Cluster) -> Node | None:
-    return cluster.nodes.filter(role=Node.Role.HEAD).exclude(state__in=Node.GONE).first()
+WAKES = (Cluster.State.REQUESTED, Cluster.State.IDLE, Cluster.State.STOPPED, Cluster.State.FAILED)
 
 
-def cluster_ensure_head(*, cluster_id: int) -> Node:
-    """The cluster's head node exists and is started (created, launched, or started again after
-    an idle stop). Idempotent; safe to call before every task launch."""
+def cluster_wake(*, cluster_id: int) -> Cluster:
+    """A task is about to start: a cluster that is `requested`, `idle` (no worker left),
+    `stopped` or `failed` moves to `provisioning` (its worker is booting; the sync moves it to
+    `ready` once a worker runs). Launches nothing itself: a cluster has no head node.
+    Idempotent; a cluster already provisioning, ready or stopping is left as it is."""
     with transaction.atomic():
-        cluster = Cluster.objects.select_for_update().select_related("facility").get(pk=cluster_id)
-        head = cluster_head(cluster)
-        if head is None:
-            head = node_create(cluster=cluster, role=Node.Role.HEAD,
-                               instance_type=cluster.head_instance_type, gpus=0)
-        if cluster.state in (Cluster.State.REQUESTED, Cluster.State.STOPPED, Cluster.State.FAILED):
+        cluster = Cluster.objects.select_for_update().get(pk=cluster_id)
+        if cluster.state in WAKES:
             move(cluster, to=Cluster.State.PROVISIONING,
-                       comment="Starting the head node.", idle_since=None)
-    if head.state == Node.State.REQUESTED:
-        return node_launch(node_id=head.pk)
-    if head.state == Node.State.STOPPED:
-        aws_client(cluster).start([head.instance_id])
-        with transaction.atomic():
-            move(head, to=Node.State.PENDING, comment="Started again.")
-    return head
+                 comment="A task arrived: starting its worker.", idle_since=None)
+    return cluster
 
 
 def nodes_terminate(*, cluster: Cluster, nodes: list[Node], reason: str,

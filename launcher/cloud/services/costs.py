@@ -84,7 +84,7 @@ def node_charge(*, node_id: int, now: dt.datetime | None = None) -> int:
     with transaction.atomic():
         node = Node.objects.select_for_update().select_related("cluster").get(pk=node_id)
         if node.running_at is None or not node.instance_id or node.state == Node.State.STOPPED:
-            return 0  # a stopped head pays for its disk only, which is not in the catalogue
+            return 0  # a stopped instance pays for its disk only, which is not in the catalogue
         start = node.charged_until or node.running_at
         end = node.ended_at or now.replace(second=0, microsecond=0)
         chunks = _chunks(start, end)
@@ -100,7 +100,7 @@ def node_charge(*, node_id: int, now: dt.datetime | None = None) -> int:
 def _job_of(node: Node) -> int | None:
     """The launcher job a worker ran (its task's, or the interrupted task's it ran before a
     replacement took over), so the charge shrinks that job's reservation (launcher/ledger.py)
-    instead of being counted beside it. A head node runs no job."""
+    instead of being counted beside it. (A head node of an older version ran no job.)"""
     if node.role != Node.Role.WORKER:
         return None
     return (CloudTask.objects.filter(Q(node=node) | Q(interruptions__node=node))

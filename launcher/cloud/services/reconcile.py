@@ -10,21 +10,22 @@ from allocations.models import Facility
 
 from .. import clock
 from ..client import aws_client_for_facility
-from ..models import Cluster, Node
-from ..states import CLUSTER_MOVES, move
+from ..models import Node
+from ..states import move
 
 
 @dataclass
 class ReconcileReport:
     orphans_terminated: list[str] = field(default_factory=list)
     nodes_lost: list[int] = field(default_factory=list)
-    clusters_failed: list[int] = field(default_factory=list)
 
 
 def cloud_reconcile(*, facility: Facility) -> ReconcileReport:
     """Terminate every live instance tagged `portal:managed` that no node row names (a launch
-    whose row was lost, a cluster deleted by hand), and mark nodes whose instances vanished;
-    a cluster whose head vanished is failed. Idempotent."""
+    whose row was lost, a cluster deleted by hand), and mark nodes whose instances vanished
+    (`lost`; the sync replaces a vanished worker's task). No cluster is failed for a lost node:
+    clusters have workers only, and one worker's loss is that worker's task's business.
+    Idempotent."""
     report = ReconcileReport()
     backend = aws_client_for_facility(facility)
     live = {i.instance_id: i for i in backend.find(managed="1")}
@@ -57,8 +58,3 @@ def _lose(node: Node, report: ReconcileReport) -> None:
     move(node, to=Node.State.LOST, ended_at=clock.now(),
                comment="The instance vanished from the cloud.", state_reason="vanished")
     report.nodes_lost.append(node.pk)
-    cluster = node.cluster
-    if node.role == Node.Role.HEAD and Cluster.State.FAILED in CLUSTER_MOVES.get(cluster.state, ()):
-        move(cluster, to=Cluster.State.FAILED,
-                   comment="Its head node vanished.", state_reason="head node vanished")
-        report.clusters_failed.append(cluster.pk)

@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass, field
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from allocations.transitions import InvalidTransition
@@ -22,7 +23,7 @@ from ..client import aws_client
 from ..models import CloudTask, Cluster, Interruption, Node
 from ..selectors import ACTIVE_TASK_STATES
 from ..states import NODE_MOVES, move
-from .clusters import cluster_head, nodes_terminate
+from .clusters import nodes_terminate
 from .costs import cluster_charge, node_charge
 from .tasks import cluster_stop_workers, task_finish, task_interrupted, task_replace_worker, task_running
 
@@ -60,7 +61,8 @@ class Report:
     replaced: int = 0
     finished: int = 0
     idle_terminated: int = 0
-    head_stopped: bool = False
+    stopped: bool = False  # the cluster went idle -> stopping this pass
+    heads_retired: int = 0
     budget_stop: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -78,6 +80,7 @@ def cluster_sync(*, cluster_id: int) -> Report:
     if cluster.state == C.FAILED:
         _wind_down(cluster, report)
         return report
+    _retire_heads(cluster, report)
     for task in cluster.tasks.filter(state__in=ACTIVE_TASK_STATES).select_related("node"):
         iid = task.node.instance_id if task.node else ""
         taken = _taken_back(instances, spot, iid) if iid in instances or iid in spot else None
@@ -92,9 +95,10 @@ def cluster_sync(*, cluster_id: int) -> Report:
 
 
 def _wind_down(cluster: Cluster, report: Report) -> None:
-    """A failed cluster (its head vanished, say) runs nothing more: its tasks fail, every
-    live node is terminated, and its instance time is charged up to the termination. Synced
-    until nothing of it runs or bills (tasks.sync_all selects it until then)."""
+    """A failed cluster (one an older version failed when its head vanished) runs nothing
+    more: its tasks fail, every live node is terminated, and its instance time is charged up to
+    the termination. Synced until nothing of it runs or bills (tasks.sync_all selects it until
+    then)."""
     reason = f"The cluster failed: {cluster.state_reason or 'see its events'}."
     for task in cluster.tasks.filter(state__in=ACTIVE_TASK_STATES):
         with transaction.atomic():
@@ -289,31 +293,52 @@ def _idle_workers(cluster: Cluster, report: Report) -> None:
             reason=f"Idle for {cluster.worker_idle_seconds} s with no task.")
 
 
+def _retire_heads(cluster: Cluster, report: Report) -> None:
+    """Terminate the head node an older version launched (an on-demand instance that did no
+    work, billed until its idle stop): clusters have workers only now. Its stopped time (disk
+    only, not in the catalogue) is not charged: charged_until moves to its end."""
+    heads = list(cluster.nodes.filter(role=Node.Role.HEAD).exclude(state__in=Node.GONE))
+    if not heads:
+        return
+    stopped = [n.pk for n in heads if n.state == N.STOPPED]
+    report.heads_retired = nodes_terminate(
+        cluster=cluster, nodes=heads, reason="Clusters no longer run a head node.")
+    Node.objects.filter(pk__in=stopped).exclude(ended_at=None).update(charged_until=F("ended_at"))
+
+
 def _cluster_state(cluster: Cluster, report: Report) -> None:
-    """provisioning -> ready once the head runs; ready <-> idle by tasks; idle -> stopping ->
-    stopped when idle longer than the head's idle time (the head is stopped, not terminated,
-    so the shared data on its disk survives)."""
+    """The cluster's state follows its workers (it has no head node):
+    provisioning (a task woke it, its worker is booting) -> ready once a worker runs, or ->
+    idle if nothing is left to start (the launch failed, the task was cancelled first);
+    ready <-> idle by tasks and live workers; idle longer than the cluster's idle time
+    (`head_idle_seconds`, its old name) -> stopping (any node still live is terminated) ->
+    stopped once none is; the beat no longer syncs a stopped cluster, and its next task wakes
+    it (cluster_wake)."""
     now = clock.now()
     cluster.refresh_from_db()
-    head = cluster_head(cluster)
     busy = cluster.tasks.filter(state__in=ACTIVE_TASK_STATES).exists()
-    workers = cluster.nodes.filter(role=Node.Role.WORKER).exclude(state__in=Node.GONE).exists()
+    live = cluster.nodes.exclude(state__in=Node.GONE)
+    workers = live.filter(role=Node.Role.WORKER).exists()
     with transaction.atomic():
-        if cluster.state == C.PROVISIONING and head and head.state == N.RUNNING:
-            _move(cluster, C.READY, "The head node is running.", idle_since=None)
+        if cluster.state == C.PROVISIONING and live.filter(role=Node.Role.WORKER,
+                                                           state=N.RUNNING).exists():
+            _move(cluster, C.READY, "A worker is running.", idle_since=None)
+        elif cluster.state == C.PROVISIONING and not busy and not workers:
+            _move(cluster, C.IDLE, "Nothing to start: no task and no worker.", idle_since=now)
         if cluster.state == C.READY and not busy and not workers:
             _move(cluster, C.IDLE, "No tasks and no workers.", idle_since=now)
         elif cluster.state == C.IDLE and (busy or workers):
             _move(cluster, C.READY, "Work arrived.", idle_since=None)
-        elif cluster.state == C.STOPPING and (head is None or head.state == N.STOPPED):
-            _move(cluster, C.STOPPED, "The head node is stopped.")
+        elif cluster.state == C.STOPPING and not live.exists():
+            _move(cluster, C.STOPPED, "Nothing of it runs.")
     if (cluster.state == C.IDLE and cluster.idle_since
             and now - cluster.idle_since >= dt.timedelta(seconds=cluster.head_idle_seconds)):
         with transaction.atomic():
             _move(cluster, C.STOPPING, f"Idle for {cluster.head_idle_seconds} s.")
-        if head and head.instance_id:
-            aws_client(cluster).stop([head.instance_id])
-        report.head_stopped = True
+        left = list(live.exclude(instance_id=""))
+        if left:
+            nodes_terminate(cluster=cluster, nodes=left, reason="The cluster is stopping.")
+        report.stopped = True
 
 
 def _move(cluster: Cluster, to: str, comment: str, **updates) -> None:

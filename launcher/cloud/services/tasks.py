@@ -21,7 +21,7 @@ from ..models import CloudTask, Cluster, Interruption, Node
 from ..selectors import ACTIVE_TASK_STATES, gpus_for
 from ..states import move
 from ..userdata import NodeConfig, WorkerSpec, assignment_key, render
-from .clusters import cluster_ensure_head, new_token, node_create, node_launch, nodes_terminate
+from .clusters import cluster_wake, new_token, node_create, node_launch, nodes_terminate
 from .costs import check_budget, estimate
 
 T = CloudTask.State
@@ -60,8 +60,7 @@ def task_launch(*, allocation: Allocation, by, argv: list[str], data_prefix: str
         wall_seconds=math.ceil(hours * 3600))
     warm = _warm_worker(cluster, instance_type)
     if warm is None:
-        _assign(task, node_create(cluster=cluster, role=Node.Role.WORKER,
-                                  instance_type=instance_type, gpus=gpus))
+        _assign(task, node_create(cluster=cluster, instance_type=instance_type, gpus=gpus))
     else:  # a worker of this allocation that finished its task takes this one: no new boot
         Node.objects.filter(pk=warm.pk).update(idle_since=None)
         _assign(task, warm)
@@ -129,8 +128,9 @@ def _publish(task: CloudTask) -> bundle.Bundle:
 
 def task_start(*, task_id: int) -> CloudTask:
     """Start (or restart after an interruption) the task: its assignment goes to the node's
-    queue in S3, then, unless the node is a warm worker already running, the head node and the
-    worker are launched (capacity fallback) with the bootstrap user data. Idempotent:
+    queue in S3, then, unless the node is a warm worker already running, the worker is
+    launched (capacity fallback) with the bootstrap user data; a stopped cluster wakes
+    (`provisioning`). No head node is launched. Idempotent:
     re-running adopts what already started and rewrites the same assignment."""
     task = CloudTask.objects.select_related("cluster__facility", "node").get(pk=task_id)
     if task.state not in (T.QUEUED, T.LAUNCHING) or task.node is None:
@@ -138,7 +138,7 @@ def task_start(*, task_id: int) -> CloudTask:
     with transaction.atomic():
         if task.state == T.QUEUED:
             move(task, to=T.LAUNCHING, comment="Launching a worker.")
-    cluster_ensure_head(cluster_id=task.cluster_id)
+    cluster_wake(cluster_id=task.cluster_id)
     worker_bundle = _publish(task)
     node = task.node
     if node.state == Node.State.REQUESTED:
@@ -210,7 +210,7 @@ def task_replace_worker(*, task: CloudTask, checkpoint: dict | None) -> Node | N
     if task.state != T.PREEMPTED:
         return task.node  # another pass replaced it already (or the task ended)
     interruption = Interruption.objects.filter(task=task, replacement=None).first()
-    node = node_create(cluster=task.cluster, role=Node.Role.WORKER,
+    node = node_create(cluster=task.cluster,
                        instance_type=task.instance_type, gpus=task.gpus)
     if interruption:
         lost = 0.0
