@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from allocations.models import Allocation, Dataset, ProjectMembership
-from allocations.policy import dataset_location_errors
+from allocations.models import Allocation, ProjectMembership
 
 from ..backends.base import (
     BackendError,
@@ -22,6 +21,7 @@ from ..backends.base import (
     check_cluster_username,
     project_folder,
 )
+from ..datasets import notebook_datasets
 from ..runners import NotebookUsage
 from .client import NOTEBOOK_JOB_PREFIX
 from .connection import slurm_client, slurm_settings
@@ -46,26 +46,6 @@ def member_login(allocation: Allocation, user_id: int) -> str:
         return ""
 
 
-def notebook_datasets(allocation: Allocation, resolve: Callable[[str], str],
-                      ) -> tuple[dict[str, str], dict[str, str]]:
-    """({name: resolved path} of the project's datasets the facility accepts, {name: why not}
-    for the others). `resolve(location)` is the entry's `resolve_data_path` for the project."""
-    linked, left_out = {}, {}
-    for dataset in Dataset.objects.filter(project_id=allocation.project_id).order_by("name"):
-        if not allocation.facility.accepts(dataset.sensitivity):
-            left_out[dataset.name] = f"{dataset.get_sensitivity_display().lower()} data is not accepted here"
-            continue
-        problems = dataset_location_errors(dataset.location)
-        if problems:
-            left_out[dataset.name] = problems[0]
-            continue
-        try:
-            linked[dataset.name] = resolve(dataset.location)
-        except PathRefused as refused:
-            left_out[dataset.name] = refused.message
-    return linked, left_out
-
-
 def notebook_options(allocation: Allocation, session: NotebookSession,
                      resolve: Callable[[str], str]) -> dict[str, Any]:
     """The spawner's backend_options (JSON): SSH facts, cluster, account, partition, the
@@ -79,7 +59,7 @@ def notebook_options(allocation: Allocation, session: NotebookSession,
     try:
         project_dir = project_folder(conf, allocation.project.code)
         workdir = f"{project_dir}/notebooks/{owner}"
-        datasets, left_out = notebook_datasets(allocation, resolve)
+        datasets, left_out = notebook_datasets(allocation=allocation, resolve=resolve)
     except PathRefused:  # no project storage: a private folder beside the jobs, no datasets
         workdir = f"{conf['jobs_dir']}/notebooks/{allocation.project.code}/{owner}"
         datasets, left_out = {}, {}
