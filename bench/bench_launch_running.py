@@ -20,6 +20,7 @@ Run: python bench/bench_launch_running.py [--runs N]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -29,6 +30,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,7 +102,27 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    var = Path(tempfile.mkdtemp(prefix="bench-launch-running-"))
+    with demo_portal("bench-launch-running-") as var:
+        token = call("POST", "/auth/token/", body={"username": "researcher", "password": "demo"})["token"]
+        allocation = trial_on_local(token)
+        rows = [one_run(token, allocation, var) for _ in range(args.runs)]
+        print(f"launch -> running on make run's defaults (local facility, default job), "
+              f"{os.cpu_count()} CPU cores, beat poll every {POLL_INTERVAL_S:g} s, API read every 0.05 s")
+        print(f"{'job':>4} {'state':<9} {'launch->running s':>18} {'/ poll':>7} "
+              f"{'process->running s':>19} {'/ poll':>7}")
+        for r in rows:
+            print(f"{r['job']:>4} {r['state']:<9} {r['launch_to_running_s']:>18.2f} "
+                  f"{r['launch_to_running_s'] / POLL_INTERVAL_S:>7.2f} "
+                  f"{r['process_to_running_s']:>19.2f} {r['process_to_running_s'] / POLL_INTERVAL_S:>7.2f}")
+        return 0
+
+
+@contextlib.contextmanager
+def demo_portal(prefix: str) -> Iterator[Path]:
+    """A portal as `make run` starts it (SQLite, the filesystem Celery transport, a real
+    `celery worker -B`, runserver on PORT) in a throwaway var folder, with the demo loaded;
+    yields the folder once the portal answers, and stops everything (runs included) after."""
+    var = Path(tempfile.mkdtemp(prefix=prefix))
     env = {k: v for k, v in os.environ.items()
            if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_TASK_ALWAYS_EAGER")}
     env.update(DEBUG="true", PORTAL_VAR_DIR=str(var), EMAIL_URL="console://")
@@ -116,19 +138,8 @@ def main() -> int:
                            cwd=ROOT, env=env, stdout=open(var / "web.log", "w"),
                            stderr=subprocess.STDOUT)
     try:
-        until(lambda: _up(), 120, "the portal", interval=0.5)
-        token = call("POST", "/auth/token/", body={"username": "researcher", "password": "demo"})["token"]
-        allocation = trial_on_local(token)
-        rows = [one_run(token, allocation, var) for _ in range(args.runs)]
-        print(f"launch -> running on make run's defaults (local facility, default job), "
-              f"{os.cpu_count()} CPU cores, beat poll every {POLL_INTERVAL_S:g} s, API read every 0.05 s")
-        print(f"{'job':>4} {'state':<9} {'launch->running s':>18} {'/ poll':>7} "
-              f"{'process->running s':>19} {'/ poll':>7}")
-        for r in rows:
-            print(f"{r['job']:>4} {r['state']:<9} {r['launch_to_running_s']:>18.2f} "
-                  f"{r['launch_to_running_s'] / POLL_INTERVAL_S:>7.2f} "
-                  f"{r['process_to_running_s']:>19.2f} {r['process_to_running_s'] / POLL_INTERVAL_S:>7.2f}")
-        return 0
+        until(_up, 120, "the portal", interval=0.5)
+        yield var
     finally:
         for proc in (web, worker):
             proc.terminate()

@@ -18,10 +18,8 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -41,80 +39,59 @@ def api_block() -> str:
 
 
 def main() -> int:
-    var = Path(tempfile.mkdtemp(prefix="bench-readme-defaults-"))
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_TASK_ALWAYS_EAGER")}
-    env.update(DEBUG="true", PORTAL_VAR_DIR=str(var), EMAIL_URL="console://")
-    py = sys.executable
-    subprocess.run([py, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
-    subprocess.run([py, "manage.py", "seed_demo", "--password", "demo"], cwd=ROOT, env=env,
-                   check=True, stdout=subprocess.DEVNULL)
-    worker = subprocess.Popen(
-        [py, "-m", "celery", "-A", "portal", "worker", "-B", "--pool", "solo", "--loglevel", "INFO",
-         "--schedule", str(var / "celerybeat-schedule")], cwd=ROOT, env=env,
-        stdout=open(var / "worker.log", "w"), stderr=subprocess.STDOUT)
-    web = subprocess.Popen([py, "manage.py", "runserver", "--noreload", f"127.0.0.1:{common.PORT}"],
-                           cwd=ROOT, env=env, stdout=open(var / "web.log", "w"),
-                           stderr=subprocess.STDOUT)
+    with common.demo_portal("bench-readme-defaults-"):
+        return _measure()
+
+
+def _measure() -> int:
     t0 = time.monotonic()
-    try:
-        until(common._up, 120, "the portal", interval=0.5)
-        token = call("POST", "/auth/token/", body={"username": "researcher", "password": "demo"})["token"]
-        local = call("GET", "/facilities/local/", token)
-        project = call("GET", "/projects/", token)["results"][0]["id"]
-        today = dt.date.today()
-        call("POST", "/requests/", token, {  # what the README's trial form pre-fills
-            "project": project, "facility": "local", "kind": "trial",
-            "gpu_hours": local["trial_gpu_hours_cap"], "node_type": "local-cpu",
-            "start_date": today.isoformat(),
-            "end_date": (today + dt.timedelta(days=local["trial_days"])).isoformat(),
-            "data_sensitivity": "public", "justification": "The README's loop.", "submit": True})
-        until(lambda: call("GET", "/allocations/1/", token).get("status") == "active", 120,
-              "allocation 1 active", interval=0.5)
-        script = "set -euo pipefail\n" + api_block().replace("localhost:8000", f"127.0.0.1:{common.PORT}")
-        subprocess.run(["bash", "-c", script], check=True, stdout=subprocess.DEVNULL, timeout=120)
-        reserved = call("GET", "/allocations/1/", token)
-        job, sweep = call("GET", "/jobs/1/", token), call("GET", "/sweeps/1/", token)
-        print(f"launched at {time.monotonic() - t0:.0f} s: allocation reserves "
-              f"{reserved['gpu_hours_reserved']} GPU-h ({reserved['gpu_seconds_reserved']} GPU-s); "
-              f"job estimate {job['estimate_gpu_hours']} ({job['estimate_source']}, wall time "
-              f"{job['wall_time_minutes']} min), sweep estimate {sweep['estimate_gpu_hours']} "
-              f"for {sweep['size']} cells", flush=True)
-        final = ("succeeded", "failed", "cancelled", "timeout")
-        jobs = until(lambda: (rows := [call("GET", f"/jobs/{i}/", token) for i in range(1, 8)])
-                     and all(r["state"] in final for r in rows) and rows, 4 * 3600,
-                     "every run to end", interval=10)
-        until(lambda: all(call("GET", f"/jobs/{r['id']}/", token)["gpu_seconds"] for r in jobs),
-              300, "every run charged", interval=2)
-        jobs = [call("GET", f"/jobs/{i}/", token) for i in range(1, 8)]
-        after = call("GET", "/allocations/1/", token)
-        print(f"make run's local facility, {os.cpu_count()} CPU cores, all runs ended after "
-              f"{time.monotonic() - t0:.0f} s")
-        print(f"{'run':<14} {'state':<10} {'estimate GPU-h':>15} {'charged GPU-s':>14} "
-              f"{'charged GPU-h':>14} {'estimate/charge':>16}")
-        for r in jobs:
-            charged = Decimal(r["gpu_seconds"]) / 3600
-            name = f"job {r['id']}" if not r["sweep"] else f"sweep cell {r['array_index']}"
-            print(f"{name:<14} {r['state']:<10} {r['estimate_gpu_hours']:>15} {r['gpu_seconds']:>14} "
-                  f"{charged:>14.4f} {Decimal(r['estimate_gpu_hours']) / charged:>16.2f}")
-        cells = [r for r in jobs if r["sweep"]]
-        total = Decimal(sum(r["gpu_seconds"] for r in cells)) / 3600
-        print(f"{'sweep (6)':<14} {'':<10} {sweep['estimate_gpu_hours']:>15} "
-              f"{sum(r['gpu_seconds'] for r in cells):>14} {total:>14.4f} "
-              f"{Decimal(sweep['estimate_gpu_hours']) / total:>16.2f}")
-        print(f"allocation: reserved at launch {reserved['gpu_hours_reserved']} GPU-h, after "
-              f"{after['gpu_hours_reserved']}; used {after['gpu_hours_used']} GPU-h of "
-              f"{after['gpu_hours']}")
-        return 0 if all(r["state"] == "succeeded" for r in jobs) else 1
-    finally:
-        for proc in (web, worker):
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        common.stop_cells(var)
-        shutil.rmtree(var, ignore_errors=True)
+    token = call("POST", "/auth/token/", body={"username": "researcher", "password": "demo"})["token"]
+    local = call("GET", "/facilities/local/", token)
+    project = call("GET", "/projects/", token)["results"][0]["id"]
+    today = dt.date.today()
+    call("POST", "/requests/", token, {  # what the README's trial form pre-fills
+        "project": project, "facility": "local", "kind": "trial",
+        "gpu_hours": local["trial_gpu_hours_cap"], "node_type": "local-cpu",
+        "start_date": today.isoformat(),
+        "end_date": (today + dt.timedelta(days=local["trial_days"])).isoformat(),
+        "data_sensitivity": "public", "justification": "The README's loop.", "submit": True})
+    until(lambda: call("GET", "/allocations/1/", token).get("status") == "active", 120,
+          "allocation 1 active", interval=0.5)
+    script = "set -euo pipefail\n" + api_block().replace("localhost:8000", f"127.0.0.1:{common.PORT}")
+    subprocess.run(["bash", "-c", script], check=True, stdout=subprocess.DEVNULL, timeout=120)
+    reserved = call("GET", "/allocations/1/", token)
+    job, sweep = call("GET", "/jobs/1/", token), call("GET", "/sweeps/1/", token)
+    print(f"launched at {time.monotonic() - t0:.0f} s: allocation reserves "
+          f"{reserved['gpu_hours_reserved']} GPU-h ({reserved['gpu_seconds_reserved']} GPU-s); "
+          f"job estimate {job['estimate_gpu_hours']} ({job['estimate_source']}, wall time "
+          f"{job['wall_time_minutes']} min), sweep estimate {sweep['estimate_gpu_hours']} "
+          f"for {sweep['size']} cells", flush=True)
+    final = ("succeeded", "failed", "cancelled", "timeout")
+    jobs = until(lambda: (rows := [call("GET", f"/jobs/{i}/", token) for i in range(1, 8)])
+                 and all(r["state"] in final for r in rows) and rows, 4 * 3600,
+                 "every run to end", interval=10)
+    until(lambda: all(call("GET", f"/jobs/{r['id']}/", token)["gpu_seconds"] for r in jobs),
+          300, "every run charged", interval=2)
+    jobs = [call("GET", f"/jobs/{i}/", token) for i in range(1, 8)]
+    after = call("GET", "/allocations/1/", token)
+    print(f"make run's local facility, {os.cpu_count()} CPU cores, all runs ended after "
+          f"{time.monotonic() - t0:.0f} s")
+    print(f"{'run':<14} {'state':<10} {'estimate GPU-h':>15} {'charged GPU-s':>14} "
+          f"{'charged GPU-h':>14} {'estimate/charge':>16}")
+    for r in jobs:
+        charged = Decimal(r["gpu_seconds"]) / 3600
+        name = f"job {r['id']}" if not r["sweep"] else f"sweep cell {r['array_index']}"
+        print(f"{name:<14} {r['state']:<10} {r['estimate_gpu_hours']:>15} {r['gpu_seconds']:>14} "
+              f"{charged:>14.4f} {Decimal(r['estimate_gpu_hours']) / charged:>16.2f}")
+    cells = [r for r in jobs if r["sweep"]]
+    total = Decimal(sum(r["gpu_seconds"] for r in cells)) / 3600
+    print(f"{'sweep (6)':<14} {'':<10} {sweep['estimate_gpu_hours']:>15} "
+          f"{sum(r['gpu_seconds'] for r in cells):>14} {total:>14.4f} "
+          f"{Decimal(sweep['estimate_gpu_hours']) / total:>16.2f}")
+    print(f"allocation: reserved at launch {reserved['gpu_hours_reserved']} GPU-h, after "
+          f"{after['gpu_hours_reserved']}; used {after['gpu_hours_used']} GPU-h of "
+          f"{after['gpu_hours']}")
+    return 0 if all(r["state"] == "succeeded" for r in jobs) else 1
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ REPEATS = int(os.environ.get("BENCH_NOTEBOOK_REPEATS", "3"))
 SERVICES_ENV = Path(os.environ.get("PORTAL_SERVICES_DIR", "/var/lib/portal-services")) / "services.env"
 USER = "bench-researcher"
 AIMS = {"local": 5.0, "slurm": 15.0}
+SLURM_LOCK = Path(tempfile.gettempdir()) / "slurm.lock"  # the lock Slurm tests run under by hand
 
 
 def local_spawner() -> str:
@@ -186,7 +187,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-notebooks-") as tmp:
         folder = Path(tmp)
         local, local_timer = run_local(folder)
-        with open("/tmp/slurm.lock", "w") as lock:
+        with open(SLURM_LOCK, "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # an idle cluster: no Slurm test runs meanwhile
             slurm, slurm_timer, waits, located = run_slurm(folder)
     med = statistics.median

@@ -193,7 +193,7 @@ def test_allocation_usage_is_a_daily_series(api, researcher, project):
                                    period_start=now, period_end=now, gpu_seconds=seconds,
                                    cost="1.5")
     body = api.as_user(researcher).get(f"/api/v1/allocations/{allocation.pk}/usage/").json()
-    assert body["daily"] == [{"date": now.date().isoformat(), "gpu_hours": 3.0, "cost": 3.0}]
+    assert body["daily"] == [{"date": now.date().isoformat(), "gpu_hours": 3.0, "cost": "3.0000"}]
     detail = api.get(f"/api/v1/allocations/{allocation.pk}/").json()
     assert (detail["gpu_hours_used"], detail["gpu_hours_remaining"]) == (3.0, 7.0)
     assert Allocation.objects.count() == 1

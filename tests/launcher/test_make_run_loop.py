@@ -94,7 +94,9 @@ def embedded_portal(tmp_path):
 def test_the_readmes_browser_loop_word_for_word_on_make_run(embedded_portal, chromium):
     server, logs = embedded_portal
     base = server.url
-    step1, step2, step3 = readme_steps()
+    # Steps 1-3; step 4 (a notebook) needs the hub and is tests/notebooks/test_browser_notebook.py's.
+    step1, step2, step3, step4 = readme_steps()
+    assert "Open a notebook" in step4
     assert step1.startswith("Log in as `researcher` and open `/requests/new/?facility=local&kind=trial`")
     assert quoted(step1) == ["Submit request"] and quoted(step2)[0] == "Launch job"
     assert quoted(step3)[:2] == ["Launch a sweep", "Fill in the CLAIRE grid"]

@@ -146,6 +146,8 @@ COVERED = {  # (file, first line of the block): the test that runs it
         "test_the_cloud_docs_steps_4_and_5_run_verbatim",
     ("cloud.md", "curl -s -H \"$H\" -H 'Content-Type: application/json' localhost:8000/api/v1/jobs/ -d '{"):
         "test_the_cloud_docs_steps_4_and_5_run_verbatim",
+    ("notebooks.md", "TOKEN=$(curl -s -X POST localhost:8000/api/v1/auth/token/ -d username=researcher -d password=demo | jq -r .token)"):
+        "test_the_notebooks_docs_example_runs_verbatim",
 }
 API_TOKEN_LINES = 3  # docs/api.md's first block opens with the token (2 lines) and the header
 
@@ -231,3 +233,15 @@ def test_the_cloud_docs_steps_4_and_5_run_verbatim(after_the_browser_loop):
     done = run_verbatim(step5, after_the_browser_loop, before=f"{token_lines}\nALLOC={cloud.pk}\n")
     (job,) = json_documents(done.stdout)
     assert set(job) == {"id", "state", "estimate_cost"} and job["state"] == "queued", job
+
+
+def test_the_notebooks_docs_example_runs_verbatim(after_the_browser_loop):
+    # The queue is quiet (no hub here): the session is opened, reserved and stopped by the
+    # portal; the hub's side is tests/notebooks' (test_hub_e2e, test_browser_notebook).
+    done = run_verbatim(doc_block("notebooks.md", "TOKEN="), after_the_browser_loop)
+    opened, seen, stopped = json_documents(done.stdout)
+
+    assert opened["id"] == 1 and opened["state"] == "starting", opened
+    assert opened["reserved_gpu_seconds"] == 2 * 3600 and "/nb-1/" in opened["url"], opened
+    assert seen["state"] == "starting" and seen["gpu_seconds_so_far"] == 0, seen
+    assert stopped["state"] == "stopping" and stopped["reason"], stopped
