@@ -76,18 +76,25 @@ def _measure() -> int:
     after = call("GET", "/allocations/1/", token)
     print(f"make run's local facility, {os.cpu_count()} CPU cores, all runs ended after "
           f"{time.monotonic() - t0:.0f} s")
-    print(f"{'run':<14} {'state':<10} {'estimate GPU-h':>15} {'charged GPU-s':>14} "
-          f"{'charged GPU-h':>14} {'estimate/charge':>16}")
+    # The prediction (from measured throughput; it sets the default wall time) beside the
+    # reservation (the limit, wall time x GPUs) and the charge.
+    print(f"{'run':<14} {'state':<10} {'predicted GPU-s':>16} {'reserved GPU-h':>15} "
+          f"{'charged GPU-s':>14} {'predicted/charge':>17} {'reserved/charge':>16}")
+
+    def predicted_s(r: dict) -> Decimal:
+        return Decimal(str(r["predicted_hours"] or 0)) * r["gpus"] * 3600
+
     for r in jobs:
-        charged = Decimal(r["gpu_seconds"]) / 3600
         name = f"job {r['id']}" if not r["sweep"] else f"sweep cell {r['array_index']}"
-        print(f"{name:<14} {r['state']:<10} {r['estimate_gpu_hours']:>15} {r['gpu_seconds']:>14} "
-              f"{charged:>14.4f} {Decimal(r['estimate_gpu_hours']) / charged:>16.2f}")
+        print(f"{name:<14} {r['state']:<10} {predicted_s(r):>16.0f} {r['estimate_gpu_hours']:>15} "
+              f"{r['gpu_seconds']:>14} {predicted_s(r) / r['gpu_seconds']:>17.2f} "
+              f"{Decimal(r['estimate_gpu_hours']) * 3600 / r['gpu_seconds']:>16.2f}")
     cells = [r for r in jobs if r["sweep"]]
-    total = Decimal(sum(r["gpu_seconds"] for r in cells)) / 3600
-    print(f"{'sweep (6)':<14} {'':<10} {sweep['estimate_gpu_hours']:>15} "
-          f"{sum(r['gpu_seconds'] for r in cells):>14} {total:>14.4f} "
-          f"{Decimal(sweep['estimate_gpu_hours']) / total:>16.2f}")
+    charged = sum(r["gpu_seconds"] for r in cells)
+    predicted = sum(predicted_s(r) for r in cells)
+    print(f"{'sweep (6)':<14} {'':<10} {predicted:>16.0f} {sweep['estimate_gpu_hours']:>15} "
+          f"{charged:>14} {predicted / charged:>17.2f} "
+          f"{Decimal(sweep['estimate_gpu_hours']) * 3600 / charged:>16.2f}")
     print(f"allocation: reserved at launch {reserved['gpu_hours_reserved']} GPU-h, after "
           f"{after['gpu_hours_reserved']}; used {after['gpu_hours_used']} GPU-h of "
           f"{after['gpu_hours']}")
