@@ -34,6 +34,11 @@ def exact(value: Decimal | float | int) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def hours_text(hours: Decimal) -> str:
+    """Hours for a message (a refusal's figures): to the second's precision, no trailing zeros."""
+    return f"{hours.quantize(Decimal('0.000001')).normalize():f}"
+
+
 def rounded(value: Decimal | float | int | str, places: int = 2) -> str:
     """A figure rounded for display, never to zero (see the module's rule)."""
     number = Decimal(str(value))

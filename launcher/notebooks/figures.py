@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
 
 from django.utils import timezone
 
@@ -30,6 +29,3 @@ def gpu_seconds_so_far(session: NotebookSession, now: dt.datetime | None = None)
         return min(int(span) * session.gpus, int(session.reserved_gpu_seconds))
     return 0
 
-
-def hours_of(seconds: int | Decimal) -> Decimal:
-    return Decimal(seconds) / 3600

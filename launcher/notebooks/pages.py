@@ -13,7 +13,6 @@ from django.template.defaultfilters import pluralize
 from allocations.models import Allocation
 from allocations.selectors import allocation_ledger, is_member
 
-from ..access import acts_on_all
 from ..models import Job
 from . import figures, selectors
 from .forms import NotebookForm
@@ -40,13 +39,12 @@ class Use:
 def decorate(sessions: list[NotebookSession], user: Any) -> list[NotebookSession]:
     """Each session with what the page shows: GPU-seconds so far, idle seconds, and whether
     `user` may open (the owner) or stop it (the owner or staff)."""
-    staff = acts_on_all(user)
     for s in sessions:
         s.so_far = figures.gpu_seconds_so_far(s)  # type: ignore[attr-defined]
         s.idle_for = figures.idle_seconds(s)  # type: ignore[attr-defined]
         s.can_open = selectors.may_open(user, s) and s.state == s.State.RUNNING  # type: ignore[attr-defined]
-        s.can_stop = not s.is_final and s.state != s.State.STOPPING and (  # type: ignore[attr-defined]
-            s.user_id == user.pk or staff)
+        s.can_stop = (not s.is_final and s.state != s.State.STOPPING  # type: ignore[attr-defined]
+                      and selectors.may_stop(user, s))
     return sessions
 
 
@@ -83,4 +81,5 @@ def notebook_sections(allocation: Allocation, user: Any) -> list[dict[str, Any]]
 def _default_estimate(form: NotebookForm | None) -> Decimal | None:
     if form is None:
         return None
-    return Decimal(form.fields["gpus"].initial) * Decimal(form.fields["hours"].initial)
+    return Decimal(NotebookSession.reservation_for(gpus=form.fields["gpus"].initial,
+                                                   hours=Decimal(form.fields["hours"].initial))) / 3600

@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 
 from allocations.selectors import visible_allocation_rows
 
-from ..access import NotVisible, sees_all
+from ..access import NotVisible, acts_on_all, sees_all
 from .models import NotebookSession
 
 
@@ -38,6 +38,11 @@ def session_for(user: Any, session_id: Any) -> NotebookSession:
 def allocation_sessions(allocation_id: int) -> QuerySet[NotebookSession]:
     """An allocation's sessions, newest first, owner joined (the allocation page's list)."""
     return NotebookSession.objects.filter(allocation_id=allocation_id).select_related("user")
+
+
+def may_stop(user: Any, session: NotebookSession) -> bool:
+    """Its owner or staff stop a session (notebook_stop refuses anyone else)."""
+    return bool(getattr(user, "pk", None)) and (session.user_id == user.pk or acts_on_all(user))
 
 
 def may_open(user: Any, session: NotebookSession) -> bool:

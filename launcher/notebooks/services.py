@@ -17,20 +17,21 @@ from django.db import transaction
 from django.utils import timezone
 
 from allocations.errors import Forbidden, Invalid
+from allocations.figures import hours_text
 from allocations.models import Allocation
 from allocations.queue import enqueue
 from allocations.selectors import allocation_ledger, is_member, visible_allocation_rows
 from allocations.services import ledger_jobs_change, ledger_reserve
 from allocations.transitions import record_event
 
-from ..access import NotVisible, acts_on_all
+from ..access import NotVisible
 from ..backends.base import BackendError
 from ..backends.registry import Capability, backend_for
 from ..services.errors import LaunchConflict
 from .hubapi import HubClient, HubError
 from .ledger import reserved_cost
 from .models import NotebookSession
-from .selectors import session_for
+from .selectors import may_stop, session_for
 from .states import session_move
 
 log = logging.getLogger(__name__)
@@ -132,10 +133,6 @@ def notebook_start(*, actor: Any, allocation_id: Any, gpus: Any, hours: Any) -> 
     return _session_create(actor=actor, allocation=allocation, gpus=n, hours=h)
 
 
-def _hours(value: Decimal) -> str:
-    return f"{value.quantize(Decimal('0.000001')).normalize():f}"
-
-
 @transaction.atomic
 def _session_create(*, actor: Any, allocation: Allocation, gpus: int, hours: Decimal) -> NotebookSession:
     locked = Allocation.objects.select_for_update(of=("self",)).select_related("facility").get(
@@ -150,10 +147,10 @@ def _session_create(*, actor: Any, allocation: Allocation, gpus: int, hours: Dec
     if need > ledger.gpu_hours_remaining:
         short = need - ledger.gpu_hours_remaining
         raise NotebookConflict(
-            f"This notebook reserves {_hours(need)} GPU-hours ({gpus} GPUs x {_hours(hours)} h) "
-            f"but only {_hours(ledger.gpu_hours_remaining)} are left on the allocation "
-            f"({_hours(ledger.gpu_hours_reserved)} reserved by unfinished work): "
-            f"{_hours(short)} GPU-hours short. Ask for fewer GPUs or hours.",
+            f"This notebook reserves {hours_text(need)} GPU-hours ({gpus} GPUs x {hours_text(hours)} h) "
+            f"but only {hours_text(ledger.gpu_hours_remaining)} are left on the allocation "
+            f"({hours_text(ledger.gpu_hours_reserved)} reserved by unfinished work): "
+            f"{hours_text(short)} GPU-hours short. Ask for fewer GPUs or hours.",
             reserve_gpu_hours=need, remaining_gpu_hours=ledger.gpu_hours_remaining,
             reserved_gpu_hours=ledger.gpu_hours_reserved, shortfall_gpu_hours=short)
     left = ledger.budget_remaining
@@ -172,8 +169,8 @@ def _session_create(*, actor: Any, allocation: Allocation, gpus: int, hours: Dec
                                                          url=session.url)
     ledger_reserve(allocation_id=locked.pk, session_ids=[session.pk])
     record_event(session, actor=actor, from_state="", to_state=session.state,
-                 comment=f"Opened: {gpus} GPUs for {_hours(hours)} h, reserving "
-                         f"{_hours(need)} GPU-hours.")
+                 comment=f"Opened: {gpus} GPUs for {hours_text(hours)} h, reserving "
+                         f"{hours_text(need)} GPU-hours.")
     enqueue(SPAWN_TASK, session.pk)
     return session
 
@@ -243,7 +240,7 @@ def notebook_stop(*, actor: Any, session_id: Any) -> NotebookSession:
     Forbidden (403) for other members, InvalidTransition (409) once it has stopped or failed.
     A session already stopping is returned as it is. The hub stops it after the commit."""
     session = session_for(actor, session_id)
-    if session.user_id != actor.pk and not acts_on_all(actor):
+    if not may_stop(actor, session):
         raise Forbidden("Only the person who opened this notebook (or staff) can stop it.")
     if session.state == S.STOPPING:
         return session

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db import transaction
 
+from allocations.figures import hours_text
 from allocations.models import Allocation
 from allocations.selectors import allocation_ledger
 from allocations.services import ledger_reserve
@@ -55,7 +56,7 @@ def _check_budget(allocation: Allocation, estimate: Estimate) -> None:
     if estimate.gpu_hours > remaining:
         raise LaunchConflict(
             f"This launch needs an estimated {estimate.gpu_hours} GPU-hours but only "
-            f"{_exact(remaining)} are left on the allocation ({_exact(ledger.gpu_hours_reserved)} "
+            f"{hours_text(remaining)} are left on the allocation ({hours_text(ledger.gpu_hours_reserved)} "
             f"reserved by unfinished work). Estimate ({estimate.source}): {estimate.basis}",
             estimate_gpu_hours=estimate.gpu_hours, remaining_gpu_hours=remaining,
             reserved_gpu_hours=ledger.gpu_hours_reserved, estimate_source=estimate.source,
@@ -69,11 +70,6 @@ def _check_budget(allocation: Allocation, estimate: Estimate) -> None:
             estimate_cost=estimate.cost, remaining_budget=left,
             reserved_cost=ledger.cost_reserved, estimate_source=estimate.source,
             estimate_basis=estimate.basis)
-
-
-def _exact(hours: Decimal) -> str:
-    """Hours for a message: exact to the second's precision, no trailing zeros."""
-    return f"{hours.quantize(Decimal('0.000001')).normalize():f}"
 
 
 def _runner_cost(allocation: Allocation, estimate: Estimate, *, gpus: int,
