@@ -14,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from allocations.errors import Forbidden, Invalid
@@ -147,7 +148,7 @@ def _session_create(*, actor: Any, allocation: Allocation, gpus: int, hours: Dec
     if need > ledger.gpu_hours_remaining:
         short = need - ledger.gpu_hours_remaining
         raise NotebookConflict(
-            f"This notebook reserves {hours_text(need)} GPU-hours ({gpus} GPUs x {hours_text(hours)} h) "
+            f"This notebook reserves {hours_text(need)} GPU-hours ({gpus} GPU{pluralize(gpus)} x {hours_text(hours)} h) "
             f"but only {hours_text(ledger.gpu_hours_remaining)} are left on the allocation "
             f"({hours_text(ledger.gpu_hours_reserved)} reserved by unfinished work): "
             f"{hours_text(short)} GPU-hours short. Ask for fewer GPUs or hours.",
@@ -169,7 +170,7 @@ def _session_create(*, actor: Any, allocation: Allocation, gpus: int, hours: Dec
                                                          url=session.url)
     ledger_reserve(allocation_id=locked.pk, session_ids=[session.pk])
     record_event(session, actor=actor, from_state="", to_state=session.state,
-                 comment=f"Opened: {gpus} GPUs for {hours_text(hours)} h, reserving "
+                 comment=f"Opened: {gpus} GPU{pluralize(gpus)} for {hours_text(hours)} h, reserving "
                          f"{hours_text(need)} GPU-hours.")
     enqueue(SPAWN_TASK, session.pk)
     return session
