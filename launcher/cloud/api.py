@@ -28,10 +28,6 @@ class ClusterOut(serializers.ModelSerializer):
     tasks = TaskOut(many=True, read_only=True)
     project = serializers.CharField(source="allocation.project.code", read_only=True)
     facility = serializers.CharField(source="facility.slug", read_only=True)
-    # How long the cluster stays idle (no task, no worker) before it is stopped; stored in the
-    # column of its old name. Clusters have no head node (nor `head_instance_type`).
-    idle_seconds = serializers.IntegerField(source="head_idle_seconds", read_only=True)
-
     class Meta:
         model = Cluster
         fields = ["id", "allocation", "project", "facility", "state", "state_reason", "region",

@@ -59,12 +59,11 @@ class Cluster(models.Model):
     region = models.CharField(max_length=30)
     bucket = models.CharField(max_length=63)
     prefix = models.CharField(max_length=100)  # S3 prefix for data and checkpoints
-    # Unused: older versions launched an on-demand head node of this type ("" on new rows).
-    head_instance_type = models.CharField(max_length=40)
     allow_on_demand = models.BooleanField(default=False)
     worker_idle_seconds = models.PositiveIntegerField(default=300)
-    # The cluster's idle time (no task, no worker) before it is stopped; the old name stays.
-    head_idle_seconds = models.PositiveIntegerField(default=900)
+    # The cluster's idle time (no task, no worker) before it is stopped (clusters have no head
+    # node; this was `head_idle_seconds` before migration 0005).
+    idle_seconds = models.PositiveIntegerField(default=900)
     idle_since = models.DateTimeField(null=True, blank=True)
     # Least privilege: the IAM instance profile every node runs as (the allocation's prefix
     # only) and the facility's security group (no inbound rule).

@@ -72,7 +72,7 @@ def world(project, researcher, facility):
                              token="admintoken01", state="running", params={})
     cluster = Cluster.objects.create(allocation=AllocationFactory(project=project),
                                      facility=facility, region="eu-west-2", bucket="b",
-                                     prefix="p/", head_instance_type="t3.micro")
+                                     prefix="p/")
     task = CloudTask.objects.create(cluster=cluster, token="task-token-01",
                                     instance_type="g4dn.xlarge", argv=["train"], data_prefix="d/")
     return {"allocation": allocation, "usage": usage, "job": job, "cluster": cluster,

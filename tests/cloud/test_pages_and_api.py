@@ -37,7 +37,7 @@ def test_clusters_are_listed_for_members_and_hidden_from_others(api, charged, re
     assert [c["id"] for c in body["results"]] == [charged.pk]
     detail = api.get(f"/api/v1/clusters/{charged.pk}/").json()
     assert {n["role"] for n in detail["nodes"]} == {"worker"}  # no head node
-    assert "head_instance_type" not in detail and detail["idle_seconds"] == charged.head_idle_seconds
+    assert "head_instance_type" not in detail and detail["idle_seconds"] == charged.idle_seconds
     assert {n["market"] for n in detail["nodes"] if n["role"] == "worker"} == {"spot"}
     assert all(n["image_id"].startswith("ami-") and n["image_source"].startswith("ssm:")
                for n in detail["nodes"])

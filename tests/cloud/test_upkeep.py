@@ -46,7 +46,7 @@ def test_idle_workers_are_terminated_then_the_idle_cluster_is_stopped(allocation
     assert worker.instance_id not in live or live[worker.instance_id] != "running"
     cluster_sync(cluster_id=cluster.pk)
     assert Cluster.objects.get(pk=cluster.pk).state == "idle"
-    clock.advance(cluster.head_idle_seconds + 1)
+    clock.advance(cluster.idle_seconds + 1)
     assert cluster_sync(cluster_id=cluster.pk).stopped
     drive(cluster, lambda: Cluster.objects.get(pk=cluster.pk).state == "stopped", timeout=30)
     assert _states(cluster) == {("worker", "terminated")}  # no head was ever launched

@@ -37,8 +37,7 @@ def sweep(allocation, researcher):
 @pytest.fixture
 def cluster(allocation, facility):
     return Cluster.objects.create(allocation=allocation, facility=facility, region="eu-west-2",
-                                  bucket="bucket", prefix=f"alloc-{allocation.pk}",
-                                  head_instance_type="m6i.large", state="ready")
+                                  bucket="bucket", prefix=f"alloc-{allocation.pk}", state="ready")
 
 
 def grow(allocation, researcher, sweep, cluster, n):

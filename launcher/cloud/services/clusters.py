@@ -61,10 +61,10 @@ def cluster_provision(allocation: Allocation) -> str:
                                          vpc_id=settings_.get("vpc_id"))
     cluster, created = Cluster.objects.get_or_create(allocation=allocation, defaults=dict(
         facility=facility, region=facility_region(facility), bucket=facility_bucket(facility),
-        prefix=f"{account}/", head_instance_type="",  # no head node: column kept for old rows
+        prefix=f"{account}/",
         allow_on_demand=bool(settings_.get("allow_on_demand", False)),
         worker_idle_seconds=int(settings_.get("worker_idle_seconds", 300)),
-        head_idle_seconds=cluster_idle_seconds(settings_),
+        idle_seconds=cluster_idle_seconds(settings_),
         instance_profile=profile, security_group_id=group))
     if not created and (cluster.instance_profile, cluster.security_group_id) != (profile, group):
         Cluster.objects.filter(pk=cluster.pk).update(instance_profile=profile,
@@ -75,7 +75,7 @@ def cluster_provision(allocation: Allocation) -> str:
 def cluster_idle_seconds(settings_: dict) -> int:
     """How long a cluster with no task and no worker stays `idle` before it is `stopped`:
     `idle_seconds`, or the `head_idle_seconds` of older settings (read, never required), 900.
-    Stored in the `head_idle_seconds` column (its old name; no head node is launched)."""
+    Stored in `Cluster.idle_seconds` (no head node is launched)."""
     return int(settings_.get("idle_seconds", settings_.get("head_idle_seconds", 900)))
 
 

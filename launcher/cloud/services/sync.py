@@ -311,7 +311,7 @@ def _cluster_state(cluster: Cluster, report: Report) -> None:
     provisioning (a task woke it, its worker is booting) -> ready once a worker runs, or ->
     idle if nothing is left to start (the launch failed, the task was cancelled first);
     ready <-> idle by tasks and live workers; idle longer than the cluster's idle time
-    (`head_idle_seconds`, its old name) -> stopping (any node still live is terminated) ->
+    (`Cluster.idle_seconds`) -> stopping (any node still live is terminated) ->
     stopped once none is; the beat no longer syncs a stopped cluster, and its next task wakes
     it (cluster_wake)."""
     now = clock.now()
@@ -332,9 +332,9 @@ def _cluster_state(cluster: Cluster, report: Report) -> None:
         elif cluster.state == C.STOPPING and not live.exists():
             _move(cluster, C.STOPPED, "Nothing of it runs.")
     if (cluster.state == C.IDLE and cluster.idle_since
-            and now - cluster.idle_since >= dt.timedelta(seconds=cluster.head_idle_seconds)):
+            and now - cluster.idle_since >= dt.timedelta(seconds=cluster.idle_seconds)):
         with transaction.atomic():
-            _move(cluster, C.STOPPING, f"Idle for {cluster.head_idle_seconds} s.")
+            _move(cluster, C.STOPPING, f"Idle for {cluster.idle_seconds} s.")
         left = list(live.exclude(instance_id=""))
         if left:
             nodes_terminate(cluster=cluster, nodes=left, reason="The cluster is stopping.")
