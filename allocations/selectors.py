@@ -122,7 +122,8 @@ def visible_allocation(user: User, pk: int) -> Allocation | None:
     ids = _visible_project_ids(user)
     if ids == []:
         return None
-    allocation = _allocation_rows().filter(pk=pk).first()
+    # A slice, not first(): no ORDER BY to compile and run for a primary key.
+    allocation = next(iter(_allocation_rows().filter(pk=pk)[:1]), None)
     if allocation is None or (ids is not None and allocation.project_id not in ids):
         return None
     return allocation

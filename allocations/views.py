@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 
 from . import selectors, services
 from .bounds import COUNT_MAX
-from .charts import allocation_charts
+from .charts import cached_allocation_charts
 from .connection import connection_note
 from .forms import RequestForm, initial_from_query
 from .ledger import ledger_of
@@ -167,7 +167,7 @@ def allocation_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "allocation": allocation,
         "change_urls": change_urls,
         "events": selectors.timeline_events(allocation),
-        "charts": allocation_charts(allocation),
+        "charts": cached_allocation_charts(allocation),
         "convert_url": convert_url,
         "ledger": ledger_of(allocation),
         "extra_sections": allocation_sections(allocation, request.user),
