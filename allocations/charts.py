@@ -19,6 +19,7 @@ from django.core.cache import cache
 from django.db.models import Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
+from django.utils.html import format_html, json_script
 
 from .models import Allocation, UsageRecord
 from .versions import fragment_key
@@ -100,6 +101,9 @@ def cached_allocation_charts(allocation: Allocation) -> dict[str, Any]:
     charts = cache.get(key)
     if charts is None:
         charts = allocation_charts(allocation)
+        # The figures as the page's <script type="application/json"> elements, serialised once.
+        charts["scripts"] = format_html("{}\n{}", json_script(charts["burn_down"], "burn-down-data"),
+                                        json_script(charts["daily"], "daily-data"))
         cache.set(key, charts, timeout=3600)
     return charts
 

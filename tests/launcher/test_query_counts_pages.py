@@ -3,6 +3,7 @@ the number of jobs, sweep cells, nodes and usage rows behind them."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 import secrets
 from decimal import Decimal
 
@@ -94,3 +95,23 @@ def test_query_count_does_not_grow_with_rows(researcher, allocation, sweep, clus
     grow(allocation, researcher, sweep, cluster, 12)
     large = count(client, path)
     assert large == small, f"{path}: {small} queries with few rows, {large} with many"
+
+
+def test_the_allocation_page_counts_each_sweeps_finished_and_running_cells(researcher, allocation,
+                                                                           sweep):
+    """The counts come from their own grouped query (launcher.selectors.allocation_sweeps),
+    run only when the allocation has sweeps: each sweep gets its own."""
+    other = Sweep.objects.create(allocation=allocation, created_by=researcher, size=1,
+                                 token=f"portal-sweep-{secrets.token_hex(6)}", grid=sweep.grid)
+    for index, state in enumerate(["succeeded", "failed", "running", "queued"], start=1):
+        Job.objects.create(allocation=allocation, sweep=sweep, created_by=researcher, state=state,
+                           token=sweep.token, array_index=index, params={"model": "densenet121"})
+    Job.objects.create(allocation=allocation, sweep=other, created_by=researcher,
+                       state="running", token=other.token, array_index=1, params={})
+    client = Client()
+    client.force_login(researcher)
+    page = client.get(f"/allocations/{allocation.pk}/").content.decode()
+    rows = {int(pk): cells for pk, cells in re.findall(
+        r'<tr><td><a href="/sweeps/(\d+)/">.*?</a></td>((?:<td>[^<]*</td>){4})</tr>', page)}
+    assert rows[sweep.pk].startswith("<td>0</td><td>2</td><td>1</td>")  # size, done, running
+    assert rows[other.pk].startswith("<td>1</td><td>0</td><td>1</td>")
