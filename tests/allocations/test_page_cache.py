@@ -117,3 +117,27 @@ def _same(page: str) -> str:
     """The page without its CSRF tokens and script nonces (afresh on every request)."""
     page = re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "", page)
     return re.sub(r'nonce="[^"]+"', "", page)
+
+
+def _history(page: str) -> str:
+    return re.search(r'<ol class="timeline">(.*?)</ol>', page, re.DOTALL).group(1)
+
+
+def test_the_history_is_cached_until_an_event_or_a_username_changes(client, allocation, admin):
+    from allocations.services import allocation_suspend
+
+    _get(client, allocation)
+    page, warm = _get(client, allocation)
+    assert "No events yet." in _history(page)
+    allocation_suspend(allocation=allocation, by=admin, comment="Paused for maintenance")
+    page, queries = _get(client, allocation)  # an event bumps the project's version
+    assert queries > warm and "Paused for maintenance" in _history(page)
+    assert "<strong>ada</strong>" in _history(page)
+
+    admin.username = "ada-lovelace"  # the people version: a username the history shows
+    admin.save()
+    page, _ = _get(client, allocation)
+    assert "<strong>ada-lovelace</strong>" in _history(page)
+    warm = _get(client, allocation)[1]
+    admin.save(update_fields=["last_login"])  # a login's save: nothing the history shows
+    assert _get(client, allocation)[1] == warm
