@@ -118,13 +118,35 @@ def sweep_leaderboard(sweep: Sweep, *, sort_by: str | None = None,
 
 
 
+LATEST = 50
+
+
+def latest_jobs(allocation: Allocation) -> list[Job]:
+    """The allocation's latest 50 jobs of any kind (single jobs and sweep cells), newest first,
+    with the columns the allocation page's jobs table and timeline of use show: one query,
+    kept on the allocation object, so the page's two tables share it. The caller has checked
+    that the user may see them."""
+    cached = getattr(allocation, "_latest_jobs", None)
+    if cached is None:
+        cached = list(Job.objects.filter(allocation_id=allocation.pk).order_by("-created_at", "-id")
+                      .only("sweep_id", "params", "state", "state_reason", "progress",
+                            "estimate_gpu_hours", "gpu_seconds", "created_at")[:LATEST])
+        allocation._latest_jobs = cached  # type: ignore[attr-defined]
+    return cached
+
+
 def allocation_jobs(allocation: Allocation, *, by: User) -> list[Job]:
     """The allocation's latest 50 single jobs, newest first, for someone who may see them
-    (NotVisible, a 404, otherwise); only the columns the allocation page's table shows."""
+    (NotVisible, a 404, otherwise); only the columns the allocation page's table shows. Taken
+    from `latest_jobs` when that holds every job of the allocation (fewer than 50), else read."""
     access.check_can_see(by, allocation)
+    latest = latest_jobs(allocation)
+    if len(latest) < LATEST:
+        return [job for job in latest if job.sweep_id is None]
     return list(Job.objects.filter(allocation_id=allocation.pk, sweep__isnull=True)
+                .order_by("-created_at", "-id")
                 .only("params", "state", "state_reason", "progress", "estimate_gpu_hours",
-                      "gpu_seconds", "created_at")[:50])
+                      "gpu_seconds", "created_at")[:LATEST])
 
 
 def allocation_sweeps(allocation: Allocation, *, by: User) -> list[Sweep]:

@@ -1,6 +1,7 @@
 """What the notebooks add to the allocation page (allocations.sections): the "Open a notebook"
 form (or why none can be opened), the sessions, and one timeline of the allocation's jobs and
-notebook sessions. Two queries whatever the number of rows (a third, the node types, only when
+notebook sessions. Two queries whatever the number of rows (the sessions; the latest jobs, shared
+with the jobs table: launcher.selectors.latest_jobs), a third (the node types) only when
 the form's cached fields are missing)."""
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from allocations.models import Allocation
 from allocations.selectors import is_member
 from allocations.versions import fragment_key
 
-from ..models import Job
+from ..selectors import latest_jobs
 from . import figures, selectors
 from .forms import NotebookForm
 from .models import NotebookSession
@@ -56,8 +57,7 @@ def decorate(sessions: list[NotebookSession], user: Any) -> list[NotebookSession
 
 def timeline(allocation: Allocation, sessions: list[NotebookSession]) -> list[Use]:
     """Jobs and notebook sessions of the allocation, newest first, as one list of its use."""
-    jobs = (Job.objects.filter(allocation_id=allocation.pk).order_by("-created_at", "-id")
-            .only("pk", "state", "created_at", "gpu_seconds", "params", "sweep_id")[:SHOWN])
+    jobs = latest_jobs(allocation)[:SHOWN]  # shared with the jobs table (one query)
     rows = [Use("job", j.pk, f"/jobs/{j.pk}/", f"job #{j.pk} {j.params.get('model', '')}".strip()
                 + (f" (sweep #{j.sweep_id})" if j.sweep_id else ""), j.state,
                 j.get_state_display(), j.created_at, int(j.gpu_seconds)) for j in jobs]

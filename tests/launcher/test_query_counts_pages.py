@@ -115,3 +115,25 @@ def test_the_allocation_page_counts_each_sweeps_finished_and_running_cells(resea
         r'<tr><td><a href="/sweeps/(\d+)/">.*?</a></td>((?:<td>[^<]*</td>){4})</tr>', page)}
     assert rows[sweep.pk].startswith("<td>0</td><td>2</td><td>1</td>")  # size, done, running
     assert rows[other.pk].startswith("<td>1</td><td>0</td><td>1</td>")
+
+
+@pytest.mark.parametrize("cells", [3, 60])
+def test_the_jobs_table_lists_single_jobs_only_however_many_cells_are_newer(
+        researcher, allocation, sweep, cells):
+    """The jobs table and the timeline of use share one read of the latest 50 jobs
+    (launcher.selectors.latest_jobs); with 50 or more newer sweep cells the table reads its
+    single jobs itself."""
+    single = Job.objects.create(allocation=allocation, created_by=researcher, state="succeeded",
+                                token=f"portal-job-{secrets.token_hex(6)}",
+                                params={"model": "densenet121"})
+    Job.objects.bulk_create([Job(allocation=allocation, sweep=sweep, created_by=researcher,
+                                 state="queued", token=sweep.token, array_index=i, params={},
+                                 created_at=single.created_at + dt.timedelta(seconds=i))
+                             for i in range(1, cells + 1)])
+    client = Client()
+    client.force_login(researcher)
+    page = client.get(f"/allocations/{allocation.pk}/").content.decode()
+    table = re.search(r'<table id="allocation-jobs">(.*?)</table>', page, re.DOTALL).group(1)
+    assert re.findall(r'href="/jobs/(\d+)/"', table) == [str(single.pk)]
+    timeline = re.search(r'<table id="allocation-timeline">(.*?)</table>', page, re.DOTALL).group(1)
+    assert len(re.findall(r'href="/jobs/\d+/"', timeline)) == min(cells + 1, 50)
