@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.conf import settings
 from django.db.models.signals import post_delete, post_save
 from django.urls import register_converter
 
 from .bounds import IdConverter
-from .versions import catalogue_changed
+from .versions import catalogue_changed, people_changed
 
 
 class AllocationsConfig(AppConfig):
@@ -17,3 +18,7 @@ class AllocationsConfig(AppConfig):
         for model in ("allocations.Facility", "allocations.NodeType"):
             for signal in (post_save, post_delete):
                 signal.connect(catalogue_changed, sender=model, dispatch_uid=f"catalogue:{model}")
+        # The usernames an audit trail shows (the pages' cached histories).
+        for signal in (post_save, post_delete):
+            signal.connect(people_changed, sender=settings.AUTH_USER_MODEL,
+                           dispatch_uid=f"people:{signal is post_save}")

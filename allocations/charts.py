@@ -15,11 +15,14 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
+from django.core.cache import cache
 from django.db.models import Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
+from django.utils.html import format_html, json_script
 
 from .models import Allocation, UsageRecord
+from .versions import fragment_key
 
 # A forecast from fewer days of use than this says nothing about the rate.
 MIN_FORECAST_DAYS = 3
@@ -82,6 +85,27 @@ def allocation_charts(allocation: Allocation) -> dict[str, Any]:
         "forecast_rate_days": forecast_days(allocation, timezone.localdate()),
         "has_usage": bool(series),
     }
+
+
+def cached_allocation_charts(allocation: Allocation) -> dict[str, Any]:
+    """`allocation_charts`, read from the cache while nothing it is made of has changed. Its
+    key holds the project's version (every charge and reservation moves the ledger columns,
+    which bumps it, as does every audited change to the allocation: versions.py), today's date
+    (the forecast and the daily chart's last day), and the allocation's own figures the charts
+    draw (grant, dates, charged seconds, spend), so a charge shows on the next view even if a
+    writer missed the bump."""
+    key = "allocation-charts:" + fragment_key(
+        allocation.pk, timezone.localdate(), allocation.gpu_hours, allocation.start_date,
+        allocation.end_date, allocation.gpu_seconds_used, allocation.spend,
+        project_ids=[allocation.project_id])
+    charts = cache.get(key)
+    if charts is None:
+        charts = allocation_charts(allocation)
+        # The figures as the page's <script type="application/json"> elements, serialised once.
+        charts["scripts"] = format_html("{}\n{}", json_script(charts["burn_down"], "burn-down-data"),
+                                        json_script(charts["daily"], "daily-data"))
+        cache.set(key, charts, timeout=3600)
+    return charts
 
 
 def _num(value: float) -> float:

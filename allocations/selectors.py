@@ -122,8 +122,11 @@ def visible_allocation(user: User, pk: int) -> Allocation | None:
     ids = _visible_project_ids(user)
     if ids == []:
         return None
-    allocation = _allocation_rows().filter(pk=pk).first()
-    if allocation is None or (ids is not None and allocation.project_id not in ids):
+    try:  # get(), not first(): no ORDER BY (the model's ordering) to compile for a primary key
+        allocation = _allocation_rows().get(pk=pk)
+    except Allocation.DoesNotExist:
+        return None
+    if ids is not None and allocation.project_id not in ids:
         return None
     return allocation
 

@@ -14,6 +14,10 @@ benchmarks app workloads and benchmark results): the launch forms' predicted wal
 from it. It is bumped on every save or delete of those models (`catalogue_changed`, connected by
 each app's `AppConfig.ready()` with a lazy sender), since they are also written by the admin,
 the demo loader and the job monitor, not only by services.
+
+A third version covers the people an audit trail names: events show their actor's username,
+so a user's save that may change it (any save but one naming only other fields, as a login's
+`last_login`) bumps it (`people_changed`, connected by the allocations app's `ready()`).
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from django.db import transaction
 
 PROCESS = secrets.token_hex(8)
 CATALOGUE = "version:catalogue"
+PEOPLE = "version:people"
 
 
 def _key(project_id: int) -> str:
@@ -46,6 +51,14 @@ def catalogue_changed(**_: object) -> None:
     transaction.on_commit(lambda: cache.set(CATALOGUE, secrets.token_hex(8), timeout=None))
 
 
+def people_changed(sender: type, update_fields: Iterable[str] | None = None, **_: object) -> None:
+    """A `post_save`/`post_delete` receiver on the user model: a new people version after the
+    commit, unless the save named its fields and the username was not one of them."""
+    if update_fields is not None and sender.USERNAME_FIELD not in update_fields:
+        return
+    transaction.on_commit(lambda: cache.set(PEOPLE, secrets.token_hex(8), timeout=None))
+
+
 def _versions(keys: list[str]) -> dict[str, str]:
     """The current value of each version key (one cache round trip; a key never bumped, or
     evicted, gets a fresh value, never one an old fragment was keyed on)."""
@@ -58,10 +71,12 @@ def _versions(keys: list[str]) -> dict[str, str]:
     return {key: found.get(key, "") for key in keys}
 
 
-def fragment_key(*parts: object, project_ids: Iterable[int], catalogue: bool = False) -> str:
+def fragment_key(*parts: object, project_ids: Iterable[int], catalogue: bool = False,
+                 people: bool = False) -> str:
     """A key for a fragment that shows these projects' rows (and, with `catalogue`, reads the
-    shared catalogue): changes when any of them is bumped."""
-    keys = [_key(pk) for pk in sorted(set(project_ids))] + ([CATALOGUE] if catalogue else [])
+    shared catalogue; with `people`, shows usernames): changes when any of them is bumped."""
+    keys = ([_key(pk) for pk in sorted(set(project_ids))] + ([CATALOGUE] if catalogue else [])
+            + ([PEOPLE] if people else []))
     versions = _versions(keys)
     text = "|".join([PROCESS, *map(str, parts), *(f"{k}:{v}" for k, v in versions.items())])
     return hashlib.sha256(text.encode()).hexdigest()

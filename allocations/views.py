@@ -9,18 +9,21 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.timezone import get_current_timezone_name
+from django.utils.translation import get_language
 from django.views.decorators.http import require_POST
 
 from . import selectors, services
 from .bounds import COUNT_MAX
-from .charts import allocation_charts
+from .charts import cached_allocation_charts
 from .connection import connection_note
 from .forms import RequestForm, initial_from_query
 from .ledger import ledger_of
-from .models import AllocationRequest
+from .models import Allocation, AllocationRequest
 from .refusals import form_call, refused_to
 from .sections import allocation_sections
 from .services.requests import review_refusal
+from .versions import fragment_key
 
 
 @login_required
@@ -143,6 +146,14 @@ def review_queue(request: HttpRequest) -> HttpResponse:
                                                               "total": queue.count()})
 
 
+def history_key(allocation: Allocation) -> str:
+    """The cache key of the allocation page's history as rendered: its events are written only
+    by `record_event`, which bumps the project's version; they show their actors' usernames
+    (the people version) in the server's time zone and the page's language."""
+    return fragment_key("allocation-history", allocation.pk, get_current_timezone_name(),
+                        get_language(), project_ids=[allocation.project_id], people=True)
+
+
 @login_required
 def allocation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     allocation = selectors.visible_allocation(request.user, pk)
@@ -166,8 +177,10 @@ def allocation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "allocation": allocation,
         "change_urls": change_urls,
-        "events": selectors.timeline_events(allocation),
-        "charts": allocation_charts(allocation),
+        # Read only when the cached history is missing (a callable: the template calls it).
+        "events": lambda: selectors.timeline_events(allocation),
+        "history_key": history_key(allocation),
+        "charts": cached_allocation_charts(allocation),
         "convert_url": convert_url,
         "ledger": ledger_of(allocation),
         "extra_sections": allocation_sections(allocation, request.user),

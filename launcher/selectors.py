@@ -118,24 +118,57 @@ def sweep_leaderboard(sweep: Sweep, *, sort_by: str | None = None,
 
 
 
+LATEST = 50
+
+
+def latest_jobs(allocation: Allocation) -> list[Job]:
+    """The allocation's latest 50 jobs of any kind (single jobs and sweep cells), newest first,
+    with the columns the allocation page's jobs table and timeline of use show: one query,
+    kept on the allocation object, so the page's two tables share it. The caller has checked
+    that the user may see them."""
+    cached = getattr(allocation, "_latest_jobs", None)
+    if cached is None:
+        cached = list(Job.objects.filter(allocation_id=allocation.pk).order_by("-created_at", "-id")
+                      .only("sweep_id", "params", "state", "state_reason", "progress",
+                            "estimate_gpu_hours", "gpu_seconds", "created_at")[:LATEST])
+        allocation._latest_jobs = cached  # type: ignore[attr-defined]
+    return cached
+
+
 def allocation_jobs(allocation: Allocation, *, by: User) -> list[Job]:
     """The allocation's latest 50 single jobs, newest first, for someone who may see them
-    (NotVisible, a 404, otherwise); only the columns the allocation page's table shows."""
+    (NotVisible, a 404, otherwise); only the columns the allocation page's table shows. Taken
+    from `latest_jobs` when that holds every job of the allocation (fewer than 50), else read."""
     access.check_can_see(by, allocation)
+    latest = latest_jobs(allocation)
+    if len(latest) < LATEST:
+        return [job for job in latest if job.sweep_id is None]
     return list(Job.objects.filter(allocation_id=allocation.pk, sweep__isnull=True)
+                .order_by("-created_at", "-id")
                 .only("params", "state", "state_reason", "progress", "estimate_gpu_hours",
-                      "gpu_seconds", "created_at")[:50])
+                      "gpu_seconds", "created_at")[:LATEST])
 
 
 def allocation_sweeps(allocation: Allocation, *, by: User) -> list[Sweep]:
-    """The allocation's latest 20 sweeps with finished and running cell counts (one query), for
-    someone who may see them (NotVisible, a 404, otherwise)."""
+    """The allocation's latest 20 sweeps with finished and running cell counts, for someone
+    who may see them (NotVisible, a 404, otherwise). One query for the sweeps and, if there
+    are any, one for their counts (grouped by sweep): an allocation without sweeps, as most
+    are, pays for no join and no grouping."""
     access.check_can_see(by, allocation)
-    return list(Sweep.objects.filter(allocation_id=allocation.pk)
-                .only("name", "size", "estimate_gpu_hours", "created_at")
-                .annotate(cells_done=Count("jobs", filter=Q(jobs__state__in=Job.FINAL)),
-                          cells_running=Count("jobs", filter=Q(jobs__state=Job.State.RUNNING)))
-                .order_by("-created_at")[:20])
+    sweeps = list(Sweep.objects.filter(allocation_id=allocation.pk)
+                  .only("name", "size", "estimate_gpu_hours", "created_at")
+                  .order_by("-created_at")[:20])
+    if not sweeps:
+        return sweeps
+    counts = {row["sweep_id"]: row for row in Job.objects.filter(
+        sweep_id__in=[s.pk for s in sweeps]).order_by().values("sweep_id").annotate(
+            done=Count("pk", filter=Q(state__in=Job.FINAL)),
+            running=Count("pk", filter=Q(state=Job.State.RUNNING)))}
+    for sweep in sweeps:
+        row = counts.get(sweep.pk, {})
+        sweep.cells_done = row.get("done", 0)  # type: ignore[attr-defined]
+        sweep.cells_running = row.get("running", 0)  # type: ignore[attr-defined]
+    return sweeps
 
 
 def sweep_estimate(*, allocation: Allocation, grid: dict[str, Any], params: dict[str, Any], gpus: int,

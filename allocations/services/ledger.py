@@ -51,10 +51,19 @@ def _lock(allocation_ids: Iterable[int]) -> None:
              .values_list("pk", flat=True))
 
 
-def _add(deltas: dict[int, Figures]) -> None:
+def _bump(allocation_ids: Collection[int]) -> None:
+    """The pages' cached fragments of these allocations' projects go stale (versions.py)."""
+    if allocation_ids:
+        projects_bump(Allocation.objects.filter(pk__in=allocation_ids)
+                      .values_list("project_id", flat=True))
+
+
+def _add(deltas: dict[int, Figures], *, touched: Collection[int] = ()) -> None:
+    """Add the deltas to the columns; bump the projects of the allocations moved and of those
+    `touched` (given new usage records, drawn on the usage charts even when they move no
+    figure: a record of zero seconds and zero cost is still a day of use)."""
     moved = [pk for pk, d in deltas.items() if d != Figures()]
-    if moved:  # the pages' cached fragments of these allocations' projects (versions.py)
-        projects_bump(Allocation.objects.filter(pk__in=moved).values_list("project_id", flat=True))
+    _bump({*moved, *touched})
     for pk, d in deltas.items():
         if d != Figures():
             Allocation.objects.filter(pk=pk).update(
@@ -127,7 +136,7 @@ def ledger_charge(*, records: list[UsageRecord], batch_size: int = 2000) -> int:
             gpu_seconds_used=old.gpu_seconds_used + int(record.gpu_seconds),
             spend=old.spend + Decimal(record.cost), gpu_seconds_reserved=old.gpu_seconds_reserved,
             cost_reserved=old.cost_reserved)
-    _add(deltas)
+    _add(deltas, touched={r.allocation_id for r in new})
     return len(new)
 
 
@@ -194,8 +203,9 @@ def ledger_rebuild(*, allocation_ids: Collection[int] | None = None) -> int:
     recomputed = ledger_recomputed(allocation_ids=allocation_ids)
     rows = Allocation.objects.all() if allocation_ids is None else Allocation.objects.filter(
         pk__in=allocation_ids)
-    written = 0
-    for pk in rows.values_list("pk", flat=True):
+    written, ids = 0, list(rows.values_list("pk", flat=True))
+    for pk in ids:
         written += Allocation.objects.filter(pk=pk).update(
             **asdict(recomputed.get(pk, Figures())))
+    _bump(ids)
     return written

@@ -73,7 +73,7 @@ def facility_slots(facility: Facility) -> int:
     configured = (facility.backend_settings or {}).get("slots")
     if configured:
         return max(int(configured), 1)
-    per_node = [nt.accelerators_per_node for nt in facility.node_types.all()]
+    per_node = list(facility.node_types.order_by().values_list("accelerators_per_node", flat=True))
     return max(per_node or [int(getattr(settings, "LOCAL_JOB_SLOTS", DEFAULT_SLOTS))])
 
 

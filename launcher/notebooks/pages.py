@@ -1,6 +1,8 @@
 """What the notebooks add to the allocation page (allocations.sections): the "Open a notebook"
 form (or why none can be opened), the sessions, and one timeline of the allocation's jobs and
-notebook sessions. Four queries whatever the number of rows."""
+notebook sessions. Two queries whatever the number of rows (the sessions; the latest jobs, shared
+with the jobs table: launcher.selectors.latest_jobs), a third (the node types) only when
+the form's cached fields are missing)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,12 +10,17 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.template.defaultfilters import pluralize
+from django.utils.functional import SimpleLazyObject
+from django.utils.translation import get_language
 
+from allocations.ledger import ledger_of
 from allocations.models import Allocation
-from allocations.selectors import allocation_ledger, is_member
+from allocations.selectors import is_member
+from allocations.versions import fragment_key
 
-from ..models import Job
+from ..selectors import latest_jobs
 from . import figures, selectors
 from .forms import NotebookForm
 from .models import NotebookSession
@@ -50,8 +57,7 @@ def decorate(sessions: list[NotebookSession], user: Any) -> list[NotebookSession
 
 def timeline(allocation: Allocation, sessions: list[NotebookSession]) -> list[Use]:
     """Jobs and notebook sessions of the allocation, newest first, as one list of its use."""
-    jobs = (Job.objects.filter(allocation_id=allocation.pk).order_by("-created_at", "-id")
-            .only("pk", "state", "created_at", "gpu_seconds", "params", "sweep_id")[:SHOWN])
+    jobs = latest_jobs(allocation)[:SHOWN]  # shared with the jobs table (one query)
     rows = [Use("job", j.pk, f"/jobs/{j.pk}/", f"job #{j.pk} {j.params.get('model', '')}".strip()
                 + (f" (sweep #{j.sweep_id})" if j.sweep_id else ""), j.state,
                 j.get_state_display(), j.created_at, int(j.gpu_seconds)) for j in jobs]
@@ -62,24 +68,39 @@ def timeline(allocation: Allocation, sessions: list[NotebookSession]) -> list[Us
     return sorted(rows, key=lambda r: r.started, reverse=True)[:SHOWN]
 
 
+def fields_key(allocation: Allocation) -> str:
+    """The cache key of the empty form's fields and its default estimate as rendered: both
+    come from the GPUs of one node (the node type, else the facility's largest: the shared
+    catalogue, with its own version) and settings.NOTEBOOK_MAX_HOURS. Nothing of the user or
+    of the ledger: the CSRF token and the GPU-hours left are outside the cached fragments
+    (notebooks/allocation_section.html)."""
+    return fragment_key("notebook-fields", allocation.node_type_id, allocation.facility_id,
+                        get_language(), settings.NOTEBOOK_MAX_HOURS, project_ids=(),
+                        catalogue=True)
+
+
 def notebook_sections(allocation: Allocation, user: Any) -> list[dict[str, Any]]:
-    """The notebooks section of /allocations/<id>/ (the view has checked that `user` sees it)."""
+    """The notebooks section of /allocations/<id>/ (the view has checked that `user` sees it).
+    The form is built only when its cached fields are missing; the GPU-hours left are the
+    ledger of the allocation row this page read (the figure its "Remaining" shows)."""
     sessions = decorate(list(selectors.allocation_sessions(allocation.pk)[:SHOWN]), user)
     refusal = notebook_refusal(allocation)
     member = is_member(user, allocation.project_id)
-    form = NotebookForm(allocation=allocation) if not refusal and member else None
-    ledger = allocation_ledger(allocation.pk) if form is not None else None
+    show_form = not refusal and member
+    form = SimpleLazyObject(lambda: NotebookForm(allocation=allocation))
     return [{"template": "notebooks/allocation_section.html",
-             "data": {"allocation_id": allocation.pk, "sessions": sessions, "form": form,
+             "data": {"allocation_id": allocation.pk, "sessions": sessions,
+                      "show_form": show_form, "form": form,
+                      "fields_key": fields_key(allocation) if show_form else None,
                       "refusal": refusal, "member": member,
                       "idle_minutes": allocation.facility.notebook_idle_minutes,
-                      "remaining_gpu_hours": ledger.gpu_hours_remaining if ledger else None,
-                      "estimate": _default_estimate(form),
+                      "remaining_gpu_hours": (ledger_of(allocation).gpu_hours_remaining
+                                              if show_form else None),
+                      "estimate": lambda: _default_estimate(form),
                       "timeline": timeline(allocation, sessions)}}]
 
 
-def _default_estimate(form: NotebookForm | None) -> Decimal | None:
-    if form is None:
-        return None
+def _default_estimate(form: NotebookForm) -> Decimal:
+    """The GPU-hours the form's defaults reserve (rendered only when its fragment is missing)."""
     return Decimal(NotebookSession.reservation_for(gpus=form.fields["gpus"].initial,
                                                    hours=Decimal(form.fields["hours"].initial))) / 3600

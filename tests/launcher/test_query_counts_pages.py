@@ -3,6 +3,7 @@ the number of jobs, sweep cells, nodes and usage rows behind them."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 import secrets
 from decimal import Decimal
 
@@ -78,7 +79,7 @@ def count(client, url):
     "/api/v1/jobs/", "/api/v1/sweeps/{sweep}/", "/api/v1/clusters/",
 ])
 def test_query_count_does_not_grow_with_rows(researcher, allocation, sweep, cluster, api, url):
-    grow(allocation, researcher, sweep, cluster, 2)
+    grow(allocation, researcher, sweep, cluster, 1)
     job = Job.objects.filter(sweep__isnull=True).first()
     path = url.format(allocation=allocation.pk, job=job.pk, sweep=sweep.pk, cluster=cluster.pk)
     if path.startswith("/api/"):
@@ -87,7 +88,52 @@ def test_query_count_does_not_grow_with_rows(researcher, allocation, sweep, clus
         client = Client()
         client.force_login(researcher)
     client.get(path)  # warm the per-process caches (content types, the session) first
+    # More rows after the warm-up, as before the second count: both counts are of a page whose
+    # cached usage charts were made stale by the new charges (allocations.charts).
+    grow(allocation, researcher, sweep, cluster, 1)
     small = count(client, path)
     grow(allocation, researcher, sweep, cluster, 12)
     large = count(client, path)
     assert large == small, f"{path}: {small} queries with few rows, {large} with many"
+
+
+def test_the_allocation_page_counts_each_sweeps_finished_and_running_cells(researcher, allocation,
+                                                                           sweep):
+    """The counts come from their own grouped query (launcher.selectors.allocation_sweeps),
+    run only when the allocation has sweeps: each sweep gets its own."""
+    other = Sweep.objects.create(allocation=allocation, created_by=researcher, size=1,
+                                 token=f"portal-sweep-{secrets.token_hex(6)}", grid=sweep.grid)
+    for index, state in enumerate(["succeeded", "failed", "running", "queued"], start=1):
+        Job.objects.create(allocation=allocation, sweep=sweep, created_by=researcher, state=state,
+                           token=sweep.token, array_index=index, params={"model": "densenet121"})
+    Job.objects.create(allocation=allocation, sweep=other, created_by=researcher,
+                       state="running", token=other.token, array_index=1, params={})
+    client = Client()
+    client.force_login(researcher)
+    page = client.get(f"/allocations/{allocation.pk}/").content.decode()
+    rows = {int(pk): cells for pk, cells in re.findall(
+        r'<tr><td><a href="/sweeps/(\d+)/">.*?</a></td>((?:<td>[^<]*</td>){4})</tr>', page)}
+    assert rows[sweep.pk].startswith("<td>0</td><td>2</td><td>1</td>")  # size, done, running
+    assert rows[other.pk].startswith("<td>1</td><td>0</td><td>1</td>")
+
+
+@pytest.mark.parametrize("cells", [3, 60])
+def test_the_jobs_table_lists_single_jobs_only_however_many_cells_are_newer(
+        researcher, allocation, sweep, cells):
+    """The jobs table and the timeline of use share one read of the latest 50 jobs
+    (launcher.selectors.latest_jobs); with 50 or more newer sweep cells the table reads its
+    single jobs itself."""
+    single = Job.objects.create(allocation=allocation, created_by=researcher, state="succeeded",
+                                token=f"portal-job-{secrets.token_hex(6)}",
+                                params={"model": "densenet121"})
+    Job.objects.bulk_create([Job(allocation=allocation, sweep=sweep, created_by=researcher,
+                                 state="queued", token=sweep.token, array_index=i, params={},
+                                 created_at=single.created_at + dt.timedelta(seconds=i))
+                             for i in range(1, cells + 1)])
+    client = Client()
+    client.force_login(researcher)
+    page = client.get(f"/allocations/{allocation.pk}/").content.decode()
+    table = re.search(r'<table id="allocation-jobs">(.*?)</table>', page, re.DOTALL).group(1)
+    assert re.findall(r'href="/jobs/(\d+)/"', table) == [str(single.pk)]
+    timeline = re.search(r'<table id="allocation-timeline">(.*?)</table>', page, re.DOTALL).group(1)
+    assert len(re.findall(r'href="/jobs/\d+/"', timeline)) == min(cells + 1, 50)
