@@ -12,13 +12,12 @@ import secrets
 from decimal import Decimal
 
 import pytest
-from django.db import connection
 from django.test import Client
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from allocations.models import Allocation
 from tests.factories import FacilityFactory, NodeTypeFactory, charge, open_job
+from tests.pages import allocation_page
 
 pytestmark = pytest.mark.django_db(transaction=True)  # versions move when writes commit
 BURN_DOWN = re.compile(r'<script id="burn-down-data" type="application/json">(.*?)</script>')
@@ -32,13 +31,6 @@ def allocation(project):
                                      start_date=today - dt.timedelta(days=5),
                                      end_date=today + dt.timedelta(days=30),
                                      status="active", account_name="page-cache")
-
-
-def _get(client: Client, allocation: Allocation) -> tuple[str, int]:
-    with CaptureQueriesContext(connection) as queries:
-        response = client.get(f"/allocations/{allocation.pk}/")
-    assert response.status_code == 200
-    return response.content.decode(), len(queries)
 
 
 def _remaining_drawn(page: str) -> list[float]:
@@ -65,36 +57,36 @@ def client(researcher) -> Client:
 
 def test_the_charts_come_from_the_cache_and_a_charge_shows_at_once(client, allocation):
     _use(allocation, 3600)
-    first, cold = _get(client, allocation)
-    again, warm = _get(client, allocation)
+    first, cold = allocation_page(client, allocation)
+    again, warm = allocation_page(client, allocation)
     assert warm < cold and _same(again) == _same(first)  # without the charts' query
     assert _remaining_drawn(first)[-1] == 9
 
     _use(allocation, 2 * 3600)  # the ledger moves: the charts are drawn afresh
-    page, queries = _get(client, allocation)
+    page, queries = allocation_page(client, allocation)
     assert queries > warm and _remaining_drawn(page)[-1] == 7  # drawn afresh
     assert _text(page, "used").startswith("3.00 GPU-hours (10,800 GPU-seconds")
     assert _text(page, "remaining").startswith("7.00 GPU-hours")
-    assert _get(client, allocation)[1] == warm
+    assert allocation_page(client, allocation)[1] == warm
 
 
 def test_a_charge_that_moves_no_figure_is_still_drawn(client, allocation):
-    page, _ = _get(client, allocation)
+    page, _ = allocation_page(client, allocation)
     assert "No usage recorded yet." in page and "burn-down-data" not in page
     _use(allocation, 0)  # a day of use of zero seconds and zero cost: no ledger column moves
-    page, _ = _get(client, allocation)
+    page, _ = allocation_page(client, allocation)
     assert "No usage recorded yet." not in page and _remaining_drawn(page) == [10, 10]
 
 
 def test_a_reservation_shows_in_the_figures_and_the_notebook_form_at_once(
         client, allocation, researcher):
-    _get(client, allocation)
-    page, _ = _get(client, allocation)  # the notebook form's fields from the cache
+    allocation_page(client, allocation)
+    page, _ = allocation_page(client, allocation)  # the notebook form's fields from the cache
     assert _text(page, "notebook-left", "p").startswith("10.00 GPU-hours are left")
     open_job(allocation=allocation, created_by=researcher, state="running",
              token=f"portal-job-{secrets.token_hex(6)}", params={"model": "resnet18"},
              estimate_gpu_hours=Decimal(4))
-    page, _ = _get(client, allocation)
+    page, _ = allocation_page(client, allocation)
     assert _text(page, "reserved").startswith("4.00 GPU-hours")
     assert _text(page, "remaining").startswith("6.00 GPU-hours")
     assert _text(page, "notebook-left", "p").startswith("6.00 GPU-hours are left")
@@ -102,15 +94,15 @@ def test_a_reservation_shows_in_the_figures_and_the_notebook_form_at_once(
 
 
 def test_the_notebook_form_is_cached_until_the_catalogue_changes(client, allocation):
-    _get(client, allocation)
-    page, warm = _get(client, allocation)
+    allocation_page(client, allocation)
+    page, warm = allocation_page(client, allocation)
     assert 'id="notebook-form"' in page and 'max="2"' not in page  # the settings' default slots
     NodeTypeFactory(facility=allocation.facility, name="L-2GPU", accelerators_per_node=2)
-    page, queries = _get(client, allocation)  # the catalogue's version moved: built afresh
+    page, queries = allocation_page(client, allocation)  # the catalogue's version moved: built afresh
     assert queries > warm and 'name="gpus"' in page
     assert re.search(r'name="gpus"[^>]*max="2"', page) or re.search(r'max="2"[^>]*name="gpus"', page)
     assert "Up to 2 (one node)." in page
-    assert _get(client, allocation)[1] == warm
+    assert allocation_page(client, allocation)[1] == warm
 
 
 def _same(page: str) -> str:
@@ -126,18 +118,18 @@ def _history(page: str) -> str:
 def test_the_history_is_cached_until_an_event_or_a_username_changes(client, allocation, admin):
     from allocations.services import allocation_suspend
 
-    _get(client, allocation)
-    page, warm = _get(client, allocation)
+    allocation_page(client, allocation)
+    page, warm = allocation_page(client, allocation)
     assert "No events yet." in _history(page)
     allocation_suspend(allocation=allocation, by=admin, comment="Paused for maintenance")
-    page, queries = _get(client, allocation)  # an event bumps the project's version
+    page, queries = allocation_page(client, allocation)  # an event bumps the project's version
     assert queries > warm and "Paused for maintenance" in _history(page)
     assert "<strong>ada</strong>" in _history(page)
 
     admin.username = "ada-lovelace"  # the people version: a username the history shows
     admin.save()
-    page, _ = _get(client, allocation)
+    page, _ = allocation_page(client, allocation)
     assert "<strong>ada-lovelace</strong>" in _history(page)
-    warm = _get(client, allocation)[1]
+    warm = allocation_page(client, allocation)[1]
     admin.save(update_fields=["last_login"])  # a login's save: nothing the history shows
-    assert _get(client, allocation)[1] == warm
+    assert allocation_page(client, allocation)[1] == warm

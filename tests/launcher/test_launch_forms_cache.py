@@ -8,15 +8,14 @@ import re
 from decimal import Decimal
 
 import pytest
-from django.db import connection
 from django.test import Client
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from allocations.models import Allocation
 from allocations.services import dataset_create
 from launcher.models import Job
 from tests.factories import FacilityFactory, NodeTypeFactory
+from tests.pages import allocation_page
 
 pytestmark = pytest.mark.django_db(transaction=True)  # versions move when writes commit
 FORMS = re.compile(r'<form method="post" action="/allocations/\d+/(?:launch|sweep)/".*?</form>', re.DOTALL)
@@ -32,13 +31,6 @@ def allocation(project):
                                      status="active", account_name="cache-a1")
 
 
-def _get(client: Client, allocation: Allocation) -> tuple[str, int]:
-    with CaptureQueriesContext(connection) as queries:
-        response = client.get(f"/allocations/{allocation.pk}/")
-    assert response.status_code == 200
-    return response.content.decode(), len(queries)
-
-
 def _forms(page: str) -> str:
     """Both forms without their CSRF tokens (masked afresh on every request)."""
     return re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "", "".join(FORMS.findall(page)))
@@ -48,29 +40,29 @@ def test_forms_come_from_the_cache_until_the_project_or_catalogue_changes(resear
                                                                          allocation):
     client = Client()
     client.force_login(researcher)
-    first, cold = _get(client, allocation)
-    again, warm = _get(client, allocation)
+    first, cold = allocation_page(client, allocation)
+    again, warm = allocation_page(client, allocation)
     assert 'id="launch-form"' in first and 'id="sweep-form"' in first
     assert _forms(again) == _forms(first) and warm < cold  # no dataset or prediction queries
 
     dataset_create(by=pi, project=allocation.project, name="chest-ct", location="ct/chest",
                    modality="ct", sensitivity="public")  # an event: the project's version moves
-    page, queries = _get(client, allocation)
+    page, queries = allocation_page(client, allocation)
     assert queries > warm and 'value="chest-ct"' in page and 'value="chest-ct"' not in first
-    assert _get(client, allocation)[1] == warm
+    assert allocation_page(client, allocation)[1] == warm
 
     NodeTypeFactory(facility=allocation.facility, name="L-CPU")  # the catalogue's version moves
-    assert _get(client, allocation)[1] > warm  # rendered afresh, now with a prediction
-    assert _get(client, allocation)[1] == warm
+    assert allocation_page(client, allocation)[1] > warm  # rendered afresh, now with a prediction
+    assert allocation_page(client, allocation)[1] == warm
 
 
 def test_a_cached_form_carries_this_sessions_csrf_token(researcher, pi, allocation):
     warmer = Client()
     warmer.force_login(pi)
-    _get(warmer, allocation)  # the fragment is now cached, rendered for another session
+    allocation_page(warmer, allocation)  # the fragment is now cached, rendered for another session
     client = Client(enforce_csrf_checks=True)
     client.force_login(researcher)
-    page, _ = _get(client, allocation)
+    page, _ = allocation_page(client, allocation)
     token = TOKEN.search(page).group(1)
 
     refused = client.post(f"/allocations/{allocation.pk}/launch/", {"epochs": "2"})
