@@ -7,7 +7,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import TruncDate
 
 from allocations.charts import GRID, LAYOUT
-from allocations.models import Allocation, UsageRecord
+from allocations.models import Allocation, Facility, UsageRecord
 
 from ..access import can_see
 from .models import Cluster
@@ -38,7 +38,10 @@ def cost_per_day(allocation: Allocation) -> dict:
 
 def allocation_sections(allocation: Allocation, user) -> list[dict]:
     """Sections for `/allocations/<id>/` (empty unless the allocation has a cluster the user
-    may see): {"template": ..., "data": ...} each."""
+    may see): {"template": ..., "data": ...} each. Only the cloud backend makes clusters, so
+    an allocation on another facility is not asked for one (a query fewer on its page)."""
+    if allocation.facility.backend != Facility.Backend.AWS:
+        return []
     cluster = Cluster.objects.filter(allocation_id=allocation.pk).first()
     if cluster is None or not can_see(user, allocation):  # the launcher's one rule
         return []

@@ -59,6 +59,15 @@ def test_the_cost_per_day_is_stacked_by_instance_type(charged, allocation, resea
     assert allocation_sections(allocation, outsider) == []
 
 
+def test_an_allocation_off_the_cloud_is_not_asked_for_a_cluster(charged, allocation, researcher,
+                                                                 django_assert_num_queries):
+    """Only the cloud backend makes clusters: an allocation of another backend's facility gets
+    no cost section and its page runs no query for one."""
+    allocation.facility.backend = "local"
+    with django_assert_num_queries(0):
+        assert allocation_sections(allocation, researcher) == []
+
+
 def test_the_cluster_page_shows_nodes_and_spend(charged, researcher, outsider):
     client = Client()
     client.force_login(researcher)
