@@ -26,7 +26,7 @@ from ..backends.base import BackendError
 from ..models import Job
 from ..backends.registry import Capability, backend_for
 from ..runners import Observation
-from .moves import job_move_if
+from ..states import job_move_if
 
 S = Job.State
 MAX_RESUMES = 10

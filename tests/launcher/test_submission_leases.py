@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from launcher import services
 from launcher.models import Job
-from launcher.services.leases import submit_backoff, submit_lease_take
+from launcher.services.submission import submit_backoff, submit_lease_take
 from launcher.slurm import backend as slurm_backend
 from tests.factories import FacilityFactory
 from tests.launcher.conftest import free_port, unique_name
