@@ -18,7 +18,7 @@ from allocations.queue import enqueue
 
 from .. import params as launch_params
 from .. import sweepgrid
-from ..access import check_can_act
+from ..selectors import check_can_act
 from ..capacity import gpus_refusal
 from ..estimates import Estimate, estimate_run, estimate_sweep
 from ..models import Job, Sweep

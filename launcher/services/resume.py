@@ -21,7 +21,7 @@ from django.utils import timezone
 from allocations.models import Allocation
 from allocations.selectors import allocation_ledger
 
-from ..access import check_can_act
+from ..selectors import check_can_act
 from ..backends.base import BackendError
 from ..models import Job
 from ..backends.registry import Capability, backend_for
