@@ -107,7 +107,7 @@ def out_dir(index: int) -> str:
 def data_spec(params: Mapping[str, Any]) -> tuple[str, list[str] | None]:
     """(data path on the compute side, synth arguments or None) for a job's `dataset`: the
     synthetic set's generator, or the path the portal resolved and confined at launch
-    (`data_path`, launcher/datasets.py; a user never sets it)."""
+    (`data_path`, launcher/services/launch.py; a user never sets it)."""
     if params.get("data_path"):
         return str(params["data_path"]), None
     dataset = params.get("dataset", "synthetic-ct")

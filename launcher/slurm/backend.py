@@ -11,7 +11,7 @@ Slurm settings (`backend_settings`; all but host/user/key_path/host_key have def
   `host_key_path` is accepted as an alias), cluster, partition, jobs_dir ("portal-jobs"),
   python ("python3": the interpreter on the compute side), python_path (extra PYTHONPATH on
   the compute side, e.g. a shared virtualenv's site-packages), connect_timeout, retries,
-  storage_root (the project storage root for datasets; launcher/datasets.py); for notebook
+  storage_root (the project storage root for datasets; launcher/services/launch.py); for notebook
   sessions (docs/notebooks-slurm.md): notebook_python (default: python), notebook_env (extra
   environment), notebook_readonly_datasets (default true: read-only bind mounts).
 

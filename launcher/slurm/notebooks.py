@@ -21,8 +21,8 @@ from ..backends.base import (
     check_cluster_username,
     project_folder,
 )
-from ..datasets import notebook_datasets
 from ..runners import NotebookUsage
+from ..services.launch import notebook_datasets
 from .client import NOTEBOOK_JOB_PREFIX, SlurmClient
 from .parse import NamedJob
 
