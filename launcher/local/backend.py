@@ -35,7 +35,7 @@ from django.utils import timezone
 
 from allocations.models import Allocation, Facility, UsageRecord
 
-from .. import bundles, sweepgrid
+from .. import bundles
 from ..backends.base import BackendError, PathRefused, confined, project_folder
 from ..backends.registry import BaseBackend, Capability
 from ..models import Job
@@ -87,7 +87,7 @@ def cell_argv(job: Job, data: str) -> list[str]:
     """The command of one cell: the trainer itself, or torchrun with one process per GPU."""
     cell = bundles.single_cell(job.params)
     cell.pop("index", None)
-    args = [*sweepgrid.cell_argv(cell, data, "out"), "--resume", "--device", "auto",
+    args = [*bundles.cell_argv(cell, data, "out"), "--resume", "--device", "auto",
             *bundles.data_root_args(job.params)]
     module = ["-m", "launcher.workloads.ctxray"]
     if job.gpus > 1:
