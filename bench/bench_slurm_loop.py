@@ -118,9 +118,9 @@ def activation(facility, user, project) -> tuple[list[float], list[float], list]
 
     from allocations import services as alloc_services
     from allocations.models import Allocation, AllocationRequest
-    from launcher.slurm import connection
+    from launcher.slurm import backend as slurm_backend
 
-    backend = connection.slurm_client(facility)
+    backend = slurm_backend.slurm_client(facility)
     loop, base, made = [], [], []
     for _ in range(REPEATS):
         t0 = time.perf_counter()
@@ -151,12 +151,12 @@ def job_start(allocation, user) -> tuple[list[float], list[float]]:
     """job submitted -> running, and a bare sbatch + squeue poll."""
     from allocations.models import Allocation
     from launcher import services
-    from launcher.slurm import connection
+    from launcher.slurm import backend as slurm_backend
     from launcher.models import Job
 
     Allocation.objects.filter(pk=allocation.pk).update(status="active")
     allocation.refresh_from_db()
-    backend = connection.slurm_client(allocation.facility)
+    backend = slurm_backend.slurm_client(allocation.facility)
     params = {"model": "resnet18", "epochs": 1, "size": 32, "synthetic_n": 24, "threads": 1,
               "bootstrap": 20}
     loop, base = [], []
@@ -235,7 +235,7 @@ def main() -> int:
     from django.contrib.auth import get_user_model
 
     from allocations.models import Project, ProjectMembership
-    from launcher.slurm import connection
+    from launcher.slurm import backend as slurm_backend
 
     user = get_user_model().objects.create(username="bench-researcher")
     project = Project.objects.create(code="BEN-SLU-001", title="bench", pi=user)
@@ -251,7 +251,7 @@ def main() -> int:
     finally:
         worker.terminate()
         worker.wait(timeout=30)
-        backend = connection.slurm_client(facility)
+        backend = slurm_backend.slurm_client(facility)
         for allocation in made:
             backend.ssh.run(["scancel", f"--account={allocation.account_name}"])
             backend.ssh.run(["sacctmgr", "-i", "delete", "account", f"name={allocation.account_name}"])

@@ -10,7 +10,8 @@ A bundle is a folder holding
             --nproc_per_node=N -m launcher.workloads.ctxray train ...` instead (DDP, one process
             per GPU), passes Slurm's signal on to the trainer processes and exits 75 when they
             checkpointed
-  job.json  the cells' argument lists and the data spec (user values live only here, as JSON)
+  job.json  the cells' argument lists (`cell_argv`: a cell's params as `ctxray train` flags) and
+            the data spec (user values live only here, as JSON)
   pkg/      the workload package (launcher/__init__.py, launcher/workloads/, no Django)
 
 Each cell writes OUT = out/<index>/ (progress.json, metrics.json, checkpoints).
@@ -25,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from . import params as launch_params
-from . import sweepgrid
 from .backends.base import BackendError
 
 WORKLOAD_SRC = Path(__file__).resolve().parent / "workloads"
@@ -107,7 +107,7 @@ def out_dir(index: int) -> str:
 def data_spec(params: Mapping[str, Any]) -> tuple[str, list[str] | None]:
     """(data path on the compute side, synth arguments or None) for a job's `dataset`: the
     synthetic set's generator, or the path the portal resolved and confined at launch
-    (`data_path`, launcher/datasets.py; a user never sets it)."""
+    (`data_path`, launcher/services/launch.py; a user never sets it)."""
     if params.get("data_path"):
         return str(params["data_path"]), None
     dataset = params.get("dataset", "synthetic-ct")
@@ -129,9 +129,31 @@ def data_root_args(params: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def _flag(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def cell_argv(cell: Mapping[str, Any], data: str, out: str) -> list[str]:
+    """Arguments for ``python -m launcher.workloads.ctxray`` that run this cell (an argument
+    list, never a shell string: quote with shlex.join when a script needs one line)."""
+    argv = ["train", "--data", data, "--out", out]
+    for key, value in cell.items():
+        if key == "index" or (key == "folds" and value == 1) or (key == "fold" and cell.get("folds", 1) == 1):
+            continue
+        if isinstance(value, bool):
+            argv.append(_flag(key) if value else "--no-" + key.replace("_", "-"))
+            if key == "deterministic" and not value:
+                argv.pop()  # deterministic has no --no- form; off is the default
+        else:
+            text = repr(value) if isinstance(value, float) else str(value)
+            # "--window=-500,1500": a value starting with '-' must be attached to its flag.
+            argv += [f"{_flag(key)}={text}"] if text.startswith("-") else [_flag(key), text]
+    return argv
+
+
 def cell_args(cell: Mapping[str, Any], index: int, data: str) -> list[str]:
     """`ctxray train` arguments for one cell; --resume so a requeued cell continues."""
-    return [*sweepgrid.cell_argv(cell, data, out_dir(index)), "--resume", "--device", "auto"]
+    return [*cell_argv(cell, data, out_dir(index)), "--resume", "--device", "auto"]
 
 
 def single_cell(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Demo data for the launcher (called by `manage.py seed_demo`; idempotent): completes the
 `local-slurm` facility's backend settings from what `make services` wrote, with the keys
-launcher/slurm/connection.py reads."""
+launcher/slurm/backend.py (slurm_settings) reads."""
 from __future__ import annotations
 
 import sys

@@ -9,7 +9,7 @@ from django.utils.translation import get_language
 from allocations.models import Allocation
 from allocations.versions import fragment_key
 
-from . import access, params, selectors
+from . import params, selectors
 from .backends.registry import Capability, supports
 from .capacity import capacity_note
 from .forms import LaunchForm, SweepForm
@@ -20,7 +20,7 @@ def can_launch(allocation: Allocation, user: Any) -> bool:
     backend can submit work)."""
     return (allocation.status == Allocation.Status.ACTIVE
             and supports(allocation.facility, Capability.SUBMIT)
-            and access.can_act(user, allocation))
+            and selectors.can_act(user, allocation))
 
 
 def forms_key(allocation: Allocation) -> str:

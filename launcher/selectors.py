@@ -1,5 +1,18 @@
-"""Reads scoped to what a user may see: jobs and sweeps of allocations visible to them.
-Others' objects are simply absent (404). Aggregates are SQL, never Python loops over rows."""
+"""Who may see and act on launcher work, and the reads scoped by it: jobs and sweeps of
+allocations visible to a user. Others' objects are simply absent (404). Aggregates are SQL,
+never Python loops over rows.
+
+The rule (`can_see`, `can_act`, `check_can_act`, `check_can_see`), used by every selector and
+service:
+- Members of a project see its allocations, jobs and sweeps, and act on them (launch, cancel,
+  resume, read logs).
+- Reviewers and staff see everyone's work; only staff (`is_staff`, and superusers) act on
+  others' work.
+- Everyone else does not know the work exists: the services raise `NotVisible`, which the API
+  and the pages answer with 404 exactly as for an id that does not exist.
+- Someone who may see but not act (a reviewer who is not a member) gets `Forbidden`:
+  403 in the API, a message on the page (docs/api.md, "Who may do what").
+"""
 from __future__ import annotations
 
 import datetime as dt
@@ -11,20 +24,62 @@ from django.db.models import Count, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from allocations.errors import Forbidden, NotFound
 from allocations.models import Allocation, Project
-from allocations.selectors import User, allocation_ledger, member_project_ids, visible_allocations
+from allocations.roles import acts_on_all_projects, sees_all_projects
+from allocations.selectors import (
+    User, allocation_ledger, is_member, member_project_ids, visible_allocations,
+)
 
-from . import access, sweepgrid
+from . import sweepgrid
 from .estimates import CURRENCY, estimate_run, estimate_sweep
 from .models import Job, Sweep
 
 
+class NotVisible(NotFound):
+    """The object is not there for this user (HTTP 404; never says whether it exists)."""
+
+
+def sees_all(user: Any) -> bool:
+    """Reviewers and staff see every project's work (allocations.roles, the one definition
+    every app uses)."""
+    return sees_all_projects(user)
+
+
+def acts_on_all(user: Any) -> bool:
+    """Staff (and superusers) may act on any project's work."""
+    return acts_on_all_projects(user)
+
+
+def can_see(user: Any, allocation: Allocation) -> bool:
+    return sees_all(user) or is_member(user, allocation.project_id)
+
+
+def can_act(user: Any, allocation: Allocation) -> bool:
+    return acts_on_all(user) or is_member(user, allocation.project_id)
+
+
+def check_can_act(user: Any, allocation: Allocation, *, what: str) -> None:
+    """Raise NotVisible (404) if `user` may not see the allocation's work, Forbidden
+    (403) if they may see it but not `what` (e.g. "cancel this job")."""
+    if user is None or not can_see(user, allocation):
+        raise NotVisible("Not found.")
+    if not can_act(user, allocation):
+        raise Forbidden(f"Only members of the project (or staff) can {what}.")
+
+
+def check_can_see(user: Any, allocation: Allocation) -> None:
+    """Raise NotVisible (404) unless `user` may see the allocation's work."""
+    if user is None or not can_see(user, allocation):
+        raise NotVisible("Not found.")
+
+
 def _scoped(qs: QuerySet, user: User) -> QuerySet:
     """The rows of projects the user is a member of; everything for reviewers and staff
-    (launcher/access.py)."""
+    (sees_all)."""
     if not user.is_authenticated:
         return qs.none()
-    if access.sees_all(user):
+    if sees_all(user):
         return qs
     return qs.filter(allocation__project_id__in=member_project_ids(user))
 
@@ -45,7 +100,7 @@ def job_log(*, job_id: int, by: User) -> Job:
     """A job with its log tail, for someone who may see it (NotVisible, a 404, otherwise)."""
     job = visible_jobs(by).filter(pk=job_id).first()
     if job is None:
-        raise access.NotVisible("Not found.")
+        raise NotVisible("Not found.")
     return job
 
 
@@ -55,7 +110,7 @@ def sees_allocations(user: User) -> QuerySet[Allocation]:
     qs = Allocation.objects.select_related("facility", "node_type", "project")
     if not user.is_authenticated:
         return qs.none()
-    return qs if access.sees_all(user) else qs.filter(project_id__in=member_project_ids(user))
+    return qs if sees_all(user) else qs.filter(project_id__in=member_project_ids(user))
 
 
 def launchable_allocations(user: User) -> QuerySet[Allocation]:
@@ -63,7 +118,7 @@ def launchable_allocations(user: User) -> QuerySet[Allocation]:
     qs = Allocation.objects.select_related("facility", "node_type", "project")
     if not user.is_authenticated:
         return qs.none()
-    if access.acts_on_all(user):
+    if acts_on_all(user):
         return qs
     return qs.filter(project_id__in=member_project_ids(user))
 
@@ -139,7 +194,7 @@ def allocation_jobs(allocation: Allocation, *, by: User) -> list[Job]:
     """The allocation's latest 50 single jobs, newest first, for someone who may see them
     (NotVisible, a 404, otherwise); only the columns the allocation page's table shows. Taken
     from `latest_jobs` when that holds every job of the allocation (fewer than 50), else read."""
-    access.check_can_see(by, allocation)
+    check_can_see(by, allocation)
     latest = latest_jobs(allocation)
     if len(latest) < LATEST:
         return [job for job in latest if job.sweep_id is None]
@@ -154,7 +209,7 @@ def allocation_sweeps(allocation: Allocation, *, by: User) -> list[Sweep]:
     who may see them (NotVisible, a 404, otherwise). One query for the sweeps and, if there
     are any, one for their counts (grouped by sweep): an allocation without sweeps, as most
     are, pays for no join and no grouping."""
-    access.check_can_see(by, allocation)
+    check_can_see(by, allocation)
     sweeps = list(Sweep.objects.filter(allocation_id=allocation.pk)
                   .only("name", "size", "estimate_gpu_hours", "created_at")
                   .order_by("-created_at")[:20])

@@ -1,5 +1,15 @@
-"""The Job state machine (DESIGN.md) as a table, for allocations.transitions.transition()."""
+"""The Job state machine (DESIGN.md) as a table, and the one place that applies it:
+`job_move` / `job_move_if` move a job by the table (compare-and-swap, audited), releasing its
+reservation in the allocation's ledger when the move ends it (as notebooks/states.py and
+cloud/states.py do for their machines)."""
 from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from allocations.services import ledger_jobs_change
+from allocations.transitions import TransitionConflict, transition
 
 from .models import Job
 
@@ -19,3 +29,34 @@ JOB_MOVES: dict[str, tuple[str, ...]] = {
     S.CANCELLED: (),
     S.TIMEOUT: (),
 }
+
+# Columns that change what a job reserves (launcher/ledger.py), besides its state.
+RESERVING = frozenset({"gpu_seconds", "prior_gpu_seconds", "estimate_gpu_hours", "estimate_cost"})
+
+
+def job_move(*, job: Job, to: str, by: Any = None, comment: str = "", **updates: Any) -> Job:
+    """Move `job` to `to` (compare-and-swap, audited). Raises InvalidTransition/TransitionConflict.
+    A move that ends the job (or re-bases its estimate) releases its reservation in the
+    allocation's ledger in the same transaction, under the allocation's row lock."""
+    with transaction.atomic():
+        if to in Job.FINAL or job.state in Job.FINAL or RESERVING & updates.keys():
+            with ledger_jobs_change(allocation_ids=[job.allocation_id], job_ids=[job.pk]):
+                transition(job, to=to, table=JOB_MOVES, actor=by, comment=comment,
+                           field="state", **updates)
+        else:
+            transition(job, to=to, table=JOB_MOVES, actor=by, comment=comment, field="state",
+                       **updates)
+    return job
+
+
+def job_move_if(*, job: Job, to: str, comment: str = "", **updates: Any) -> bool:
+    """Like job_move for system moves that may race with a user's (cancel) or another poller:
+    returns False instead of raising when the job is no longer where we read it."""
+    if to not in JOB_MOVES.get(job.state, ()):
+        return False
+    try:
+        job_move(job=job, to=to, comment=comment, **updates)
+    except TransitionConflict:
+        job.refresh_from_db()
+        return False
+    return True

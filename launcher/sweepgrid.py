@@ -1,5 +1,6 @@
 """Sweep grids: expand models x learning rates x LR steps x weight decays x folds into cells,
-validate specs, map a cell to ``ctxray train`` arguments, and rank results in a leaderboard.
+validate specs, and rank results in a leaderboard (a cell's ``ctxray train`` arguments are
+launcher/bundles.py's `cell_argv`).
 
 Pure Python (no torch), so the portal, Celery tasks and tests share it cheaply; only GridError,
 the refusal in the domain's vocabulary (allocations.errors), comes from the portal.
@@ -139,28 +140,6 @@ def expand(grid: GridSpec) -> list[dict[str, Any]]:
     return [{"index": i, "model": m, "lr": lr, "lr_step": step, "weight_decay": wd, "fold": fold,
              "folds": grid.folds, **grid.fixed}
             for i, (m, lr, step, wd, fold) in enumerate(product)]
-
-
-def _flag(key: str) -> str:
-    return "--" + key.replace("_", "-")
-
-
-def cell_argv(cell: Mapping[str, Any], data: str, out: str) -> list[str]:
-    """Arguments for ``python -m launcher.workloads.ctxray`` that run this cell (an argument
-    list, never a shell string: quote with shlex.join when a script needs one line)."""
-    argv = ["train", "--data", data, "--out", out]
-    for key, value in cell.items():
-        if key == "index" or (key == "folds" and value == 1) or (key == "fold" and cell.get("folds", 1) == 1):
-            continue
-        if isinstance(value, bool):
-            argv.append(_flag(key) if value else "--no-" + key.replace("_", "-"))
-            if key == "deterministic" and not value:
-                argv.pop()  # deterministic has no --no- form; off is the default
-        else:
-            text = repr(value) if isinstance(value, float) else str(value)
-            # "--window=-500,1500": a value starting with '-' must be attached to its flag.
-            argv += [f"{_flag(key)}={text}"] if text.startswith("-") else [_flag(key), text]
-    return argv
 
 
 def combo_key(cell: Mapping[str, Any]) -> tuple:

@@ -72,7 +72,7 @@ def failing_jobs_digest() -> int:
 
 
 # No autoretry: the service retries through its lease (backoff, deadline) and the beat
-# re-enqueues a submission only when its next attempt is due (services/leases.py).
+# re-enqueues a submission only when its next attempt is due (services/submission.py).
 @shared_task(name="launcher.submit_job", acks_late=True)
 def submit_job(job_id: int) -> str | None:
     job = services.job_submit(job_id=job_id)

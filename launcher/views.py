@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from allocations.refusals import form_call, form_status, refused_to
 from allocations.selectors import visible_allocations
 
-from . import access, charts, selectors, services, sweepgrid
+from . import charts, selectors, services, sweepgrid
 from . import params as P
 from .backends.base import BackendError
 from .capacity import capacity_note
@@ -28,8 +28,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "launcher/job_detail.html", {
         "job": job, "loss": charts.loss_figure(job), "progress": job.progress or {},
         "panel": charts.metrics_panel(job), "roc": charts.roc_figure(job),
-        "can_cancel": not job.is_final and access.can_act(request.user, job.allocation),
-        "can_rerun": access.can_act(request.user, job.allocation),
+        "can_cancel": not job.is_final and selectors.can_act(request.user, job.allocation),
+        "can_rerun": selectors.can_act(request.user, job.allocation),
         "wall_time_rule": {"margin": P.WALL_TIME_MARGIN, "floor": P.WALL_TIME_FLOOR_MINUTES}})
 
 
@@ -71,7 +71,7 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def _member_allocation(request: HttpRequest, pk: int):
     """The allocation if the user may launch on it; else None with a message (others': 404)."""
     allocation = get_object_or_404(visible_allocations(request.user), pk=pk)
-    if not access.can_act(request.user, allocation):
+    if not selectors.can_act(request.user, allocation):
         messages.error(request, "Only members of the project (or staff) can launch jobs on its "
                                 "allocations.")
         return None

@@ -251,7 +251,7 @@ NOTEBOOK_MAX_HOURS = float(os.environ.get("PORTAL_NOTEBOOK_MAX_HOURS", "12"))
 NOTEBOOKS_DIR = Path(os.environ.get("PORTAL_NOTEBOOKS_DIR", VAR_DIR / "notebooks"))
 NOTEBOOK_RECORD_GRACE_SECONDS = float(os.environ.get("PORTAL_NOTEBOOK_RECORD_GRACE_SECONDS", "600"))
 NOTEBOOK_SPAWN_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_NOTEBOOK_SPAWN_TIMEOUT_SECONDS", "900"))
-# Submissions that survive outages (launcher/services/leases.py, docs/operations.md): a job's
+# Submissions that survive outages (launcher/services/submission.py, docs/operations.md): a job's
 # submission is owned by one worker at a time (a lease), retried with exponential backoff
 # (base, cap), and failed with its last error, staff told by email, once the deadline passed.
 SUBMIT_DEADLINE_SECONDS = int(os.environ.get("PORTAL_SUBMIT_DEADLINE_SECONDS", "1800"))

@@ -9,7 +9,7 @@ from django.db.models.functions import TruncDate
 from allocations.charts import GRID, LAYOUT
 from allocations.models import Allocation, Facility, UsageRecord
 
-from ..access import can_see
+from ..selectors import can_see
 from .models import Cluster
 from .selectors import remaining
 

@@ -60,7 +60,7 @@ def job_data_prefix(*, cluster: Cluster, params: dict) -> str:
     synthetic-xray, with `synthetic_n` images) staged once per cluster, or a dataset already
     under the cluster's `data/` prefix (`dataset` = its name there), or a project dataset
     resolved at launch (`data_path`: a key prefix under the facility's `storage_root`,
-    launcher/datasets.py)."""
+    launcher/services/launch.py)."""
     if params.get("data_path"):
         return f"{str(params['data_path']).strip('/')}/"
     dataset = params.get("dataset") or "synthetic-ct"

@@ -35,13 +35,13 @@ from django.utils import timezone
 
 from allocations.models import Allocation, Facility, UsageRecord
 
-from .. import bundles, sweepgrid
+from .. import bundles
 from ..backends.base import BackendError, PathRefused, confined, project_folder
 from ..backends.registry import BaseBackend, Capability
-from ..datasets import notebook_datasets
 from ..models import Job
 from ..notebooks.models import NotebookSession
 from ..runners import Capacity, Fetched, NotebookUsage, Observation, Submission
+from ..services.launch import notebook_datasets
 from . import cells
 
 S = Job.State
@@ -87,7 +87,7 @@ def cell_argv(job: Job, data: str) -> list[str]:
     """The command of one cell: the trainer itself, or torchrun with one process per GPU."""
     cell = bundles.single_cell(job.params)
     cell.pop("index", None)
-    args = [*sweepgrid.cell_argv(cell, data, "out"), "--resume", "--device", "auto",
+    args = [*bundles.cell_argv(cell, data, "out"), "--resume", "--device", "auto",
             *bundles.data_root_args(job.params)]
     module = ["-m", "launcher.workloads.ctxray"]
     if job.gpus > 1:
@@ -135,8 +135,8 @@ class LocalNotebooks:
     def notebook_options(self, *, allocation: Allocation, session: NotebookSession) -> dict:
         """workdir `<project folder>/notebooks/<username>` (created; it outlives the session),
         run_dir `settings.NOTEBOOKS_DIR/<session id>` (created), the project's datasets
-        resolved and confined as a job's are (launcher.datasets.notebook_datasets), and the
-        GPU indices handed to the server (CUDA_VISIBLE_DEVICES; "" with no GPU)."""
+        resolved and confined as a job's are (launcher.services.launch.notebook_datasets), and
+        the GPU indices handed to the server (CUDA_VISIBLE_DEVICES; "" with no GPU)."""
         facility = allocation.facility
         code = allocation.project.code
         workdir = Path(local_project_folder(facility, code)) / "notebooks" / session.user.get_username()

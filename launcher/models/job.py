@@ -86,7 +86,7 @@ class Job(models.Model):
     resumes = models.PositiveSmallIntegerField(default=0)
     prior_gpu_seconds = models.BigIntegerField(default=0)
 
-    # Submission survives outages (launcher/services/leases.py): one owner at a time holds a
+    # Submission survives outages (launcher/services/submission.py): one owner at a time holds a
     # lease until `submit_lease_until`; a failed attempt sets the next one (exponential backoff)
     # and the first failure at or after `submit_deadline` fails the job with its last error.
     submit_attempts = models.PositiveSmallIntegerField(default=0)

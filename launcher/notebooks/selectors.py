@@ -1,4 +1,4 @@
-"""Reads of notebook sessions, scoped to what a user may see (launcher.access's rule): members
+"""Reads of notebook sessions, scoped to what a user may see (launcher.selectors' rule): members
 of the allocation's project, reviewers and staff see its sessions; only the owner opens one."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 
 from allocations.selectors import visible_allocation_rows
 
-from ..access import NotVisible, acts_on_all, sees_all
+from ..selectors import NotVisible, acts_on_all, sees_all
 from .models import NotebookSession
 
 

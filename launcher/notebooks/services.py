@@ -4,7 +4,7 @@ row lock, exactly like a job launch), start it on the hub after the commit, stop
 The hub calls happen in tasks (tasks.py) that call `notebook_spawn` / `notebook_hub_stop`
 here: never inside a transaction. Following the hub, the time and idle limits and the charge
 live in sync.py. Who may do what: members of the allocation's project open sessions on it;
-the owner (or staff) stops one; everyone else gets 404 (launcher.access).
+the owner (or staff) stops one; everyone else gets 404 (launcher.selectors).
 """
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ from allocations.selectors import allocation_ledger, is_member, visible_allocati
 from allocations.services import ledger_jobs_change, ledger_reserve
 from allocations.transitions import record_event
 
-from ..access import NotVisible
 from ..backends.base import BackendError
 from ..backends.registry import Capability, backend_for
+from ..selectors import NotVisible
 from ..services.errors import LaunchConflict
 from .hubapi import HubClient, HubError
 from .ledger import reserved_cost

@@ -1,4 +1,5 @@
 """Every write of the launcher goes through one of these functions (HackSoft style)."""
+from ..states import job_move, job_move_if
 from .accounting import usage_ingest, usage_ingest_all, usage_ingest_records
 from .accounts import allocation_sync, project_sync_members
 from .alerts import failing_jobs_digest_send
@@ -6,11 +7,9 @@ from .cancel import job_cancel, sweep_cancel
 from .errors import LaunchConflict
 from .launch import job_launch, sweep_launch
 from .monitor import facilities_with_live_jobs, job_observe, job_record_files, jobs_poll
-from .moves import job_move, job_move_if
 from .rerun import job_rerun
 from .resume import job_resume
-from .leases import submissions_dispatch, submissions_due
-from .submission import job_submit, sweep_submit
+from .submission import job_submit, submissions_dispatch, submissions_due, sweep_submit
 
 __all__ = [
     "LaunchConflict", "allocation_sync",

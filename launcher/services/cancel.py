@@ -7,10 +7,10 @@ from django.utils import timezone
 
 from allocations.transitions import InvalidTransition
 
-from ..access import check_can_act
+from ..selectors import check_can_act
 from ..models import Job, Sweep
 from ..backends.registry import Capability, backend_for
-from .moves import job_move
+from ..states import job_move
 
 S = Job.State
 

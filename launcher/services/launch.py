@@ -1,16 +1,49 @@
 """Launching: a job or a sweep against an allocation, refused (409) when the allocation is not
-active or the estimate exceeds what is left. Submission happens later, in a task, after commit."""
+active or the estimate exceeds what is left, with its data settled first. Submission happens
+later, in a task, after commit.
+
+A job's data (`job_data`, below): a synthetic set (the trainer's generator), or a dataset
+registered by the job's own project, resolved and confined on the side that sees the files.
+Never a raw path.
+
+A project's folder on a facility is `<storage_root>/<project code>` (`storage_root` in the
+facility's backend settings; the local backend defaults to `var/project-data`). A dataset's
+location is relative to that folder. At every launch, before any row is written:
+
+1. the dataset is looked up in the allocation's project, by id or by name (another project's
+   dataset is "not found", exactly like one that does not exist);
+2. its data-sensitivity tier must be one the facility accepts;
+3. its location must pass the policy's rules again (relative, no '..': a row could have been
+   written before the rules, or by hand);
+4. the facility's backend (the `data_paths` capability of launcher/backends/registry.py)
+   resolves the project folder and the dataset with every symlink followed (os.path.realpath
+   locally, `realpath -e` over SSH on Slurm, as an argument list) and refuses a dataset that
+   is missing or lands outside the project folder.
+
+Each refusal is a `DatasetRefused`: HTTP 400 on `params.dataset`, the form's `dataset` field,
+and nothing launched. The resolved absolute path travels in the job's params as `data_path`
+(written by the portal, never taken from the user) and reaches the trainer as `--data`; the
+resolved project folder travels as `data_root` and reaches it as `--data-root`: the trainer
+resolves `--data` again on the node when it starts and refuses to read it if it now lies
+outside that folder (a symlink swapped in after the launch).
+
+`notebook_datasets` applies the same checks to the datasets a notebook session may read (a
+backend's `notebook_options` calls it).
+"""
 from __future__ import annotations
 
 import dataclasses
 import secrets
+from collections.abc import Callable, Mapping
 from decimal import ROUND_UP, Decimal
 from typing import Any
 
 from django.db import transaction
 
+from allocations.bounds import as_id
 from allocations.figures import hours_text
-from allocations.models import Allocation
+from allocations.models import Allocation, Dataset
+from allocations.policy import dataset_location_errors
 from allocations.selectors import allocation_ledger
 from allocations.services import ledger_reserve
 from allocations.transitions import record_event
@@ -18,13 +51,14 @@ from allocations.queue import enqueue
 
 from .. import params as launch_params
 from .. import sweepgrid
-from ..access import check_can_act
+from ..selectors import check_can_act
 from ..capacity import gpus_refusal
 from ..estimates import Estimate, estimate_run, estimate_sweep
 from ..models import Job, Sweep
-from ..backends.registry import Capability, backend_for
-from ..datasets import job_data
-from .errors import GpusRefused, LaunchConflict
+from ..backends.base import NO_STORAGE, BackendError, PathRefused
+from ..backends.registry import Capability, backend_for, supports
+from ..bundles import SYNTHETIC
+from .errors import GpusRefused, LaunchConflict, LaunchRefused
 
 
 def new_token(prefix: str) -> str:
@@ -184,3 +218,90 @@ def _cell(cell: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in cell.items() if k != "index"}
 
 
+# A job's data: a synthetic set, or the project's dataset resolved and confined.
+
+class DatasetRefused(LaunchRefused):
+    """The job's dataset cannot be used (HTTP 400 on params.dataset)."""
+
+    field = "params.dataset"
+
+
+def find_dataset(*, allocation: Allocation, ref: str) -> Dataset:
+    """The allocation's project's dataset named `ref` (or with id `ref`)."""
+    datasets = Dataset.objects.filter(project_id=allocation.project_id)
+    found = (datasets.filter(pk=number).first() if (number := as_id(ref)) is not None else None) or \
+        datasets.filter(name=ref).first()
+    if found is None:
+        raise DatasetRefused(f"The project has no dataset {ref!r}: register it on the project's "
+                             f"datasets page, or use {' or '.join(SYNTHETIC)}.")
+    return found
+
+
+def job_data(*, allocation: Allocation, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The job's params with its data settled: unchanged for a synthetic set; for a dataset,
+    `dataset` (its name), `dataset_id` and `data_path` (resolved, confined). May call the
+    backend (SSH): call it outside any transaction. Raises DatasetRefused (400), or
+    LaunchConflict (409) when the cluster cannot be reached to check."""
+    params = {k: v for k, v in params.items()
+              if k not in ("data_path", "data_root", "dataset_id")}
+    ref = str(params.get("dataset") or "synthetic-ct")
+    if ref in SYNTHETIC:
+        return params
+    dataset = find_dataset(allocation=allocation, ref=ref)
+    facility = allocation.facility
+    if not facility.accepts(dataset.sensitivity):
+        tiers = ", ".join(facility.allowed_sensitivity or []) or "none"
+        raise DatasetRefused(f"{dataset.name} is {dataset.get_sensitivity_display().lower()} "
+                             f"data, which {facility.name} does not accept (it accepts: {tiers}).")
+    problems = dataset_location_errors(dataset.location)
+    if problems:
+        raise DatasetRefused(f"{dataset.name}'s location {dataset.location!r}: {problems[0]}")
+    if not supports(facility, Capability.DATA_PATHS):
+        raise DatasetRefused(f"{facility.name} {NO_STORAGE}; use {' or '.join(SYNTHETIC)}.")
+    backend = backend_for(facility)
+    try:
+        real = backend.resolve_data_path(
+            facility=facility, project_code=allocation.project.code, location=dataset.location)
+        # The project's folder itself ("." resolves to it), which the job checks again on
+        # the node when it starts (`data_root`).
+        root = backend.resolve_data_path(
+            facility=facility, project_code=allocation.project.code, location=".")
+    except PathRefused as refusal:
+        if refusal.message == NO_STORAGE:
+            raise DatasetRefused(f"{facility.name} {NO_STORAGE}; use "
+                                 f"{' or '.join(SYNTHETIC)}.") from None
+        raise DatasetRefused(f"{dataset.name} ({dataset.location}) cannot be used: "
+                             f"{refusal.message}.") from None
+    except BackendError as error:
+        raise LaunchConflict(f"Could not check {dataset.name} on {facility.name}: "
+                             f"{error.message}. Try again.") from None
+    return {**params, "dataset": dataset.name, "dataset_id": dataset.pk, "data_path": real,
+            "data_root": root}
+
+
+def notebook_datasets(*, allocation: Allocation,
+                      resolve: Callable[[str], str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The project's registered datasets a notebook session on this allocation may read:
+    ({name: resolved absolute path}, {name: why it was left out}). Each passes the same checks
+    as a job's dataset (the facility accepts its sensitivity tier, its location passes the
+    policy) and is resolved and confined by `resolve(location)` (the facility backend's
+    `resolve_data_path` for the project; PathRefused leaves it out with the reason, another
+    BackendError propagates). Called by a backend's `notebook_options`, outside any
+    transaction."""
+    found: dict[str, str] = {}
+    left_out: dict[str, str] = {}
+    facility = allocation.facility
+    for dataset in Dataset.objects.filter(project_id=allocation.project_id).order_by("name"):
+        if not facility.accepts(dataset.sensitivity):
+            left_out[dataset.name] = (f"{dataset.get_sensitivity_display().lower()} data, which "
+                                      f"{facility.name} does not accept")
+            continue
+        problems = dataset_location_errors(dataset.location)
+        if problems:
+            left_out[dataset.name] = problems[0]
+            continue
+        try:
+            found[dataset.name] = resolve(dataset.location)
+        except PathRefused as refusal:
+            left_out[dataset.name] = refusal.message
+    return found, left_out

@@ -16,8 +16,8 @@ from ..backends.base import BackendError
 from ..models import Job
 from ..backends.registry import Capability, backend_for
 from ..runners import Fetched, Observation
+from ..states import job_move_if
 from .measurement import job_measurement_record
-from .moves import job_move_if
 from .resume import job_resume, preempt_updates
 
 log = logging.getLogger(__name__)

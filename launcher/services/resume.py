@@ -21,12 +21,12 @@ from django.utils import timezone
 from allocations.models import Allocation
 from allocations.selectors import allocation_ledger
 
-from ..access import check_can_act
+from ..selectors import check_can_act
 from ..backends.base import BackendError
 from ..models import Job
 from ..backends.registry import Capability, backend_for
 from ..runners import Observation
-from .moves import job_move_if
+from ..states import job_move_if
 
 S = Job.State
 MAX_RESUMES = 10

@@ -1,12 +1,27 @@
-"""The `slurm` registry entry: accounts, jobs and usage on a Slurm facility over SSH.
+"""The `slurm` registry entry: accounts, jobs and usage on a Slurm facility over SSH, and the
+facility's connection (its settings with defaults, one cached SlurmClient per facility).
 
 Operations do network I/O and database reads only: they return what they found (an account
 name, unsaved usage records, launcher.runners facts) and never move an allocation or a job
-(launcher/provisioning.py, launcher/services/ do)."""
+(launcher/provisioning.py, launcher/services/ do). usage.py and notebooks.py are handed the
+client or settings from here, so this module is the one place that holds connections.
+
+Slurm settings (`backend_settings`; all but host/user/key_path/host_key have defaults):
+  host, port (22), user, key_path, host_key (a known_hosts line, bare key or file path;
+  `host_key_path` is accepted as an alias), cluster, partition, jobs_dir ("portal-jobs"),
+  python ("python3": the interpreter on the compute side), python_path (extra PYTHONPATH on
+  the compute side, e.g. a shared virtualenv's site-packages), connect_timeout, retries,
+  storage_root (the project storage root for datasets; launcher/services/launch.py); for notebook
+  sessions (docs/notebooks-slurm.md): notebook_python (default: python), notebook_env (extra
+  environment), notebook_readonly_datasets (default true: read-only bind mounts).
+
+Connections are cached per process and facility (one SSH connection reused by every task of a
+worker) and rebuilt when the settings change."""
 from __future__ import annotations
 
 import json
 import shutil
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,19 +38,67 @@ from ..backends.registry import BaseBackend, Capability
 from ..models import Job
 from ..runners import Fetched, NotebookUsage, Observation, Submission
 from .client import SlurmClient
-from .connection import slurm_client, slurm_settings
 from . import notebooks
-from .ssh import RemoteFileNotFound
+from .ssh import RemoteFileNotFound, SSHConnection, SSHTarget
 from .usage import usage_read
 
 if TYPE_CHECKING:
     from launcher.notebooks.models import NotebookSession
 
 TRAINER_EXIT_CHECKPOINTED = 75
+_cache: dict[int, tuple[str, SlurmClient]] = {}
+_lock = threading.Lock()
 _STATE = {JobState.PENDING: Job.State.PENDING, JobState.RUNNING: Job.State.RUNNING,
           JobState.SUCCEEDED: Job.State.SUCCEEDED, JobState.FAILED: Job.State.FAILED,
           JobState.CANCELLED: Job.State.CANCELLED, JobState.TIMEOUT: Job.State.TIMEOUT,
           JobState.PREEMPTED: Job.State.PREEMPTED}
+
+
+def slurm_settings(facility: Facility) -> dict[str, Any]:
+    """The facility's Slurm settings with defaults; a permanent BackendError names what is missing."""
+    raw = dict(facility.backend_settings or {})
+    if "host_key" not in raw and "host_key_path" in raw:
+        raw["host_key"] = raw["host_key_path"]
+    missing = [k for k in ("host", "user", "key_path", "host_key", "cluster") if not raw.get(k)]
+    if missing:
+        raise BackendError(f"facility {facility.slug} has no {', '.join(missing)} in its backend "
+                           "settings", permanent=True)
+    raw.setdefault("port", 22)
+    raw.setdefault("jobs_dir", "portal-jobs")
+    raw.setdefault("python", "python3")
+    raw.setdefault("python_path", "")
+    return raw
+
+
+def slurm_client(facility: Facility) -> SlurmClient:
+    """The (cached) SlurmClient for a facility."""
+    conf = slurm_settings(facility)
+    key = repr(sorted(conf.items()))
+    with _lock:
+        cached = _cache.get(facility.pk)
+        if cached and cached[0] == key:
+            return cached[1]
+        if cached:
+            cached[1].ssh.close()
+        target = SSHTarget(
+            host=conf["host"], port=int(conf["port"]), user=conf["user"],
+            key_path=Path(conf["key_path"]), host_key=conf["host_key"],
+            connect_timeout=float(conf.get("connect_timeout", 10)),
+            retries=int(conf.get("retries", 3)),
+            backoff_seconds=float(conf.get("backoff_seconds", 0.5)),
+        )
+        backend = SlurmClient(SSHConnection(target), cluster=conf["cluster"],
+                               partition=conf.get("partition") or None, jobs_dir=conf["jobs_dir"])
+        _cache[facility.pk] = (key, backend)
+        return backend
+
+
+def forget(facility_id: int) -> None:
+    """Drop a cached connection (tests that stop sshd, settings edited by an admin)."""
+    with _lock:
+        cached = _cache.pop(facility_id, None)
+    if cached:
+        cached[1].ssh.close()
 
 
 def _scheduler_ref(job: Job) -> str:
@@ -120,12 +183,13 @@ class SlurmBackend(BaseBackend):
             return self.resolve_data_path(facility=allocation.facility, project_code=code,
                                           location=location)
 
-        return notebooks.notebook_options(allocation, session, resolve)
+        return notebooks.notebook_options(allocation, session, resolve,
+                                          slurm_settings(allocation.facility))
 
     def notebook_usage(self, *, session: NotebookSession) -> NotebookUsage | None:
         """sacct's record of the session's job: elapsed x allocated GPUs, the job id, why it
         ended (or what it waits for)."""
-        return notebooks.notebook_usage(session)
+        return notebooks.notebook_usage(session, slurm_client(session.allocation.facility))
 
     def is_configured(self, facility: Facility) -> bool:
         """Host, user, key, pinned host key and cluster name are all set."""
@@ -174,7 +238,7 @@ class SlurmBackend(BaseBackend):
 
     def usage(self, *, allocation: Allocation) -> list[UsageRecord]:
         """sacct records of the account since the last ingestion, as unsaved UsageRecords."""
-        return usage_read(allocation=allocation)
+        return usage_read(allocation=allocation, client=slurm_client(allocation.facility))
 
     def submit(self, *, facility: Facility, jobs: Sequence[Job], token: str) -> Submission:
         """Stage one bundle for these jobs and sbatch it once (an array for a sweep's cells).

@@ -21,10 +21,9 @@ from ..backends.base import (
     check_cluster_username,
     project_folder,
 )
-from ..datasets import notebook_datasets
 from ..runners import NotebookUsage
-from .client import NOTEBOOK_JOB_PREFIX
-from .connection import slurm_client, slurm_settings
+from ..services.launch import notebook_datasets
+from .client import NOTEBOOK_JOB_PREFIX, SlurmClient
 from .parse import NamedJob
 
 if TYPE_CHECKING:
@@ -47,11 +46,10 @@ def member_login(allocation: Allocation, user_id: int) -> str:
 
 
 def notebook_options(allocation: Allocation, session: NotebookSession,
-                     resolve: Callable[[str], str]) -> dict[str, Any]:
+                     resolve: Callable[[str], str], conf: dict[str, Any]) -> dict[str, Any]:
     """The spawner's backend_options (JSON): SSH facts, cluster, account, partition, the
-    owner's login, workdir/run_dir/datasets on the cluster, the compute-side python and env."""
-    facility = allocation.facility
-    conf = slurm_settings(facility)
+    owner's login, workdir/run_dir/datasets on the cluster, the compute-side python and env.
+    `conf` is the facility's Slurm settings (backend.slurm_settings)."""
     if not allocation.account_name:
         raise BackendError("the allocation has no Slurm account yet", permanent=True)
     login = member_login(allocation, session.user_id)
@@ -112,12 +110,13 @@ def usage_from_jobs(jobs: list[NamedJob]) -> NotebookUsage | None:
         reason=reason)
 
 
-def notebook_usage(session: NotebookSession) -> NotebookUsage | None:
-    """sacct's record of the session's jobs (portal-nb-<id>-*) on the allocation's account."""
+def notebook_usage(session: NotebookSession, client: SlurmClient) -> NotebookUsage | None:
+    """sacct's record of the session's jobs (portal-nb-<id>-*) on the allocation's account,
+    read with the facility's client (backend.slurm_client)."""
     allocation = session.allocation
     if not allocation.account_name:
         return None
     since = timezone.localtime(session.created_at - dt.timedelta(minutes=5)).replace(tzinfo=None)
-    jobs = slurm_client(allocation.facility).jobs_named(
+    jobs = client.jobs_named(
         account=allocation.account_name, prefix=f"{NOTEBOOK_JOB_PREFIX}{session.pk}-", since=since)
     return usage_from_jobs(jobs)

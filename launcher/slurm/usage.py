@@ -18,8 +18,7 @@ from allocations.models import Allocation, UsageRecord
 
 from ..backends.base import UsageRow
 from ..models import Job
-from .client import NOTEBOOK_JOB_PREFIX
-from .connection import slurm_client
+from .client import NOTEBOOK_JOB_PREFIX, SlurmClient
 
 OVERLAP = dt.timedelta(hours=1)
 
@@ -55,12 +54,13 @@ def usage_records(*, allocation: Allocation, rows: list[UsageRow]) -> list[Usage
                                    jobs=_job_ids_by_ref(allocation, rows))
 
 
-def usage_read(*, allocation: Allocation) -> list[UsageRecord]:
-    """The account's finished jobs since the last ingestion (sacct over SSH; reads only)."""
+def usage_read(*, allocation: Allocation, client: SlurmClient) -> list[UsageRecord]:
+    """The account's finished jobs since the last ingestion (sacct over SSH with the facility's
+    client, backend.slurm_client; reads only)."""
     if not allocation.account_name:
         return []
     since = timezone.localtime(_since(allocation)).replace(tzinfo=None)
-    rows = slurm_client(allocation.facility).usage_since(
+    rows = client.usage_since(
         account=allocation.account_name, since=since, skip_names=NOTEBOOK_JOB_PREFIX)
     return usage_records(allocation=allocation, rows=rows)
 

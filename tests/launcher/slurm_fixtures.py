@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from allocations.models import Allocation, ProjectMembership
 from launcher import services
-from launcher.slurm import connection
+from launcher.slurm import backend as slurm_backend
 from launcher.models import Job
 from launcher.provisioning import allocation_provision
 from tests.factories import FacilityFactory
@@ -40,7 +40,7 @@ def slurm_facility(db, services_env):
                                gpu_hour_rate=Decimal("0.50"),
                                backend_settings=slurm_settings(services_env))
     yield facility
-    connection.forget(facility.pk)
+    slurm_backend.forget(facility.pk)
 
 
 def make_allocation(project, facility, *, gpu_hours: int = 10, status: str = "provisioning"):
@@ -51,7 +51,7 @@ def make_allocation(project, facility, *, gpu_hours: int = 10, status: str = "pr
 
 
 def drop_account(facility, name: str) -> None:
-    backend = connection.slurm_client(facility)
+    backend = slurm_backend.slurm_client(facility)
     backend.ssh.run(["scancel", f"--account={name}"])
     backend.ssh.run(["sacctmgr", "-i", "delete", "account", f"name={name}"])
 
@@ -73,7 +73,7 @@ def drop_workdirs(facility, allocation) -> None:
     folders = sorted({w for w in Job.objects.filter(allocation=allocation).values_list("workdir", flat=True)
                       if "/portal-jobs/portal-" in w and ".." not in w})
     if folders:
-        connection.slurm_client(facility).ssh.run(["rm", "-rf", "--", *folders])
+        slurm_backend.slurm_client(facility).ssh.run(["rm", "-rf", "--", *folders])
 
 
 TINY = {"model": "resnet18", "epochs": 2, "size": 32, "synthetic_n": 24, "threads": 1,

@@ -8,7 +8,7 @@ import pytest
 from allocations.models import Allocation, ProjectMembership
 from allocations.services import allocation_resume, allocation_suspend
 from allocations.services.allocations import allocation_top_up
-from launcher.slurm import connection
+from launcher.slurm import backend as slurm_backend
 from launcher.provisioning import allocation_provision
 from tests.launcher.slurm_fixtures import drop_account, make_allocation, slurm_facility  # noqa: F401
 
@@ -22,10 +22,10 @@ def test_activation_creates_the_account_with_members_and_cap(project, researcher
         allocation = allocation_provision(allocation_id=allocation.pk)
 
         assert allocation.status == "active" and allocation.activated_at
-        state = connection.slurm_client(slurm_facility).account_state(allocation.account_name)
+        state = slurm_backend.slurm_client(slurm_facility).account_state(allocation.account_name)
         assert state.gpu_minutes == 12 * 60 and "portal" in state.users and not state.blocked
         # Re-running (a retried task) changes nothing.
-        again = connection.slurm_client(slurm_facility).ensure_account(
+        again = slurm_backend.slurm_client(slurm_facility).ensure_account(
             name=allocation.account_name, users=["portal"], gpu_minutes=720)
         assert again.changed is False
         assert allocation_provision(allocation_id=allocation.pk).status == "active"
@@ -44,14 +44,14 @@ def test_a_wrong_host_key_fails_activation_with_the_reason(project, slurm_facili
     assert allocation.status == "failed"
     assert "host key" in allocation.status_reason and "CHANGED" in allocation.status_reason
     assert "refusing to connect" in allocation.status_reason
-    assert connection.slurm_client(slurm_facility).ssh.connects == 0
+    assert slurm_backend.slurm_client(slurm_facility).ssh.connects == 0
 
 
 def test_suspension_blocks_resuming_unblocks_and_a_top_up_raises_the_cap(
         project, researcher, admin, slurm_facility, django_capture_on_commit_callbacks):
     allocation = allocation_provision(
         allocation_id=make_allocation(project, slurm_facility, gpu_hours=2).pk)
-    backend = connection.slurm_client(slurm_facility)
+    backend = slurm_backend.slurm_client(slurm_facility)
     try:
         with django_capture_on_commit_callbacks(execute=True):  # signals -> (eager) tasks
             allocation_suspend(allocation=allocation, by=admin, comment="audit")

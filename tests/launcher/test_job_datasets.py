@@ -178,7 +178,7 @@ def test_the_launch_form_offers_the_projects_datasets_and_shows_a_refusal_on_the
 def test_on_the_cloud_a_dataset_is_a_key_prefix_under_the_projects_prefix(researcher, project,
                                                                           allocation):
     from launcher.cloud.workload import job_data_prefix
-    from launcher.datasets import job_data
+    from launcher.services.launch import job_data
 
     register(project, researcher, "cxr", "cxr/v1")
     allocation.facility.backend = "aws"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from allocations.models import Dataset
-from launcher.slurm import connection
+from launcher.slurm import backend as slurm_backend
 from launcher.models import Job
 from tests.launcher.conftest import unique_name
 from tests.launcher.slurm_fixtures import make_allocation, slurm_facility  # noqa: F401
@@ -19,7 +19,7 @@ def cluster_store(slurm_facility, project, other_project):
     """On the cluster, in the service account's home: our project's folder with a dataset, a
     symlink into another project's folder and one to /etc; removed afterwards."""
     root = unique_name("portal-test-data-")
-    ssh = connection.slurm_client(slurm_facility).ssh
+    ssh = slurm_backend.slurm_client(slurm_facility).ssh
     ours, theirs = f"{root}/{project.code}", f"{root}/{other_project.code}"
     for args in (["mkdir", "-p", f"{ours}/ct/v1", f"{theirs}/secret"],
                  ["ln", "-s", f"../{other_project.code}/secret", f"{ours}/sneaky"],

@@ -12,7 +12,7 @@ import pytest
 
 from allocations.selectors import timeline
 from launcher import services
-from launcher.slurm import connection
+from launcher.slurm import backend as slurm_backend
 from launcher.models import Job
 from tests.launcher.conftest import wait_for
 from tests.launcher.slurm_fixtures import TINY, poll_until, slurm_allocation, slurm_facility  # noqa: F401
@@ -43,7 +43,7 @@ def test_a_checkpointed_job_is_resumed_and_finishes_every_epoch(slurm_allocation
     job = launch(slurm_allocation, researcher, epochs=EPOCHS)
     first_id, first_token, workdir = job.scheduler_id, job.token, job.workdir
     training_started(job)
-    backend = connection.slurm_client(slurm_allocation.facility)
+    backend = slurm_backend.slurm_client(slurm_allocation.facility)
 
     backend.ssh.run(["scancel", "--batch", "--signal=USR1", first_id])
 
@@ -65,7 +65,7 @@ def test_a_checkpointed_job_is_resumed_and_finishes_every_epoch(slurm_allocation
     assert "resumed from the checkpoint in" in job.log_tail, job.log_tail
     # Idempotent by the new token: a repeated resubmission finds the same Slurm job.
     assert jobs_named(backend, job.token) == [job.scheduler_id]
-    again = connection.slurm_client(slurm_allocation.facility)
+    again = slurm_backend.slurm_client(slurm_allocation.facility)
     from launcher.slurm.backend import SlurmBackend
     repeat = SlurmBackend().resume(facility=slurm_allocation.facility, job=job, token=job.token)
     assert repeat.already_submitted and repeat.scheduler_id == job.scheduler_id
@@ -81,7 +81,7 @@ def test_a_preempted_job_is_not_resumed_beyond_the_allocations_hours(slurm_alloc
     # Meanwhile the grant was cut to less than one more attempt (5 GPU-minutes).
     type(slurm_allocation).objects.filter(pk=slurm_allocation.pk).update(gpu_hours=Decimal("0.05"))
 
-    connection.slurm_client(slurm_allocation.facility).ssh.run(
+    slurm_backend.slurm_client(slurm_allocation.facility).ssh.run(
         ["scancel", "--batch", "--signal=USR1", first_id])
 
     job = poll_until(job, Job.FINAL, timeout=120)

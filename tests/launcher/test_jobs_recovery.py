@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from launcher import services
-from launcher.slurm import connection
 from launcher.models import Job
 from tests.launcher.slurm_fixtures import TINY, poll_until, slurm_allocation, slurm_facility  # noqa: F401
 

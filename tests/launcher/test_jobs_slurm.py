@@ -11,7 +11,7 @@ import pytest
 from allocations.models import Dataset, UsageRecord
 from allocations.selectors import allocation_usage_totals
 from launcher import services
-from launcher.slurm import connection
+from launcher.slurm import backend as slurm_backend
 from launcher.slurm.client import SlurmClient
 from launcher.models import Job
 from tests.launcher.conftest import make_target
@@ -65,7 +65,7 @@ def test_cancel_stops_a_running_job_and_a_second_cancel_conflicts(slurm_allocati
     services.job_cancel(job=job, by=researcher)
 
     assert job.state == "cancelled"
-    backend = connection.slurm_client(slurm_allocation.facility)
+    backend = slurm_backend.slurm_client(slurm_allocation.facility)
     from tests.launcher.conftest import wait_for
     wait_for(lambda: backend.status([job.scheduler_id])[job.scheduler_id].state.value == "cancelled",
              what="Slurm to cancel it")
@@ -77,7 +77,7 @@ def test_a_failing_job_is_failed_with_its_exit_code(slurm_allocation, researcher
     # A registered dataset whose folder exists (so the launch accepts it) but holds no images:
     # the trainer, given the resolved path as --data, fails on the node.
     facility = slurm_allocation.facility
-    ssh = connection.slurm_client(facility).ssh
+    ssh = slurm_backend.slurm_client(facility).ssh
     root = f"portal-test-data-{slurm_allocation.account_name}"
     assert ssh.run(["mkdir", "-p", f"{root}/{slurm_allocation.project.code}/empty"]).ok()
     facility.backend_settings = {**facility.backend_settings, "storage_root": root}
@@ -104,7 +104,7 @@ def test_a_failing_job_is_failed_with_its_exit_code(slurm_allocation, researcher
 def test_a_job_beyond_the_accounts_cap_waits_with_the_schedulers_reason(slurm_allocation, researcher):
     # The portal thinks 10 GPU-hours are left; the cluster's cap says 1 GPU-minute (usage the
     # portal has not ingested yet, or a cap cut by the site): Slurm holds the job.
-    connection.slurm_client(slurm_allocation.facility).set_cap(
+    slurm_backend.slurm_client(slurm_allocation.facility).set_cap(
         name=slurm_allocation.account_name, gpu_minutes=1)
     job = launch(slurm_allocation, researcher)
 
@@ -120,7 +120,7 @@ def test_a_job_beyond_the_accounts_cap_waits_with_the_schedulers_reason(slurm_al
 def test_resubmitting_after_a_dropped_connection_finds_the_job_by_its_token(
         slurm_allocation, researcher, services_env, monkeypatch):
     facility = slurm_allocation.facility
-    conf = connection.slurm_settings(facility)
+    conf = slurm_backend.slurm_settings(facility)
     dropping = SlurmClient(DropsAfterSbatch(make_target(services_env, retries=0)),
                             cluster=conf["cluster"], partition=conf["partition"])
     monkeypatch.setattr("launcher.slurm.backend.slurm_client", lambda f: dropping)
@@ -136,7 +136,7 @@ def test_resubmitting_after_a_dropped_connection_finds_the_job_by_its_token(
     job = services.job_submit(job_id=job.pk)  # the next attempt (what the beat enqueues)
 
     assert job.state == "pending"
-    assert jobs_named(connection.slurm_client(facility), job.token) == [job.scheduler_id]
+    assert jobs_named(slurm_backend.slurm_client(facility), job.token) == [job.scheduler_id]
     assert "found by its token" in job_events(job)[-1]
 
 

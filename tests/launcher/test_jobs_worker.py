@@ -9,7 +9,7 @@ import signal
 import pytest
 
 from launcher import services, tasks
-from launcher.slurm import connection
+from launcher.slurm import backend as slurm_backend
 from launcher.models import Job
 from tests.launcher.conftest import wait_for
 from tests.launcher.slurm_fixtures import TINY, slurm_allocation, slurm_facility  # noqa: F401
@@ -31,7 +31,7 @@ def test_a_worker_killed_mid_submit_does_not_submit_twice(slurm_allocation, rese
         os.kill(worker.pid, signal.SIGKILL)
     job.refresh_from_db()
     assert job.state == "submitting" and not job.scheduler_id
-    backend = connection.slurm_client(slurm_allocation.facility)
+    backend = slurm_backend.slurm_client(slurm_allocation.facility)
     assert len(jobs_named(backend, job.token)) == 1  # sbatch did go out
     assert job.submit_lease_owner and job.submit_attempts == 1  # the dead worker's lease
     wait_for(lambda: job.pk in services.submissions_due()["jobs"], timeout=30,

@@ -12,7 +12,7 @@ from allocations.models import UsageRecord
 from allocations.selectors import allocation_ledger
 from allocations.services import allocation_close
 from launcher import services, tasks
-from launcher.slurm import connection
+from launcher.slurm import backend as slurm_backend
 from launcher.models import Job
 from tests.launcher.conftest import wait_for
 from tests.launcher.slurm_fixtures import TINY, poll_until, slurm_allocation, slurm_facility  # noqa: F401
@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.slurm, pytest.mark.django_db]
 
 def _sacct_gpu_seconds(facility, scheduler_id: str) -> tuple[int, int]:
     """(ElapsedRaw, GPUs) straight from sacct, read independently of the portal's parser."""
-    out = connection.slurm_client(facility).ssh.run(
+    out = slurm_backend.slurm_client(facility).ssh.run(
         ["sacct", "-X", "-n", "-P", "-j", scheduler_id, "-o", "ElapsedRaw,AllocTRES"]).stdout
     elapsed, tres = out.strip().splitlines()[0].split("|")
     gpus = next(int(part.split("=")[1]) for part in tres.split(",") if part.startswith("gres/gpu="))
@@ -67,7 +67,7 @@ def test_a_two_gpu_job_runs_two_processes_and_is_charged_exactly_after_close(
 
 
 def _final_sacct(facility, job: Job) -> tuple[int, int] | None:
-    out = connection.slurm_client(facility).ssh.run(
+    out = slurm_backend.slurm_client(facility).ssh.run(
         ["sacct", "-X", "-n", "-P", "-j", job.scheduler_id, "-o", "State"]).stdout.strip()
     if not out or out.splitlines()[0] in ("RUNNING", "PENDING"):
         return None

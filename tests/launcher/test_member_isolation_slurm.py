@@ -11,7 +11,7 @@ from allocations import services as allocation_services
 from allocations.models import Allocation, ProjectMembership
 from launcher import services, tasks
 from launcher.provisioning import allocation_provision
-from launcher.slurm import connection
+from launcher.slurm import backend as slurm_backend
 from tests.factories import UserFactory
 from tests.launcher.conftest import unique_name
 from tests.launcher.slurm_fixtures import drop_account, make_allocation, slurm_facility  # noqa: F401
@@ -28,7 +28,7 @@ def live_allocation(project, slurm_facility):
 
 
 def _state(allocation):
-    return connection.slurm_client(allocation.facility).account_state(allocation.account_name)
+    return slurm_backend.slurm_client(allocation.facility).account_state(allocation.account_name)
 
 
 def test_a_bad_login_never_stops_a_suspension_a_cap_or_a_removal(

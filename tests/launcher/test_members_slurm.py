@@ -14,7 +14,7 @@ from allocations import services as allocation_services
 from allocations.models import Allocation, ProjectMembership
 from launcher.models import Job
 from launcher.provisioning import allocation_provision
-from launcher.slurm import connection
+from launcher.slurm import backend as slurm_backend
 from tests.browser import login
 from tests.factories import UserFactory
 from tests.launcher.conftest import unique_name
@@ -43,7 +43,7 @@ def _api(user) -> APIClient:
 
 
 def _users(allocation) -> frozenset[str]:
-    return connection.slurm_client(allocation.facility).account_state(
+    return slurm_backend.slurm_client(allocation.facility).account_state(
         allocation.account_name).users
 
 
@@ -92,7 +92,7 @@ def test_a_member_added_and_removed_in_the_browser_gains_and_loses_slurm_access(
 
 def test_an_approved_extension_shows_in_the_slurm_limits(
         project, researcher, reviewer, live_allocation, django_capture_on_commit_callbacks):
-    backend = connection.slurm_client(live_allocation.facility)
+    backend = slurm_backend.slurm_client(live_allocation.facility)
     assert backend.account_state(live_allocation.account_name).gpu_minutes == 4 * 60
     end = live_allocation.end_date + dt.timedelta(days=14)
     with django_capture_on_commit_callbacks(execute=True):

@@ -20,7 +20,7 @@ from django.forms.models import model_to_dict
 
 from allocations.models import Allocation, Dataset, Event
 from launcher import services
-from launcher.access import NotVisible
+from launcher.selectors import NotVisible
 from launcher.models import Job, Sweep
 from allocations.models import AllocationRequest, Project, ProjectMembership
 from tests.allocations.test_api import payload

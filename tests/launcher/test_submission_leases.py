@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from launcher import services
 from launcher.models import Job
-from launcher.services.leases import submit_backoff, submit_lease_take
-from launcher.slurm import connection
+from launcher.services.submission import submit_backoff, submit_lease_take
+from launcher.slurm import backend as slurm_backend
 from tests.factories import FacilityFactory
 from tests.launcher.conftest import free_port, unique_name
 from tests.launcher.slurm_fixtures import TINY, make_allocation, slurm_settings
@@ -31,7 +31,7 @@ def down_allocation(db, project, services_env, settings):
     facility = FacilityFactory(slug=unique_name("down-"), backend="slurm", backend_settings=
                                slurm_settings(services_env, port=free_port(), retries=0))
     yield make_allocation(project, facility, status="active")
-    connection.forget(facility.pk)
+    slurm_backend.forget(facility.pk)
 
 
 def launch(allocation, by) -> Job:

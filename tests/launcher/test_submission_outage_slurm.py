@@ -20,7 +20,7 @@ from allocations.models import ProjectMembership
 from launcher import services, tasks
 from launcher.provisioning import allocation_provision
 from launcher.models import Job
-from launcher.slurm import connection
+from launcher.slurm import backend as slurm_backend
 from tests.factories import FacilityFactory
 from tests.launcher.conftest import unique_name, wait_for
 from tests.launcher.slurm_fixtures import (
@@ -52,7 +52,7 @@ def outage_allocation(project, researcher, services_env, throwaway_sshd):
     allocation = allocation_provision(allocation_id=make_allocation(project, facility).pk)
     assert allocation.status == "active", allocation.status_reason
     yield allocation
-    connection.forget(facility.pk)
+    slurm_backend.forget(facility.pk)
     drop_account(facility, allocation.account_name)
     drop_workdirs(facility, allocation)
 
@@ -70,7 +70,7 @@ def test_five_jobs_submitting_through_an_ssh_outage_are_each_submitted_once(
     for name, value in RETRIES.items():
         setattr(settings, name.removeprefix("PORTAL_"), int(value))
     facility = outage_allocation.facility
-    connection.forget(facility.pk)
+    slurm_backend.forget(facility.pk)
     with running_worker(RETRIES):
         throwaway_sshd.stop()
         try:
@@ -91,7 +91,7 @@ def test_five_jobs_submitting_through_an_ssh_outage_are_each_submitted_once(
     assert all(j.state in ("submitting", "failed") and not j.scheduler_id for j in during.values())
     assert all(j.submit_attempts >= 3 for j in during.values())  # retried, with backoff
     assert all(j.submit_attempts <= 1 + OUTAGE_SECONDS // 2 for j in during.values())
-    backend = connection.slurm_client(facility)
+    backend = slurm_backend.slurm_client(facility)
     doomed.refresh_from_db()
     assert doomed.state == "failed" and doomed.state_reason.startswith("Not submitted:")
     assert "last error:" in doomed.state_reason and doomed.finished_at >= doomed.submit_deadline

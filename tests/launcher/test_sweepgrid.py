@@ -3,6 +3,7 @@
 
 import pytest
 
+from launcher import bundles
 from launcher import sweepgrid as sg
 from launcher.stats import bounded_interval
 
@@ -58,7 +59,7 @@ def test_cell_maps_to_train_arguments_that_the_workload_parser_accepts():
     from launcher.workloads.ctxray.cli import build_parser
 
     cell = sg.expand(sg.validate({"preset": "claire"}))[7]
-    argv = sg.cell_argv(cell, "/data/bimcv", "/runs/7")
+    argv = bundles.cell_argv(cell, "/data/bimcv", "/runs/7")
     args = build_parser().parse_args(argv)
     assert (args.model, args.lr, args.lr_step, args.weight_decay) == ("densenet121", 1e-3, 10, 1e-4)
     assert (args.fold, args.folds, args.epochs, args.window) == (2, 5, 50, (-500.0, 1500.0))

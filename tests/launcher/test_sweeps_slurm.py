@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from launcher import services
-from launcher.slurm import connection
+from launcher.slurm import backend as slurm_backend
 from launcher.models import Job
 from tests.launcher.conftest import wait_for
 from tests.launcher.slurm_fixtures import TINY, slurm_allocation, slurm_facility  # noqa: F401
@@ -25,7 +25,7 @@ def test_a_sweep_is_one_array_and_ranks_its_combinations(slurm_allocation, resea
     assert [c.array_index for c in cells] == [0, 1]
     assert {c.scheduler_id for c in cells} == {cells[0].scheduler_id}
     array = cells[0].scheduler_id
-    names = jobs_named(connection.slurm_client(slurm_allocation.facility), sweep.token)
+    names = jobs_named(slurm_backend.slurm_client(slurm_allocation.facility), sweep.token)
     assert names and {n.split("_")[0] for n in names} == {array}  # one array job for the sweep
 
     # Done = every cell final and, when it succeeded, its metrics.json read: that is what the

@@ -12,12 +12,12 @@ from allocations.errors import Forbidden, Invalid
 from allocations.models import Dataset, Event, UsageRecord
 from allocations.services.ledger import Figures, ledger_recomputed, ledger_stored
 from allocations.transitions import InvalidTransition
-from launcher.access import NotVisible
 from launcher.backends.registry import backend_for
 from launcher.notebooks import services, sync
 from launcher.notebooks.hubapi import ServerView
 from launcher.notebooks.models import NotebookSession
 from launcher.runners import NotebookUsage
+from launcher.selectors import NotVisible
 from tests.factories import AllocationFactory, FacilityFactory
 from tests.notebooks.fixtures import (  # noqa: F401  (fixtures)
     ago,

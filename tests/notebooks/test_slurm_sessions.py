@@ -19,7 +19,7 @@ import pytest
 from allocations.models import Dataset
 from launcher.backends.registry import backend_for
 from launcher.notebooks.models import NotebookSession
-from launcher.slurm import connection
+from launcher.slurm import backend as slurm_backend
 from tests.factories import FacilityFactory
 from tests.launcher.conftest import read_services_env, unique_name, wait_for
 from tests.launcher.slurm_fixtures import make_allocation, slurm_settings
@@ -59,15 +59,15 @@ def facility(db, services_env):
                                slurm_settings(services_env, storage_root=root,
                                               notebook_env=cluster_notebook_env()))
     yield facility
-    client = connection.slurm_client(facility)
+    client = slurm_backend.slurm_client(facility)
     client.ssh.run(["rm", "-rf", "--", root])
-    connection.forget(facility.pk)
+    slurm_backend.forget(facility.pk)
 
 
 @pytest.fixture
 def allocation(project, researcher, facility):
     """An active allocation with its own Slurm account and a dataset on the cluster."""
-    client = connection.slurm_client(facility)
+    client = slurm_backend.slurm_client(facility)
     allocation = make_allocation(project, facility, status="active")
     client.ensure_account(name=allocation.account_name, users=["portal"], gpu_minutes=600)
     root = facility.backend_settings["storage_root"]
@@ -110,14 +110,14 @@ def server(hub, session):
 
 
 def sacct(allocation, job_id: str) -> dict[str, str]:
-    out = connection.slurm_client(allocation.facility).ssh.run(
+    out = slurm_backend.slurm_client(allocation.facility).ssh.run(
         ["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "State,ElapsedRaw,AllocTRES,Account"]).stdout
     state, elapsed, tres, account = out.strip().splitlines()[0].split("|")
     return {"state": state.split(" ")[0], "elapsed": elapsed, "tres": tres, "account": account}
 
 
 def squeue(allocation, job_id: str) -> str:
-    return connection.slurm_client(allocation.facility).ssh.run(
+    return slurm_backend.slurm_client(allocation.facility).ssh.run(
         ["squeue", "-h", "-j", job_id, "-o", "%a|%b|%T|%j"]).stdout.strip()
 
 
@@ -131,7 +131,7 @@ done
 
 def server_mount(allocation, job_id: str, where: str) -> str:
     """The mountinfo line of `workdir/<where>` as the job's notebook server sees it."""
-    return connection.slurm_client(allocation.facility).ssh.run(
+    return slurm_backend.slurm_client(allocation.facility).ssh.run(
         ["bash", "-c", MOUNTS, "mounts", job_id, where]).stdout.strip()
 
 
@@ -185,7 +185,7 @@ def progress_messages(hub, session, *, until: str) -> list[str]:
 
 
 def test_a_pending_session_says_why_and_is_cancelled_with_nothing_charged(hub, allocation, researcher):
-    client = connection.slurm_client(allocation.facility)
+    client = slurm_backend.slurm_client(allocation.facility)
     blocker = client.ssh.run(["sbatch", "--parsable", f"--account={allocation.account_name}",
                               "--gres=gpu:2", "--time=5", "--job-name=portal-test-blocker",
                               "--output=/dev/null", "--wrap=sleep 300"]).stdout.strip()
