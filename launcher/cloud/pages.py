@@ -7,9 +7,10 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import TruncDate
 
 from allocations.charts import GRID, LAYOUT
-from allocations.models import Allocation, Facility, UsageRecord
+from allocations.models import Allocation, UsageRecord
 
 from ..selectors import can_see
+from ..backends.registry import Capability, supports
 from .models import Cluster
 from .selectors import remaining
 
@@ -38,9 +39,10 @@ def cost_per_day(allocation: Allocation) -> dict:
 
 def allocation_sections(allocation: Allocation, user) -> list[dict]:
     """Sections for `/allocations/<id>/` (empty unless the allocation has a cluster the user
-    may see): {"template": ..., "data": ...} each. Only the cloud backend makes clusters, so
-    an allocation on another facility is not asked for one (a query fewer on its page)."""
-    if allocation.facility.backend != Facility.Backend.AWS:
+    may see): {"template": ..., "data": ...} each. Only a backend that prices its launches in
+    money (the cloud's `check_launch`) makes clusters, so an allocation on another facility is
+    not asked for one (a query fewer on its page)."""
+    if not supports(allocation.facility, Capability.CHECK_LAUNCH):
         return []
     cluster = Cluster.objects.filter(allocation_id=allocation.pk).first()
     if cluster is None or not can_see(user, allocation):  # the launcher's one rule
