@@ -8,7 +8,7 @@ Not part of the suite (no `test_` prefix); run it by name, under the Slurm lock:
 
 A profile hook records every project file in which a function is called, in first-call order,
 while the path runs with Celery eager (the enqueued task runs in-process after the commit).
-Counted as docs/architecture.md counts: not models, state tables, migrations, apps.py, Django
+Counted as docs/architecture.md counts: not models, migrations, apps.py, Django
 or libraries, nor the middleware, authentication and error handling every request crosses
 (printed apart, as "every request")."""
 from __future__ import annotations
@@ -39,7 +39,7 @@ SIDE = {("allocations/tasks.py", "send_notification"), ("launcher/receivers.py",
 
 def _counted(path: str) -> bool:
     name = Path(path).name
-    return not (name in {"models.py", "states.py", "apps.py", "__init__.py"} or "/models/" in path
+    return not (name in {"models.py", "apps.py", "__init__.py"} or "/models/" in path
                 or "/migrations/" in path)
 
 
