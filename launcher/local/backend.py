@@ -41,7 +41,7 @@ from ..backends.registry import BaseBackend, Capability
 from ..models import Job
 from ..notebooks.models import NotebookSession
 from ..runners import Capacity, Fetched, NotebookUsage, Observation, Submission
-from ..services.launch import notebook_datasets
+from ..notebooks.selectors import notebook_datasets
 from . import cells
 
 S = Job.State
@@ -135,7 +135,7 @@ class LocalNotebooks:
     def notebook_options(self, *, allocation: Allocation, session: NotebookSession) -> dict:
         """workdir `<project folder>/notebooks/<username>` (created; it outlives the session),
         run_dir `settings.NOTEBOOKS_DIR/<session id>` (created), the project's datasets
-        resolved and confined as a job's are (launcher.services.launch.notebook_datasets), and
+        resolved and confined as a job's are (launcher.notebooks.selectors.notebook_datasets), and
         the GPU indices handed to the server (CUDA_VISIBLE_DEVICES; "" with no GPU)."""
         facility = allocation.facility
         code = allocation.project.code

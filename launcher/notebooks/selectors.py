@@ -1,13 +1,19 @@
 """Reads of notebook sessions, scoped to what a user may see (launcher.selectors' rule): members
-of the allocation's project, reviewers and staff see its sessions; only the owner opens one."""
+of the allocation's project, reviewers and staff see its sessions; only the owner opens one. And the project's datasets a session may read
+(`notebook_datasets`, which a backend's `notebook_options` calls): the same checks as a job's
+dataset (launcher/services/launch.py, `job_data`)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db.models import QuerySet
 
+from allocations.models import Allocation, Dataset
+from allocations.policy import dataset_location_errors
 from allocations.selectors import visible_allocation_rows
 
+from ..backends.base import PathRefused
 from ..selectors import NotVisible, acts_on_all, sees_all
 from .models import NotebookSession
 
@@ -48,3 +54,31 @@ def may_stop(user: Any, session: NotebookSession) -> bool:
 def may_open(user: Any, session: NotebookSession) -> bool:
     """Only the owner opens the session's JupyterLab (the hub enforces it too)."""
     return bool(getattr(user, "pk", None)) and session.user_id == user.pk
+
+
+def notebook_datasets(*, allocation: Allocation,
+                      resolve: Callable[[str], str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The project's registered datasets a notebook session on this allocation may read:
+    ({name: resolved absolute path}, {name: why it was left out}). Each passes the same checks
+    as a job's dataset (the facility accepts its sensitivity tier, its location passes the
+    policy) and is resolved and confined by `resolve(location)` (the facility backend's
+    `resolve_data_path` for the project; PathRefused leaves it out with the reason, another
+    BackendError propagates). Called by a backend's `notebook_options`, outside any
+    transaction."""
+    found: dict[str, str] = {}
+    left_out: dict[str, str] = {}
+    facility = allocation.facility
+    for dataset in Dataset.objects.filter(project_id=allocation.project_id).order_by("name"):
+        if not facility.accepts(dataset.sensitivity):
+            left_out[dataset.name] = (f"{dataset.get_sensitivity_display().lower()} data, which "
+                                      f"{facility.name} does not accept")
+            continue
+        problems = dataset_location_errors(dataset.location)
+        if problems:
+            left_out[dataset.name] = problems[0]
+            continue
+        try:
+            found[dataset.name] = resolve(dataset.location)
+        except PathRefused as refusal:
+            left_out[dataset.name] = refusal.message
+    return found, left_out

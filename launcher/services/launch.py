@@ -27,14 +27,14 @@ resolved project folder travels as `data_root` and reaches it as `--data-root`: 
 resolves `--data` again on the node when it starts and refuses to read it if it now lies
 outside that folder (a symlink swapped in after the launch).
 
-`notebook_datasets` applies the same checks to the datasets a notebook session may read (a
-backend's `notebook_options` calls it).
+The datasets a notebook session may read pass the same checks
+(launcher/notebooks/selectors.py, `notebook_datasets`).
 """
 from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from decimal import ROUND_UP, Decimal
 from typing import Any
 
@@ -277,31 +277,3 @@ def job_data(*, allocation: Allocation, params: Mapping[str, Any]) -> dict[str, 
                              f"{error.message}. Try again.") from None
     return {**params, "dataset": dataset.name, "dataset_id": dataset.pk, "data_path": real,
             "data_root": root}
-
-
-def notebook_datasets(*, allocation: Allocation,
-                      resolve: Callable[[str], str]) -> tuple[dict[str, str], dict[str, str]]:
-    """The project's registered datasets a notebook session on this allocation may read:
-    ({name: resolved absolute path}, {name: why it was left out}). Each passes the same checks
-    as a job's dataset (the facility accepts its sensitivity tier, its location passes the
-    policy) and is resolved and confined by `resolve(location)` (the facility backend's
-    `resolve_data_path` for the project; PathRefused leaves it out with the reason, another
-    BackendError propagates). Called by a backend's `notebook_options`, outside any
-    transaction."""
-    found: dict[str, str] = {}
-    left_out: dict[str, str] = {}
-    facility = allocation.facility
-    for dataset in Dataset.objects.filter(project_id=allocation.project_id).order_by("name"):
-        if not facility.accepts(dataset.sensitivity):
-            left_out[dataset.name] = (f"{dataset.get_sensitivity_display().lower()} data, which "
-                                      f"{facility.name} does not accept")
-            continue
-        problems = dataset_location_errors(dataset.location)
-        if problems:
-            left_out[dataset.name] = problems[0]
-            continue
-        try:
-            found[dataset.name] = resolve(dataset.location)
-        except PathRefused as refusal:
-            left_out[dataset.name] = refusal.message
-    return found, left_out

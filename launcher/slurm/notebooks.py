@@ -22,7 +22,7 @@ from ..backends.base import (
     project_folder,
 )
 from ..runners import NotebookUsage
-from ..services.launch import notebook_datasets
+from ..notebooks.selectors import notebook_datasets
 from .client import NOTEBOOK_JOB_PREFIX, SlurmClient
 from .parse import NamedJob
 
