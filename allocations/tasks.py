@@ -54,5 +54,5 @@ def send_usage_digests() -> int:
 @shared_task(name="allocations.reconcile_ledger")
 def reconcile_ledger() -> int:
     """Beat: recompute every allocation's ledger columns from the records; drifts are corrected,
-    logged and audited (allocations/services/ledger.py). Returns the number corrected."""
+    logged and audited (allocations/ledger.py). Returns the number corrected."""
     return len(ledger_reconcile())

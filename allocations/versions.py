@@ -1,9 +1,10 @@
 """Versions of what the pages show, for template fragment caching with explicit invalidation.
 
 Each project has a version in the cache (a random token); the services that change what a page
-shows of a project bump it after their transaction commits: every audited write (`record_event`
-on a project, request or allocation: state moves, edits, members, top-ups) and every move of an
-allocation's ledger columns (allocations/services/ledger.py). A page caches a fragment under
+shows of a project bump it after their transaction commits (`projects_bump`, beside the audited
+write in allocations/transitions.py): every audited write (`record_event` on a project, request
+or allocation: state moves, edits, members, top-ups) and every move of an allocation's ledger
+columns (allocations/ledger.py). A page caches a fragment under
 `fragment_key(...)` of the projects it shows, so a bump makes the next request render afresh;
 nothing is invalidated by guessing at timeouts. The key also holds a token drawn once per
 process, so a fragment is never read back by a process that did not see the database it was
@@ -31,19 +32,7 @@ from django.db import transaction
 PROCESS = secrets.token_hex(8)
 CATALOGUE = "version:catalogue"
 PEOPLE = "version:people"
-
-
-def _key(project_id: int) -> str:
-    return f"version:project:{project_id}"
-
-
-def projects_bump(project_ids: Iterable[int]) -> None:
-    """New versions for these projects once the current transaction commits (at once outside
-    one), so no reader can cache the old rows under the new version."""
-    ids = {pk for pk in project_ids if pk is not None}
-    if ids:
-        transaction.on_commit(lambda: cache.set_many(
-            {_key(pk): secrets.token_hex(8) for pk in ids}, timeout=None))
+PROJECT = "version:project:{}"  # .format(project id); bumped by transitions.projects_bump
 
 
 def catalogue_changed(**_: object) -> None:
@@ -75,8 +64,8 @@ def fragment_key(*parts: object, project_ids: Iterable[int], catalogue: bool = F
                  people: bool = False) -> str:
     """A key for a fragment that shows these projects' rows (and, with `catalogue`, reads the
     shared catalogue; with `people`, shows usernames): changes when any of them is bumped."""
-    keys = ([_key(pk) for pk in sorted(set(project_ids))] + ([CATALOGUE] if catalogue else [])
-            + ([PEOPLE] if people else []))
+    keys = ([PROJECT.format(pk) for pk in sorted(set(project_ids))]
+            + ([CATALOGUE] if catalogue else []) + ([PEOPLE] if people else []))
     versions = _versions(keys)
     text = "|".join([PROCESS, *map(str, parts), *(f"{k}:{v}" for k, v in versions.items())])
     return hashlib.sha256(text.encode()).hexdigest()

@@ -71,7 +71,7 @@ def _run() -> int:
 
     from allocations.models import Allocation, Facility, Project, ProjectMembership, UsageRecord
     from allocations.selectors import allocation_ledger, visible_allocations
-    from allocations.services.ledger import ledger_rebuild
+    from allocations.ledger import ledger_rebuild
     from launcher import services, tasks
     from launcher.models import Job
     from launcher.services import LaunchConflict

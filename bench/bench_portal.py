@@ -94,7 +94,7 @@ UsageRecord.objects.bulk_create([UsageRecord(allocation=a, source="slurm",
     external_id=f"{a.pk}.{j}", period_start=now - dt.timedelta(days=j), period_end=now,
     gpu_seconds=3600 * (1 + j)) for a in Allocation.objects.all() for j in range(10)],
     batch_size=2000)
-from allocations.services.ledger import ledger_rebuild
+from allocations.ledger import ledger_rebuild
 ledger_rebuild()  # the ledger columns of rows loaded around the services
 from django.db import connection
 with connection.cursor() as cursor:

@@ -57,7 +57,7 @@ for n in (1, 2):
     ids.setdefault("allocation", alloc.pk)
     ids.setdefault("project", project.pk)
 ids["request"] = AllocationRequest.objects.filter(project__pi=pi, status="submitted").first().pk
-from allocations.services.ledger import ledger_rebuild
+from allocations.ledger import ledger_rebuild
 ledger_rebuild()  # the ledger columns of rows loaded around the services
 print("IDS " + json.dumps(ids))
 """
@@ -102,7 +102,7 @@ mine = [a for a in allocs if a.project.pi_id == pi.pk]
 ids = {"allocation": mine[0].pk, "project": projects[0].pk,
        "request": AllocationRequest.objects.filter(project=projects[0], status="submitted")
        .first().pk}
-from allocations.services.ledger import ledger_rebuild
+from allocations.ledger import ledger_rebuild
 ledger_rebuild()  # the ledger columns of rows loaded around the services
 print("IDS " + json.dumps(ids))
 """

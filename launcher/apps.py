@@ -25,6 +25,6 @@ class LauncherConfig(AppConfig):
 
         from allocations.ledger import register_reservations
 
-        from .ledger import job_reservations
+        from .selectors import job_reservations
 
         register_reservations(job_reservations)

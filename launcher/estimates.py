@@ -3,8 +3,8 @@
 A launch reserves the most it may use: its wall-time limit x GPUs (x runs), which the backend
 enforces (Slurm `--time`, the local hard stop, the cloud agent's deadline), as Slurm itself
 reserves against GrpTRESMins when it decides whether a job may start. The reservation shrinks
-as charges arrive (launcher/ledger.py) and is released when the job ends, so only what a run
-uses stays charged. The recommender's predicted run time (`benchmarks.estimates.job_prediction`)
+as charges arrive (launcher/selectors.py, `job_reservations`) and is released when the job
+ends, so only what a run uses stays charged. The recommender's predicted run time (`benchmarks.estimates.job_prediction`)
 no longer sets the reservation; it sets the default wall time (`default_wall_time`: the
 prediction x P.WALL_TIME_MARGIN, at least P.WALL_TIME_FLOOR_MINUTES) and is shown beside it.
 `source` says what the prediction rests on:
@@ -12,6 +12,13 @@ prediction x P.WALL_TIME_MARGIN, at least P.WALL_TIME_FLOOR_MINUTES) and is show
   recommender  predicted from other results (same chip, other models, or the roofline)
   wall-time    no usable prediction, or one longer than the wall time
 and `basis` says so in a sentence that the 409 refusal and the job page repeat.
+
+Also here, how many runs a facility really runs at once (`capacity_note`, `gpus_refusal`), said
+before a launch and on the sweep page: a sweep's `concurrency` is an upper bound, the facility's
+free slots decide (issue 22: cells ran one at a time under "at most 2 at once", and an API job
+waited minutes for a slot with nothing saying so beforehand). A backend that knows its slots
+declares `capacity` in the registry and is asked; elsewhere the scheduler decides and the
+sentence says so.
 """
 from __future__ import annotations
 
@@ -25,10 +32,11 @@ from typing import Any
 
 from django.db import transaction
 
-from allocations.models import Allocation, NodeType
+from allocations.models import Allocation, Facility, NodeType
 from benchmarks.estimates import JobPrediction, job_prediction
 
 from . import params as P
+from .backends.registry import Capability, backend_for
 
 log = logging.getLogger(__name__)
 
@@ -155,3 +163,33 @@ def estimate_sweep(*, allocation: Allocation, params: Mapping[str, Any], fixed: 
                        wall_time_minutes=wall_time_minutes)
     total = dataclasses.replace(one, gpu_hours=one.gpu_hours * cells, cost=one.cost * cells)
     return SweepEstimate(cells=cells, per_cell=one, total=total)
+
+
+def capacity_note(facility: Facility, *, concurrency: int | None = None) -> str:
+    """One sentence: the facility's slots, how many are in use now, and what that means."""
+    backend = backend_for(facility)
+    if Capability.CAPACITY not in backend.capabilities:
+        return (f"{facility.name}'s scheduler decides when each run starts; a run waits while "
+                "the cluster or the allocation's limits are full.")
+    capacity = backend.capacity(facility=facility)
+    slots, in_use = capacity.slots, capacity.in_use
+    free = slots - in_use
+    sentence = (f"{facility.name} runs {slots} run{'s' if slots != 1 else ''} at a time (one per "
+                f"GPU or CPU slot, all users together); {in_use} of {slots} in use now, {free} free.")
+    if concurrency is not None and concurrency > slots:
+        sentence += f" A concurrency above {slots} cannot help here."
+    return sentence + " Runs beyond the free slots wait, each saying \"waiting for a free slot\"."
+
+
+def gpus_refusal(facility: Facility, gpus: int) -> str | None:
+    """Why a run needing `gpus` can never start on `facility` (more than all its slots), or
+    None when it can, or when the facility's backend does not know its slots."""
+    backend = backend_for(facility)
+    if Capability.CAPACITY not in backend.capabilities:
+        return None
+    slots = backend.capacity(facility=facility).slots
+    if gpus <= slots:
+        return None
+    return (f"{facility.name} runs at most {slots} GPU{'s' if slots != 1 else ''} (or CPU "
+            f"slot{'s' if slots != 1 else ''}) at a time, so a run needing {gpus} could never "
+            f"start there: ask for at most {slots}.")

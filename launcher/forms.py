@@ -10,10 +10,8 @@ from django import forms
 
 from allocations.models import Dataset
 
-from . import params as P
-from . import sweepgrid
-from .capacity import capacity_note
-from .estimates import default_wall_time
+from . import params as P, sweepgrid
+from .estimates import capacity_note, default_wall_time
 from .api.serializers import LaunchInput, SweepInput
 
 

@@ -11,7 +11,7 @@ from allocations.versions import fragment_key
 
 from . import params, selectors
 from .backends.registry import Capability, supports
-from .capacity import capacity_note
+from .estimates import capacity_note
 from .forms import LaunchForm, SweepForm
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.dispatch import receiver
 
 from allocations.models import Allocation
-from allocations.queue import enqueue
+from allocations.transitions import enqueue
 from allocations.signals import (
     allocation_grant_changed, allocation_status_changed,
     project_members_changed,

@@ -12,12 +12,11 @@ from django.views.decorators.http import require_POST
 from allocations.refusals import form_call, form_status, refused_to
 from allocations.selectors import visible_allocations
 
-from . import charts, selectors, services, sweepgrid
-from . import params as P
+from . import charts, params as P, selectors, services, sweepgrid
 from .backends.base import BackendError
-from .capacity import capacity_note
+from .estimates import capacity_note
 from .forms import LaunchForm, SweepForm
-from .ledger import with_reservation
+from .selectors import with_reservation
 from .models import Job
 
 

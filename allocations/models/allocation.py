@@ -49,7 +49,7 @@ class Allocation(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     activated_at = models.DateTimeField(null=True, blank=True)
     # The ledger, kept as data (docs/ledger.md): changed only by F() updates under the row lock
-    # in allocations/services/ledger.py, recomputed from the records by a beat task.
+    # in allocations/ledger.py, recomputed from the records by a beat task.
     gpu_seconds_used = models.BigIntegerField("charged GPU-seconds", default=0, editable=False)
     spend = models.DecimalField(max_digits=16, decimal_places=4, default=Decimal(0),
                                 editable=False)

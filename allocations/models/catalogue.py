@@ -46,7 +46,7 @@ class Facility(models.Model):
     trial_days = models.PositiveIntegerField(default=90, validators=[MinValueValidator(1)])
     trial_auto_approve = models.BooleanField(default=False)
     # Per person (as requester or PI, across all their projects): beyond these a trial is
-    # not approved automatically but waits for a reviewer (allocations/trials.py).
+    # not approved automatically but waits for a reviewer (allocations/policy.py, `trial_limit_reason`).
     trial_open_per_person = models.PositiveIntegerField(
         "open trials per person", default=1, validators=[MinValueValidator(1)])
     trial_per_person_per_period = models.PositiveIntegerField(

@@ -6,7 +6,7 @@ from .allocations import (
 )
 from .datasets import dataset_create, dataset_delete, dataset_update
 from .errors import PolicyError
-from .ledger import ledger_charge, ledger_jobs_change, ledger_reconcile, ledger_reserve
+from ..ledger import ledger_charge, ledger_jobs_change, ledger_reconcile, ledger_reserve
 from .preferences import preference_set
 from .projects import (
     MembershipConflict, project_create, project_update, project_member_add, project_member_remove,

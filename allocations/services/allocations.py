@@ -13,10 +13,9 @@ from django.utils import timezone
 
 from .. import signals
 from ..models import Allocation
-from ..queue import enqueue, notify_after_commit
+from ..transitions import enqueue, notify_after_commit, record_event, transition
 from ..roles import is_staff
 from ..states import ALLOCATION_MOVES
-from ..transitions import record_event, transition
 
 #: The Celery task that turns a granted allocation into compute on its facility's backend
 #: (launcher/provisioning.py), enqueued by name after the commit.

@@ -15,14 +15,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..models import Allocation, AllocationRequest, NodeType, Project
-from ..policy import RequestDraft, request_errors
-from ..queue import enqueue, notify_after_commit
+from ..policy import RequestDraft, request_errors, trial_limit_reason
 from ..roles import is_reviewer
 from ..selectors import belongs_to, can_manage_project, membership
 from ..states import REQUEST_MOVES
-from ..transitions import InvalidTransition, record_event, transition
-from ..trials import trial_limit_reason
-from ..versions import projects_bump
+from ..transitions import (InvalidTransition, enqueue, notify_after_commit, projects_bump,
+                           record_event, transition)
 from .allocations import PROVISION_TASK, allocation_close, allocation_top_up
 from .errors import PolicyError
 

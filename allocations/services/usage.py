@@ -10,12 +10,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..models import Allocation, UsageRecord
-from ..queue import notify_after_commit
+from ..transitions import notify_after_commit, record_event
 from ..roles import is_staff
-from ..transitions import record_event
 from .allocations import allocation_exhaust
 from .errors import PolicyError
-from .ledger import ledger_charge
+from ..ledger import ledger_charge
 
 THRESHOLDS = (50, 80, 100)
 
@@ -23,7 +22,7 @@ THRESHOLDS = (50, 80, 100)
 def usage_record_many(records: Iterable[UsageRecord], *, batch_size: int = 2000) -> int:
     """Insert usage rows, ignoring any already recorded (unique by source and external id), so
     ingesting the same backend records twice charges them once; the allocation's ledger columns
-    move with them (services/ledger.py). Returns rows offered."""
+    move with them (allocations/ledger.py). Returns rows offered."""
     rows = list(records)
     if rows:
         ledger_charge(records=rows, batch_size=batch_size)

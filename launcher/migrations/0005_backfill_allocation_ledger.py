@@ -1,6 +1,6 @@
 """Fill the allocation's ledger columns (allocations 0009) from the records: charged seconds and
 spend from the usage records, reservations from the unfinished jobs (docs/ledger.md). The same
-figures as the beat task's recomputation (allocations/services/ledger.py)."""
+figures as the beat task's recomputation (allocations/ledger.py)."""
 from decimal import Decimal
 
 from django.db import migrations

@@ -20,7 +20,7 @@ from django.utils import timezone
 from allocations.errors import Forbidden, Invalid
 from allocations.figures import hours_text
 from allocations.models import Allocation
-from allocations.queue import enqueue
+from allocations.transitions import enqueue
 from allocations.selectors import allocation_ledger, is_member, visible_allocation_rows
 from allocations.services import ledger_jobs_change, ledger_reserve
 from allocations.transitions import record_event

@@ -46,14 +46,11 @@ from allocations.models import Allocation, Dataset
 from allocations.policy import dataset_location_errors
 from allocations.selectors import allocation_ledger
 from allocations.services import ledger_reserve
-from allocations.transitions import record_event
-from allocations.queue import enqueue
+from allocations.transitions import enqueue, record_event
 
-from .. import params as launch_params
-from .. import sweepgrid
+from .. import params as launch_params, sweepgrid
 from ..selectors import check_can_act
-from ..capacity import gpus_refusal
-from ..estimates import Estimate, estimate_run, estimate_sweep
+from ..estimates import Estimate, estimate_run, estimate_sweep, gpus_refusal
 from ..models import Job, Sweep
 from ..backends.base import NO_STORAGE, BackendError, PathRefused
 from ..backends.registry import Capability, backend_for, supports
@@ -82,7 +79,7 @@ def _lock_active(allocation: Allocation) -> Allocation:
 
 def _check_budget(allocation: Allocation, estimate: Estimate) -> None:
     """Refuse (409) a launch whose estimate does not fit what is left: granted less charged
-    less the reservations of unfinished work (launcher/ledger.py), in GPU-hours and, where the
+    less the reservations of unfinished work (launcher/selectors.py, `job_reservations`), in GPU-hours and, where the
     allocation has a money budget, in money. Called with the allocation row locked, so two
     launches are checked one after the other and never spend the same hours."""
     ledger = allocation_ledger(allocation.pk)

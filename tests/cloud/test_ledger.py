@@ -12,7 +12,7 @@ from django.db import connection
 from allocations.models import UsageRecord
 from allocations.selectors import allocation_ledger
 from allocations.services import allocation_close
-from allocations.services.ledger import ledger_recomputed, ledger_stored
+from allocations.ledger import ledger_recomputed, ledger_stored
 from launcher import services, tasks
 from launcher.cloud import clock
 from launcher.cloud.models import CloudTask, Cluster, Node

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from allocations.models import Allocation
 from launcher.backends.registry import Capability, backend_for
-from launcher.capacity import capacity_note
+from launcher.estimates import capacity_note
 from launcher.models import Job, Sweep
 from tests.factories import FacilityFactory
 

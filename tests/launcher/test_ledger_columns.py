@@ -16,7 +16,7 @@ from allocations.services import (
     allocation_close, allocation_expire, usage_record_many,
 )
 from allocations.services.allocations import allocation_top_up
-from allocations.services.ledger import Figures, ledger_recomputed, ledger_stored
+from allocations.ledger import Figures, ledger_recomputed, ledger_stored
 from launcher import services, tasks
 from launcher.backends.base import UsageRow
 from launcher.models import Job

@@ -127,7 +127,7 @@ def test_a_finished_job_releases_its_reservation_and_its_charge_takes_its_place(
 
 
 def test_a_job_shows_its_estimate_reservation_and_charge_side_by_side(project, researcher, queued):
-    from launcher.ledger import with_reservation
+    from launcher.selectors import with_reservation
 
     facility = FacilityFactory(slug="local-site", backend="local")
     allocation = AllocationFactory(project=project, facility=facility, gpu_hours=Decimal("2"))

@@ -12,7 +12,7 @@ import pytest
 
 from allocations.models import UsageRecord
 from allocations.services import allocation_suspend
-from allocations.services.ledger import Figures, ledger_recomputed, ledger_stored
+from allocations.ledger import Figures, ledger_recomputed, ledger_stored
 from launcher.notebooks import services, sync
 from launcher.notebooks.models import NotebookSession
 from tests.notebooks.fixtures import (  # noqa: F401  (fixtures)

@@ -10,7 +10,7 @@ import pytest
 
 from allocations.errors import Forbidden, Invalid
 from allocations.models import Dataset, Event, UsageRecord
-from allocations.services.ledger import Figures, ledger_recomputed, ledger_stored
+from allocations.ledger import Figures, ledger_recomputed, ledger_stored
 from allocations.transitions import InvalidTransition
 from launcher.backends.registry import backend_for
 from launcher.notebooks import services, sync

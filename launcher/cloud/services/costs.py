@@ -99,7 +99,7 @@ def node_charge(*, node_id: int, now: dt.datetime | None = None) -> int:
 
 def _job_of(node: Node) -> int | None:
     """The launcher job a worker ran (its task's, or the interrupted task's it ran before a
-    replacement took over), so the charge shrinks that job's reservation (launcher/ledger.py)
+    replacement took over), so the charge shrinks that job's reservation (launcher/selectors.py, `job_reservations`)
     instead of being counted beside it. (A head node of an older version ran no job.)"""
     if node.role != Node.Role.WORKER:
         return None

@@ -13,7 +13,7 @@ from django.db import transaction
 from allocations.models import Allocation
 from allocations.selectors import visible_allocations
 from allocations.transitions import InvalidTransition
-from allocations.queue import enqueue
+from allocations.transitions import enqueue
 
 from .. import bundle, clock
 from ..client import aws_client
