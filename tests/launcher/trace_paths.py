@@ -13,6 +13,7 @@ or libraries, nor the middleware, authentication and error handling every reques
 (printed apart, as "every request")."""
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -61,10 +62,15 @@ def _on_side_branch(frame) -> bool:
 def trace(run) -> tuple[list[str], list[str], list[str]]:
     seen: list[str] = []
     side: list[str] = []
+    funcs: dict[str, list[str]] = {}
 
     def hook(frame, event, arg):
         if event == "call" and frame.f_code.co_name != "<module>":  # not a first import
             rel = _rel(frame.f_code.co_filename)
+            if rel and not _on_side_branch(frame):
+                names = funcs.setdefault(rel, [])
+                if frame.f_code.co_name not in names:
+                    names.append(frame.f_code.co_name)
             if rel and rel not in seen:
                 if _on_side_branch(frame):
                     if rel not in side:
@@ -82,6 +88,9 @@ def trace(run) -> tuple[list[str], list[str], list[str]]:
         threading.setprofile(None)
         current_app.conf.task_always_eager = False
     kept = [f for f in seen if _counted(f)]
+    if os.environ.get("TRACE_FUNCTIONS"):
+        for name in kept:
+            print(f"    {name}: {', '.join(funcs.get(name, []))}")
     return ([f for f in kept if not f.startswith(EVERY_REQUEST)],
             [f for f in kept if f.startswith(EVERY_REQUEST)],
             [f for f in side if _counted(f) and f not in seen])
