@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from .models import Allocation, AllocationRequest, Facility, NodeType
+from .models import Allocation, AllocationRequest, Dataset, Facility, NodeType
 
 Errors = dict[str, list[str]]
 _SENTENCE = re.compile(r"[A-Za-z]{2,}.*[A-Za-z]{2,}")
@@ -241,6 +241,19 @@ def dataset_location_errors(location: str) -> list[str]:
         return ["Use letters, digits, dots, dashes and underscores in each part (not starting "
                 "with a dot or a dash)."]
     return []
+
+
+def dataset_refusal(dataset: Dataset, facility: Facility) -> str:
+    """Why work on `facility` may not read `dataset` ("" when it may): the facility does not
+    accept its sensitivity tier, or its location breaks the rules above. The one check a job's
+    dataset (launcher `job_data`) and a notebook session's datasets (`notebook_datasets`) pass
+    before the backend resolves the path where the files are."""
+    if not facility.accepts(dataset.sensitivity):
+        tiers = ", ".join(facility.allowed_sensitivity or []) or "none"
+        return (f"{dataset.get_sensitivity_display().lower()} data, which {facility.name} does "
+                f"not accept (it accepts: {tiers})")
+    problems = dataset_location_errors(dataset.location)
+    return f"its location {dataset.location!r}: {problems[0]}" if problems else ""
 
 
 def dataset_errors(*, name: str, location: str) -> Errors:

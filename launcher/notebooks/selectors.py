@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from allocations.models import Allocation, Dataset
-from allocations.policy import dataset_location_errors
+from allocations.policy import dataset_refusal
 from allocations.selectors import visible_allocation_rows
 
 from ..backends.base import PathRefused
@@ -59,9 +59,9 @@ def may_open(user: Any, session: NotebookSession) -> bool:
 def notebook_datasets(*, allocation: Allocation,
                       resolve: Callable[[str], str]) -> tuple[dict[str, str], dict[str, str]]:
     """The project's registered datasets a notebook session on this allocation may read:
-    ({name: resolved absolute path}, {name: why it was left out}). Each passes the same checks
-    as a job's dataset (the facility accepts its sensitivity tier, its location passes the
-    policy) and is resolved and confined by `resolve(location)` (the facility backend's
+    ({name: resolved absolute path}, {name: why it was left out}). Each passes the same check
+    as a job's dataset (allocations.policy `dataset_refusal`: the facility accepts its
+    sensitivity tier, its location passes the policy) and is resolved and confined by `resolve(location)` (the facility backend's
     `resolve_data_path` for the project; PathRefused leaves it out with the reason, another
     BackendError propagates). Called by a backend's `notebook_options`, outside any
     transaction."""
@@ -69,13 +69,9 @@ def notebook_datasets(*, allocation: Allocation,
     left_out: dict[str, str] = {}
     facility = allocation.facility
     for dataset in Dataset.objects.filter(project_id=allocation.project_id).order_by("name"):
-        if not facility.accepts(dataset.sensitivity):
-            left_out[dataset.name] = (f"{dataset.get_sensitivity_display().lower()} data, which "
-                                      f"{facility.name} does not accept")
-            continue
-        problems = dataset_location_errors(dataset.location)
-        if problems:
-            left_out[dataset.name] = problems[0]
+        refusal = dataset_refusal(dataset, facility)
+        if refusal:
+            left_out[dataset.name] = refusal
             continue
         try:
             found[dataset.name] = resolve(dataset.location)

@@ -43,7 +43,7 @@ from django.db import transaction
 from allocations.bounds import as_id
 from allocations.figures import hours_text
 from allocations.models import Allocation, Dataset
-from allocations.policy import dataset_location_errors
+from allocations.policy import dataset_refusal
 from allocations.selectors import allocation_ledger
 from allocations.services import ledger_reserve
 from allocations.transitions import enqueue, record_event
@@ -103,15 +103,16 @@ def _check_budget(allocation: Allocation, estimate: Estimate) -> None:
             estimate_basis=estimate.basis)
 
 
-def _runner_cost(allocation: Allocation, estimate: Estimate, *, gpus: int,
+def _backend_price(allocation: Allocation, estimate: Estimate, *, gpus: int,
                  wall_time_minutes: int, runs: int = 1) -> Estimate:
-    """Let the facility's backend check what only it knows (a cloud's money budget) and price
-    the launch. A backend declaring `check_launch` raises LaunchConflict (409) to refuse. Runs
-    under the allocation row lock, reading only: no backend call happens here."""
+    """The launch priced by the facility's backend where it prices work in money (the cloud's
+    `price_launch`: the catalogue's price x the instance time); `_check_budget` then refuses
+    it (409) when the money is not left. Runs under the allocation row lock, reading only: no
+    network call happens here."""
     backend = backend_for(allocation.facility)
-    if Capability.CHECK_LAUNCH not in backend.capabilities:
+    if Capability.PRICE_LAUNCH not in backend.capabilities:
         return estimate
-    cost = backend.check_launch(allocation=allocation, gpus=gpus,
+    cost = backend.price_launch(allocation=allocation, gpus=gpus,
                                 wall_time_minutes=wall_time_minutes, runs=runs)
     return dataclasses.replace(estimate, cost=cost)
 
@@ -148,7 +149,7 @@ def _job_create(*, by: Any, allocation: Allocation, gpus: int, wall_time_minutes
     allocation = _lock_active(allocation)
     estimate = estimate_run(allocation=allocation, params=params, gpus=gpus,
                             wall_time_minutes=wall_time_minutes)
-    estimate = _runner_cost(allocation, estimate, gpus=gpus, wall_time_minutes=wall_time_minutes)
+    estimate = _backend_price(allocation, estimate, gpus=gpus, wall_time_minutes=wall_time_minutes)
     _check_budget(allocation, estimate)
     job = Job.objects.create(
         allocation=allocation, created_by=by, workload=workload, params=params, gpus=gpus,
@@ -189,7 +190,7 @@ def _sweep_create(*, by: Any, allocation: Allocation, grid: dict[str, Any], gpus
     estimate = estimate_sweep(allocation=allocation, params=params, fixed=spec.fixed,
                               cells=len(cells), gpus=gpus, wall_time_minutes=wall_time_minutes)
     per_cell, total = estimate.per_cell, estimate.total
-    total = _runner_cost(allocation, total, gpus=gpus, wall_time_minutes=wall_time_minutes,
+    total = _backend_price(allocation, total, gpus=gpus, wall_time_minutes=wall_time_minutes,
                          runs=len(cells))
     _check_budget(allocation, total)
     cell_cost = (total.cost / len(cells)).quantize(Decimal("0.0001"), rounding=ROUND_UP)
@@ -246,13 +247,9 @@ def job_data(*, allocation: Allocation, params: Mapping[str, Any]) -> dict[str, 
         return params
     dataset = find_dataset(allocation=allocation, ref=ref)
     facility = allocation.facility
-    if not facility.accepts(dataset.sensitivity):
-        tiers = ", ".join(facility.allowed_sensitivity or []) or "none"
-        raise DatasetRefused(f"{dataset.name} is {dataset.get_sensitivity_display().lower()} "
-                             f"data, which {facility.name} does not accept (it accepts: {tiers}).")
-    problems = dataset_location_errors(dataset.location)
-    if problems:
-        raise DatasetRefused(f"{dataset.name}'s location {dataset.location!r}: {problems[0]}")
+    why = dataset_refusal(dataset, facility)
+    if why:
+        raise DatasetRefused(f"{dataset.name} cannot be used here: {why}.")
     if not supports(facility, Capability.DATA_PATHS):
         raise DatasetRefused(f"{facility.name} {NO_STORAGE}; use {' or '.join(SYNTHETIC)}.")
     backend = backend_for(facility)
