@@ -43,7 +43,7 @@ class Capability(str, enum.Enum):
     OBSERVE = "observe"            # the backend's view of live jobs
     FETCH = "fetch"                # progress, log tail, metrics of a job
     CANCEL = "cancel"              # stop jobs
-    CHECK_LAUNCH = "check_launch"  # a backend-specific money check and price of a launch
+    PRICE_LAUNCH = "price_launch"  # the backend prices a launch in money (the ledger checks it)
     USAGE = "usage"                # charge finished work to the allocation (exactly once)
     DATA_PATHS = "data_paths"      # resolve a project dataset's path where the files are
     CAPACITY = "capacity"          # the backend knows its own slots: how much runs at once
@@ -91,10 +91,11 @@ class ComputeBackend(Protocol):
     def cancel(self, *, facility: Facility, jobs: Sequence[Job]) -> None:
         """Stop these jobs; cancelling a finished job is not an error."""
 
-    def check_launch(self, *, allocation: Allocation, gpus: int, wall_time_minutes: int,
+    def price_launch(self, *, allocation: Allocation, gpus: int, wall_time_minutes: int,
                      runs: int = 1) -> Decimal:
-        """Price a launch and refuse it (LaunchConflict) when the backend's budget cannot take
-        it. Runs under the allocation row lock: database reads only, no network."""
+        """The money `runs` jobs of `wall_time_minutes` on `gpus` GPUs would cost at most, which
+        the ledger then checks against what is left (only the ledger refuses a launch for
+        money). Runs under the allocation row lock: database reads only, no network."""
 
     def usage(self, *, allocation: Allocation) -> list[UsageRecord]:
         """Unsaved UsageRecords for the allocation's finished work (each with its job when
@@ -155,9 +156,9 @@ class BaseBackend:
     def cancel(self, *, facility: Facility, jobs: Sequence[Job]) -> None:
         raise Unsupported(self.name, Capability.CANCEL)
 
-    def check_launch(self, *, allocation: Allocation, gpus: int, wall_time_minutes: int,
+    def price_launch(self, *, allocation: Allocation, gpus: int, wall_time_minutes: int,
                      runs: int = 1) -> Decimal:
-        raise Unsupported(self.name, Capability.CHECK_LAUNCH)
+        raise Unsupported(self.name, Capability.PRICE_LAUNCH)
 
     def usage(self, *, allocation: Allocation) -> list[UsageRecord]:
         raise Unsupported(self.name, Capability.USAGE)

@@ -17,7 +17,7 @@ How this entry meets the seam's contract (launcher/backends/registry.py, docs/ar
 - Refusals (budget spent meanwhile, unknown price, allocation no longer active) are permanent
   `BackendError`s, so the launcher fails the job with the reason instead of retrying.
 
-Budget: `check_launch` prices a launch (the catalogue's price x the instance time; PriceUnknown,
+Budget: `price_launch` prices a launch (the catalogue's price x the instance time; PriceUnknown,
 400, when nobody knows it). It runs inside the launcher's `job_launch` / `sweep_launch`
 transaction (the allocation row locked); the ledger then refuses it when the money is not left
 (409 with `estimate_cost` and `remaining_budget`, docs/ledger.md), so nothing is written or
@@ -87,7 +87,7 @@ class AwsBackend(BaseBackend):
     name = "aws"
     capabilities = frozenset({
         Capability.PROVISION, Capability.SUBMIT, Capability.OBSERVE, Capability.FETCH,
-        Capability.CANCEL, Capability.CHECK_LAUNCH, Capability.DATA_PATHS})
+        Capability.CANCEL, Capability.PRICE_LAUNCH, Capability.DATA_PATHS})
 
     def resolve_data_path(self, *, facility: Facility, project_code: str, location: str) -> str:
         """Object storage (the facility's bucket) has no symlinks: a location that passed the
@@ -104,7 +104,7 @@ class AwsBackend(BaseBackend):
         the account (the prefix's name)."""
         return cluster_provision(allocation)
 
-    def check_launch(self, *, allocation: Allocation, gpus: int, wall_time_minutes: int,
+    def price_launch(self, *, allocation: Allocation, gpus: int, wall_time_minutes: int,
                      runs: int = 1) -> Decimal:
         """The estimated cost of `runs` jobs of `wall_time_minutes` each, which the ledger then
         checks against what is left (only the ledger refuses a launch for money:

@@ -39,10 +39,11 @@ def cost_per_day(allocation: Allocation) -> dict:
 
 def allocation_sections(allocation: Allocation, user) -> list[dict]:
     """Sections for `/allocations/<id>/` (empty unless the allocation has a cluster the user
-    may see): {"template": ..., "data": ...} each. Only a backend that prices its launches in
-    money (the cloud's `check_launch`) makes clusters, so an allocation on another facility is
-    not asked for one (a query fewer on its page)."""
-    if not supports(allocation.facility, Capability.CHECK_LAUNCH):
+    may see): {"template": ..., "data": ...} each. The section shows money (cost per day, what
+    is left of the budget), so it is asked only of a facility whose backend prices its work in
+    money (`price_launch`, the cloud's): an allocation elsewhere has no cluster and is not
+    asked for one (a query fewer on its page)."""
+    if not supports(allocation.facility, Capability.PRICE_LAUNCH):
         return []
     cluster = Cluster.objects.filter(allocation_id=allocation.pk).first()
     if cluster is None or not can_see(user, allocation):  # the launcher's one rule

@@ -1,5 +1,5 @@
 """React to allocation facts: an allocation that may no longer be used stops its workers.
-(The money check of a launch is `AwsBackend.check_launch`, called by the launcher's
+(The money check of a launch is `AwsBackend.price_launch`, called by the launcher's
 `job_launch` / `sweep_launch` under the allocation lock.)"""
 from __future__ import annotations
 

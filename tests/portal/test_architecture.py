@@ -18,7 +18,7 @@ PACKAGES = ("portal", "allocations", "benchmarks", "launcher")
 REGISTRY = ROOT / "launcher" / "backends" / "registry.py"
 BACKEND_NAMES = {"local", "slurm", "aws", "manual"}
 CAPABILITY_METHODS = {"provision", "sync_account", "submit", "resume", "observe", "fetch",
-                      "cancel", "check_launch", "usage"}
+                      "cancel", "price_launch", "usage"}
 
 
 def test_the_import_contracts_hold():
