@@ -46,6 +46,8 @@ from django.db.models import DecimalField, F, Sum
 from .models import Allocation, UsageRecord
 from .transitions import projects_bump, record_event
 
+log = logging.getLogger(__name__)
+ZERO = Decimal(0)
 SECONDS = DecimalField(max_digits=20, decimal_places=3)
 MONEY = DecimalField(max_digits=16, decimal_places=4)
 
@@ -127,10 +129,6 @@ def ledger_of(allocation) -> Ledger:
                   gpu_seconds_reserved=Decimal(allocation.gpu_seconds_reserved),
                   budget=allocation.budget, spend=Decimal(allocation.spend),
                   cost_reserved=Decimal(allocation.cost_reserved))
-
-
-log = logging.getLogger(__name__)
-ZERO = Decimal(0)
 
 
 @dataclass(frozen=True)
