@@ -30,6 +30,7 @@ from django.utils import timezone
 from .models import Allocation, AllocationRequest, Dataset, Facility, NodeType
 
 Errors = dict[str, list[str]]
+Status = AllocationRequest.Status
 _SENTENCE = re.compile(r"[A-Za-z]{2,}.*[A-Za-z]{2,}")
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 
@@ -89,9 +90,8 @@ def request_errors(draft: RequestDraft, *, exclude_request_id: int | None = None
     if draft.node_type is not None and draft.node_type.facility_id != facility.pk:
         add("node_type", f"{draft.node_type.name} is not a node type of {facility.name}.")
     if not facility.accepts(draft.data_sensitivity):
-        tiers = ", ".join(facility.allowed_sensitivity) or "none"
-        add("data_sensitivity",
-            f"{facility.name} does not accept {draft.data_sensitivity} data (it accepts: {tiers}).")
+        add("data_sensitivity", f"{facility.name} does not accept {draft.data_sensitivity} data "
+                                f"(it accepts: {_tiers(facility)}).")
     _check_dates(draft, facility, add)
     _check_purpose(draft, add)
     if draft.purpose in (AllocationRequest.Purpose.EXTENSION, AllocationRequest.Purpose.CLOSURE):
@@ -243,15 +243,19 @@ def dataset_location_errors(location: str) -> list[str]:
     return []
 
 
+def _tiers(facility: Facility) -> str:
+    """The sensitivity tiers a facility accepts, for a refusal's sentence."""
+    return ", ".join(facility.allowed_sensitivity or []) or "none"
+
+
 def dataset_refusal(dataset: Dataset, facility: Facility) -> str:
     """Why work on `facility` may not read `dataset` ("" when it may): the facility does not
     accept its sensitivity tier, or its location breaks the rules above. The one check a job's
     dataset (launcher `job_data`) and a notebook session's datasets (`notebook_datasets`) pass
     before the backend resolves the path where the files are."""
     if not facility.accepts(dataset.sensitivity):
-        tiers = ", ".join(facility.allowed_sensitivity or []) or "none"
         return (f"{dataset.get_sensitivity_display().lower()} data, which {facility.name} does "
-                f"not accept (it accepts: {tiers})")
+                f"not accept (it accepts: {_tiers(facility)})")
     problems = dataset_location_errors(dataset.location)
     return f"its location {dataset.location!r}: {problems[0]}" if problems else ""
 
@@ -266,9 +270,6 @@ def dataset_errors(*, name: str, location: str) -> Errors:
     if problems:
         errors["location"] = problems
     return errors
-
-
-Status = AllocationRequest.Status
 
 
 def _trials_of(person_id: int, facility_id: int, exclude_id: int | None) -> QuerySet:

@@ -4,9 +4,10 @@ A launch reserves the most it may use: its wall-time limit x GPUs (x runs), whic
 enforces (Slurm `--time`, the local hard stop, the cloud agent's deadline), as Slurm itself
 reserves against GrpTRESMins when it decides whether a job may start. The reservation shrinks
 as charges arrive (launcher/selectors.py, `job_reservations`) and is released when the job
-ends, so only what a run uses stays charged. The recommender's predicted run time (`benchmarks.estimates.job_prediction`)
-no longer sets the reservation; it sets the default wall time (`default_wall_time`: the
-prediction x P.WALL_TIME_MARGIN, at least P.WALL_TIME_FLOOR_MINUTES) and is shown beside it.
+ends, so only what a run uses stays charged. The recommender's predicted run time
+(`benchmarks.estimates.job_prediction`) no longer sets the reservation; it sets the default
+wall time (`default_wall_time`: the prediction x P.WALL_TIME_MARGIN, at least
+P.WALL_TIME_FLOOR_MINUTES) and is shown beside it.
 `source` says what the prediction rests on:
   measured     predicted from a benchmark result for this model on this node type
   recommender  predicted from other results (same chip, other models, or the roofline)
@@ -37,6 +38,7 @@ from benchmarks.estimates import JobPrediction, job_prediction
 
 from . import params as P
 from .backends.registry import Capability, backend_for
+from .runners import Capacity
 
 log = logging.getLogger(__name__)
 
@@ -165,13 +167,21 @@ def estimate_sweep(*, allocation: Allocation, params: Mapping[str, Any], fixed: 
     return SweepEstimate(cells=cells, per_cell=one, total=total)
 
 
-def capacity_note(facility: Facility, *, concurrency: int | None = None) -> str:
-    """One sentence: the facility's slots, how many are in use now, and what that means."""
+def _capacity(facility: Facility) -> Capacity | None:
+    """The facility's slots and how many are in use, or None when its backend does not know
+    them (a scheduler decides)."""
     backend = backend_for(facility)
     if Capability.CAPACITY not in backend.capabilities:
+        return None
+    return backend.capacity(facility=facility)
+
+
+def capacity_note(facility: Facility, *, concurrency: int | None = None) -> str:
+    """One sentence: the facility's slots, how many are in use now, and what that means."""
+    capacity = _capacity(facility)
+    if capacity is None:
         return (f"{facility.name}'s scheduler decides when each run starts; a run waits while "
                 "the cluster or the allocation's limits are full.")
-    capacity = backend.capacity(facility=facility)
     slots, in_use = capacity.slots, capacity.in_use
     free = slots - in_use
     sentence = (f"{facility.name} runs {slots} run{'s' if slots != 1 else ''} at a time (one per "
@@ -184,12 +194,10 @@ def capacity_note(facility: Facility, *, concurrency: int | None = None) -> str:
 def gpus_refusal(facility: Facility, gpus: int) -> str | None:
     """Why a run needing `gpus` can never start on `facility` (more than all its slots), or
     None when it can, or when the facility's backend does not know its slots."""
-    backend = backend_for(facility)
-    if Capability.CAPACITY not in backend.capabilities:
+    capacity = _capacity(facility)
+    if capacity is None or gpus <= capacity.slots:
         return None
-    slots = backend.capacity(facility=facility).slots
-    if gpus <= slots:
-        return None
+    slots = capacity.slots
     return (f"{facility.name} runs at most {slots} GPU{'s' if slots != 1 else ''} (or CPU "
             f"slot{'s' if slots != 1 else ''}) at a time, so a run needing {gpus} could never "
             f"start there: ask for at most {slots}.")

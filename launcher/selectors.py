@@ -43,10 +43,10 @@ from django.utils import timezone
 
 from allocations.errors import Forbidden, NotFound
 from allocations.ledger import MONEY, SECONDS
-from allocations.models import Allocation, Project, UsageRecord
+from allocations.models import Allocation, UsageRecord
 from allocations.roles import acts_on_all_projects, sees_all_projects
 from allocations.selectors import (
-    User, allocation_ledger, is_member, member_project_ids, visible_allocations,
+    User, allocation_ledger, is_member, member_project_ids,
 )
 
 from . import sweepgrid
@@ -58,23 +58,12 @@ class NotVisible(NotFound):
     """The object is not there for this user (HTTP 404; never says whether it exists)."""
 
 
-def sees_all(user: Any) -> bool:
-    """Reviewers and staff see every project's work (allocations.roles, the one definition
-    every app uses)."""
-    return sees_all_projects(user)
-
-
-def acts_on_all(user: Any) -> bool:
-    """Staff (and superusers) may act on any project's work."""
-    return acts_on_all_projects(user)
-
-
 def can_see(user: Any, allocation: Allocation) -> bool:
-    return sees_all(user) or is_member(user, allocation.project_id)
+    return sees_all_projects(user) or is_member(user, allocation.project_id)
 
 
 def can_act(user: Any, allocation: Allocation) -> bool:
-    return acts_on_all(user) or is_member(user, allocation.project_id)
+    return acts_on_all_projects(user) or is_member(user, allocation.project_id)
 
 
 def check_can_act(user: Any, allocation: Allocation, *, what: str) -> None:
@@ -94,10 +83,10 @@ def check_can_see(user: Any, allocation: Allocation) -> None:
 
 def _scoped(qs: QuerySet, user: User) -> QuerySet:
     """The rows of projects the user is a member of; everything for reviewers and staff
-    (sees_all)."""
+    (allocations.roles.sees_all_projects)."""
     if not user.is_authenticated:
         return qs.none()
-    if sees_all(user):
+    if sees_all_projects(user):
         return qs
     return qs.filter(allocation__project_id__in=member_project_ids(user))
 
@@ -128,7 +117,7 @@ def sees_allocations(user: User) -> QuerySet[Allocation]:
     qs = Allocation.objects.select_related("facility", "node_type", "project")
     if not user.is_authenticated:
         return qs.none()
-    return qs if sees_all(user) else qs.filter(project_id__in=member_project_ids(user))
+    return qs if sees_all_projects(user) else qs.filter(project_id__in=member_project_ids(user))
 
 
 def launchable_allocations(user: User) -> QuerySet[Allocation]:
@@ -136,7 +125,7 @@ def launchable_allocations(user: User) -> QuerySet[Allocation]:
     qs = Allocation.objects.select_related("facility", "node_type", "project")
     if not user.is_authenticated:
         return qs.none()
-    if acts_on_all(user):
+    if acts_on_all_projects(user):
         return qs
     return qs.filter(project_id__in=member_project_ids(user))
 

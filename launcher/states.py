@@ -30,7 +30,8 @@ JOB_MOVES: dict[str, tuple[str, ...]] = {
     S.TIMEOUT: (),
 }
 
-# Columns that change what a job reserves (launcher/selectors.py, `job_reservations`), besides its state.
+# Columns that change what a job reserves (launcher/selectors.py, `job_reservations`), besides
+# its state.
 RESERVING = frozenset({"gpu_seconds", "prior_gpu_seconds", "estimate_gpu_hours", "estimate_cost"})
 
 

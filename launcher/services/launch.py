@@ -79,8 +79,8 @@ def _lock_active(allocation: Allocation) -> Allocation:
 
 def _check_budget(allocation: Allocation, estimate: Estimate) -> None:
     """Refuse (409) a launch whose estimate does not fit what is left: granted less charged
-    less the reservations of unfinished work (launcher/selectors.py, `job_reservations`), in GPU-hours and, where the
-    allocation has a money budget, in money. Called with the allocation row locked, so two
+    less the reservations of unfinished work (launcher/selectors.py, `job_reservations`), in
+    GPU-hours and, where the allocation has a money budget, in money. Called with the allocation row locked, so two
     launches are checked one after the other and never spend the same hours."""
     ledger = allocation_ledger(allocation.pk)
     remaining = ledger.gpu_hours_remaining
@@ -250,8 +250,9 @@ def job_data(*, allocation: Allocation, params: Mapping[str, Any]) -> dict[str, 
     why = dataset_refusal(dataset, facility)
     if why:
         raise DatasetRefused(f"{dataset.name} cannot be used here: {why}.")
+    no_storage = DatasetRefused(f"{facility.name} {NO_STORAGE}; use {' or '.join(SYNTHETIC)}.")
     if not supports(facility, Capability.DATA_PATHS):
-        raise DatasetRefused(f"{facility.name} {NO_STORAGE}; use {' or '.join(SYNTHETIC)}.")
+        raise no_storage
     backend = backend_for(facility)
     try:
         real = backend.resolve_data_path(
@@ -262,8 +263,7 @@ def job_data(*, allocation: Allocation, params: Mapping[str, Any]) -> dict[str, 
             facility=facility, project_code=allocation.project.code, location=".")
     except PathRefused as refusal:
         if refusal.message == NO_STORAGE:
-            raise DatasetRefused(f"{facility.name} {NO_STORAGE}; use "
-                                 f"{' or '.join(SYNTHETIC)}.") from None
+            raise no_storage from None
         raise DatasetRefused(f"{dataset.name} ({dataset.location}) cannot be used: "
                              f"{refusal.message}.") from None
     except BackendError as error:

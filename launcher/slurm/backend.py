@@ -87,10 +87,10 @@ def slurm_client(facility: Facility) -> SlurmClient:
             retries=int(conf.get("retries", 3)),
             backoff_seconds=float(conf.get("backoff_seconds", 0.5)),
         )
-        backend = SlurmClient(SSHConnection(target), cluster=conf["cluster"],
-                               partition=conf.get("partition") or None, jobs_dir=conf["jobs_dir"])
-        _cache[facility.pk] = (key, backend)
-        return backend
+        client = SlurmClient(SSHConnection(target), cluster=conf["cluster"],
+                             partition=conf.get("partition") or None, jobs_dir=conf["jobs_dir"])
+        _cache[facility.pk] = (key, client)
+        return client
 
 
 def forget(facility_id: int) -> None:

@@ -232,6 +232,23 @@ def test_local_options_give_a_lasting_workdir_and_the_confined_datasets(
     assert sent["datasets"] == options["datasets"] and sent["backend_options"] == options
 
 
+def test_a_dataset_of_a_tier_the_facility_refuses_is_left_out_of_a_session(
+        researcher, nb_allocation, nb_dirs, project):
+    """A session reads only what a job on the facility could (allocations.policy
+    dataset_refusal): the facility takes public and internal data, not special."""
+    folder = nb_dirs / "project-data" / project.code
+    (folder / "wards").mkdir(parents=True)
+    Dataset.objects.create(project=project, name="wards", location="wards", modality="ct",
+                           sensitivity="special")
+    session = services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk,
+                                      gpus=1, hours=1)
+    options = backend_for(nb_allocation.facility).notebook_options(allocation=nb_allocation,
+                                                                   session=session)
+    assert options["datasets"] == {}
+    assert "does not accept" in options["datasets_left_out"]["wards"]
+    assert "it accepts: public, internal" in options["datasets_left_out"]["wards"]
+
+
 def test_the_local_record_is_read_exactly(researcher, nb_allocation):
     session = services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk,
                                       gpus=2, hours=1)
