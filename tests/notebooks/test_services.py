@@ -208,6 +208,14 @@ def test_a_suspended_allocation_stops_its_live_sessions(researcher, nb_allocatio
     assert running.state == S.STOPPING and running.reason == "stopped: the allocation is suspended"
 
 
+def _started_with_options(researcher, allocation, *, gpus: int):
+    """A session opened by `researcher` and the local backend's options for it."""
+    session = services.notebook_start(actor=researcher, allocation_id=allocation.pk,
+                                      gpus=gpus, hours=1)
+    return session, backend_for(allocation.facility).notebook_options(allocation=allocation,
+                                                                      session=session)
+
+
 def test_local_options_give_a_lasting_workdir_and_the_confined_datasets(
         researcher, nb_allocation, nb_dirs, project):
     folder = nb_dirs / "project-data" / project.code
@@ -218,10 +226,7 @@ def test_local_options_give_a_lasting_workdir_and_the_confined_datasets(
                            sensitivity="public")
     Dataset.objects.create(project=project, name="escape", location="escape", modality="ct",
                            sensitivity="public")
-    session = services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk,
-                                      gpus=2, hours=1)
-    options = backend_for(nb_allocation.facility).notebook_options(allocation=nb_allocation,
-                                                                   session=session)
+    session, options = _started_with_options(researcher, nb_allocation, gpus=2)
     assert options["workdir"] == str(folder / "notebooks" / "rosalind")
     assert Path(options["workdir"]).is_dir() and Path(options["run_dir"]).is_dir()
     assert options["datasets"] == {"ct-scans": str(folder / "ct" / "scans")}
@@ -240,10 +245,7 @@ def test_a_dataset_of_a_tier_the_facility_refuses_is_left_out_of_a_session(
     (folder / "wards").mkdir(parents=True)
     Dataset.objects.create(project=project, name="wards", location="wards", modality="ct",
                            sensitivity="special")
-    session = services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk,
-                                      gpus=1, hours=1)
-    options = backend_for(nb_allocation.facility).notebook_options(allocation=nb_allocation,
-                                                                   session=session)
+    _, options = _started_with_options(researcher, nb_allocation, gpus=1)
     assert options["datasets"] == {}
     assert "does not accept" in options["datasets_left_out"]["wards"]
     assert "it accepts: public, internal" in options["datasets_left_out"]["wards"]
