@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.contenttypes.models import ContentType
 from django.core.mail import send_mail
 from django.db.models import Q
 from django.template.loader import render_to_string
@@ -59,9 +60,26 @@ def weekly_digest_emails() -> set[str]:
     ).exclude(user__email="").values_list("user__email", flat=True))
 
 
+# What an email reads of its subject (notification.txt, the subject line, the recipients),
+# joined in the one read of the subject rather than read a row at a time.
+_JOINED: dict[type, tuple[str, ...]] = {
+    AllocationRequest: ("project", "facility", "requested_by", "allocation"),
+    Allocation: ("project", "facility"),
+}
+
+
+def _subject(event: Event):
+    """The object the event is about (None if it is gone)."""
+    model = ContentType.objects.get_for_id(event.content_type_id).model_class()
+    if model not in _JOINED:
+        return event.subject
+    return model._default_manager.select_related(*_JOINED[model]).filter(
+        pk=event.object_id).first()
+
+
 def send_event_email(kind: str, event: Event) -> int:
     """Send the email for one audit event; returns the number of recipients."""
-    obj = event.subject
+    obj = _subject(event)
     if obj is None or kind not in SUBJECTS:
         return 0
     url_name = "request-detail" if isinstance(obj, AllocationRequest) else "allocation-detail"

@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 @shared_task(name="allocations.send_notification", autoretry_for=(smtplib.SMTPException, OSError),
              retry_backoff=True, max_retries=5)
 def send_notification(kind: str, event_id: int) -> int:
-    event = Event.objects.filter(pk=event_id).first()
+    event = Event.objects.select_related("actor").filter(pk=event_id).first()
     if event is None:
         return 0
     return send_event_email(kind, event)
