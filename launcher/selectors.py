@@ -213,24 +213,41 @@ def allocation_jobs(allocation: Allocation, *, by: User) -> list[Job]:
 
 def allocation_sweeps(allocation: Allocation, *, by: User) -> list[Sweep]:
     """The allocation's latest 20 sweeps with finished and running cell counts, for someone
-    who may see them (NotVisible, a 404, otherwise). One query for the sweeps and, if there
-    are any, one for their counts (grouped by sweep): an allocation without sweeps, as most
-    are, pays for no join and no grouping."""
+    who may see them (NotVisible, a 404, otherwise).
+
+    Every sweep has cells (a grid has at least one, created with the sweep), so when
+    `latest_jobs` holds every job of the allocation (fewer than 50) it already says which
+    sweeps there are and how their cells stand: no query at all for an allocation without
+    sweeps, as most are, and one for the sweeps' names otherwise. Past 50 jobs, one query for
+    the sweeps and one for their counts (grouped by sweep)."""
     check_can_see(by, allocation)
-    sweeps = list(Sweep.objects.filter(allocation_id=allocation.pk)
-                  .only("name", "size", "estimate_gpu_hours", "created_at")
-                  .order_by("-created_at")[:20])
-    if not sweeps:
-        return sweeps
-    counts = {row["sweep_id"]: row for row in Job.objects.filter(
-        sweep_id__in=[s.pk for s in sweeps]).order_by().values("sweep_id").annotate(
-            done=Count("pk", filter=Q(state__in=Job.FINAL)),
-            running=Count("pk", filter=Q(state=Job.State.RUNNING)))}
-    for sweep in sweeps:
+    latest = latest_jobs(allocation)
+    sweeps = Sweep.objects.filter(allocation_id=allocation.pk).only(
+        "name", "size", "estimate_gpu_hours", "created_at").order_by("-created_at")
+    if len(latest) < LATEST:
+        cells = [job for job in latest if job.sweep_id is not None]
+        if not cells:
+            return []
+        found = list(sweeps.filter(pk__in={job.sweep_id for job in cells})[:20])
+        counts = {sweep.pk: {"done": 0, "running": 0} for sweep in found}
+        for job in cells:
+            row = counts.get(job.sweep_id)
+            if row is not None:
+                row["done"] += job.state in Job.FINAL
+                row["running"] += job.state == Job.State.RUNNING
+    else:
+        found = list(sweeps[:20])
+        if not found:
+            return []
+        counts = {row["sweep_id"]: row for row in Job.objects.filter(
+            sweep_id__in=[s.pk for s in found]).order_by().values("sweep_id").annotate(
+                done=Count("pk", filter=Q(state__in=Job.FINAL)),
+                running=Count("pk", filter=Q(state=Job.State.RUNNING)))}
+    for sweep in found:
         row = counts.get(sweep.pk, {})
         sweep.cells_done = row.get("done", 0)  # type: ignore[attr-defined]
         sweep.cells_running = row.get("running", 0)  # type: ignore[attr-defined]
-    return sweeps
+    return found
 
 
 def sweep_estimate(*, allocation: Allocation, grid: dict[str, Any], params: dict[str, Any], gpus: int,

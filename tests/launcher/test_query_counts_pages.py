@@ -97,12 +97,18 @@ def test_query_count_does_not_grow_with_rows(researcher, allocation, sweep, clus
     assert large == small, f"{path}: {small} queries with few rows, {large} with many"
 
 
+@pytest.mark.parametrize("single_jobs", [0, 60])
 def test_the_allocation_page_counts_each_sweeps_finished_and_running_cells(researcher, allocation,
-                                                                           sweep):
-    """The counts come from their own grouped query (launcher.selectors.allocation_sweeps),
-    run only when the allocation has sweeps: each sweep gets its own."""
+                                                                           sweep, single_jobs):
+    """Each sweep gets its own counts (launcher.selectors.allocation_sweeps): taken from the
+    latest jobs the page reads anyway while they are all of the allocation's (fewer than 50),
+    from their own grouped query past that."""
     other = Sweep.objects.create(allocation=allocation, created_by=researcher, size=1,
                                  token=f"portal-sweep-{secrets.token_hex(6)}", grid=sweep.grid)
+    Job.objects.bulk_create([
+        Job(allocation=allocation, created_by=researcher, state="succeeded",
+            token=f"portal-job-{secrets.token_hex(6)}", params={"model": "densenet121"})
+        for _ in range(single_jobs)])
     for index, state in enumerate(["succeeded", "failed", "running", "queued"], start=1):
         Job.objects.create(allocation=allocation, sweep=sweep, created_by=researcher, state=state,
                            token=sweep.token, array_index=index, params={"model": "densenet121"})
@@ -115,6 +121,18 @@ def test_the_allocation_page_counts_each_sweeps_finished_and_running_cells(resea
         r'<tr><td><a href="/sweeps/(\d+)/">.*?</a></td>((?:<td>[^<]*</td>){4})</tr>', page)}
     assert rows[sweep.pk].startswith("<td>0</td><td>2</td><td>1</td>")  # size, done, running
     assert rows[other.pk].startswith("<td>1</td><td>0</td><td>1</td>")
+
+
+def test_an_allocation_without_sweeps_reads_no_sweeps(researcher, allocation):
+    """Its latest jobs, all of them, hold no sweep cell: there is no sweep to read."""
+    Job.objects.create(allocation=allocation, created_by=researcher, state="succeeded",
+                       token=f"portal-job-{secrets.token_hex(6)}", params={"model": "densenet121"})
+    client = Client()
+    client.force_login(researcher)
+    with CaptureQueriesContext(connection) as ctx:
+        page = client.get(f"/allocations/{allocation.pk}/").content.decode()
+    assert "No sweeps yet." in page and 'href="/jobs/' in page
+    assert not [q for q in ctx.captured_queries if '"launcher_sweep"' in q["sql"]]
 
 
 @pytest.mark.parametrize("cells", [3, 60])
