@@ -57,7 +57,10 @@ KEEP_DATA = os.environ.get("BENCH_KEEP_DATA", "") == "1"
 # Our server hands its tasks (the emails a submitted request sends) to Celery through Redis, as
 # deployed, in a Redis database of its own that no worker reads and that is emptied before and
 # after the run; ColdFront, as configured here, sends no email. BENCH_EAGER=1 runs the tasks in
-# the request instead, as rounds before the ninth did (docs/performance.md).
+# the request instead, as rounds before the ninth did (docs/performance.md). The cache stays in
+# each process's memory, as ColdFront's (its default) and as in every round before: a Redis
+# broker would otherwise make it the cache too (portal/settings.py), which production shares
+# between web processes and which costs a network round trip per read (docs/performance.md).
 BROKER = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/14")
 EAGER = os.environ.get("BENCH_EAGER", "") == "1"
 JUSTIFICATION = ("We train DenseNet and ResNet classifiers on chest CT and X-ray images to detect "
@@ -177,7 +180,8 @@ class Ours(Side):
     def server_env(self) -> dict[str, str]:
         if EAGER:
             return self.env
-        return {**self.env, "CELERY_TASK_ALWAYS_EAGER": "false", "CELERY_BROKER_URL": BROKER}
+        return {**self.env, "CELERY_TASK_ALWAYS_EAGER": "false", "CELERY_BROKER_URL": BROKER,
+                "CACHE_URL": ""}
 
     def manage(self, *args: str) -> str:
         return sh([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env)
