@@ -50,7 +50,8 @@ def allocation_sessions(allocation_id: int) -> QuerySet[NotebookSession]:
 
 def may_stop(user: Any, session: NotebookSession) -> bool:
     """Its owner or staff stop a session (notebook_stop refuses anyone else)."""
-    return bool(getattr(user, "pk", None)) and (session.user_id == user.pk or acts_on_all_projects(user))
+    return bool(getattr(user, "pk", None)) and (session.user_id == user.pk
+                                                or acts_on_all_projects(user))
 
 
 def may_open(user: Any, session: NotebookSession) -> bool:
@@ -65,8 +66,8 @@ def notebook_datasets(*, allocation: Allocation,
     as a job's dataset (allocations.policy `dataset_refusal`: the facility accepts its
     sensitivity tier, its location passes the policy) and is resolved and confined by
     `resolve(location)` (the facility backend's `resolve_data_path` for the project;
-    PathRefused leaves it out with the reason, another BackendError propagates). Called by a backend's `notebook_options`, outside any
-    transaction."""
+    PathRefused leaves it out with the reason, another BackendError propagates). Called by a
+    backend's `notebook_options`, outside any transaction."""
     found: dict[str, str] = {}
     left_out: dict[str, str] = {}
     facility = allocation.facility

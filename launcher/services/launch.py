@@ -80,8 +80,9 @@ def _lock_active(allocation: Allocation) -> Allocation:
 def _check_budget(allocation: Allocation, estimate: Estimate) -> None:
     """Refuse (409) a launch whose estimate does not fit what is left: granted less charged
     less the reservations of unfinished work (launcher/selectors.py, `job_reservations`), in
-    GPU-hours and, where the allocation has a money budget, in money. Called with the allocation row locked, so two
-    launches are checked one after the other and never spend the same hours."""
+    GPU-hours and, where the allocation has a money budget, in money. Called with the
+    allocation row locked, so two launches are checked one after the other and never spend the
+    same hours."""
     ledger = allocation_ledger(allocation.pk)
     remaining = ledger.gpu_hours_remaining
     if estimate.gpu_hours > remaining:

@@ -75,9 +75,10 @@ def test_a_request_submitted_from_the_form_is_read_back_once_for_the_reviewers_e
     with CaptureQueriesContext(connection) as ctx, \
             django_capture_on_commit_callbacks(execute=True):
         response = client.post("/requests/new/", body)
-    assert response.status_code == 302, re.findall(r"errorlist[^<]*<li>([^<]*)", response.content.decode())
-    reads = [q["sql"] for q in ctx.captured_queries
-             if q["sql"].startswith("SELECT") and 'FROM "allocations_allocationrequest"' in q["sql"]]
+    refusals = re.findall(r"errorlist[^<]*<li>([^<]*)", response.content.decode())
+    assert response.status_code == 302, refusals
+    reads = [sql for sql in (q["sql"] for q in ctx.captured_queries)
+             if sql.startswith("SELECT") and 'FROM "allocations_allocationrequest"' in sql]
     assert len(reads) == 1, reads
     assert all(f'JOIN "{table}"' in reads[0]
                for table in ("allocations_project", "allocations_facility", "auth_user"))
