@@ -110,7 +110,7 @@ print("IDS " + json.dumps(ids))
 CF_DEMO = r"""
 import json
 from django.contrib.auth import get_user_model
-from coldfront.core.allocation.models import Allocation
+from coldfront.core.allocation.models import Allocation, AllocationStatusChoice
 from coldfront.core.project.models import Project
 from coldfront.core.resource.models import Resource
 cgray = get_user_model().objects.get(username="cgray")
@@ -120,9 +120,9 @@ project.save()
 active = Allocation.objects.filter(project=project, status__name="Active").order_by("pk").first()
 new = Allocation.objects.filter(status__name="New").order_by("pk").first()
 if new is None:
-    new = Allocation.objects.create(project=project, status_id=__import__(
-        "coldfront.core.allocation.models", fromlist=["x"]).AllocationStatusChoice.objects.get(
-        name="New").pk, justification="I need more nodes.", quantity=1)
+    new = Allocation.objects.create(
+        project=project, status=AllocationStatusChoice.objects.get(name="New"),
+        justification="I need more nodes.", quantity=1)
     new.resources.add(active.resources.first())
 resource = active.resources.first()
 print("IDS " + json.dumps({"allocation": active.pk, "request": new.pk, "project": project.pk,

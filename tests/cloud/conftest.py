@@ -121,12 +121,37 @@ def cluster(allocation):
     return Cluster.objects.get(allocation=allocation)
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the test item, so a fixture's teardown knows whether the
+    test failed (the emulator then prints what its instances logged)."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
+LOG_TAIL = 4000  # characters of each log an emulator prints after a failed test
+
+
+def _print_instance_logs(root: Path, emulator_log: Path) -> None:
+    """What the emulator and every instance it ran logged (the tails): cloud-init, the agent's
+    unit, each task's job; pytest shows it with the failure ("Captured stdout teardown")."""
+    logs = [emulator_log, *sorted(root.glob("*/cloud-init-output.log")),
+            *sorted(root.glob("*/fs/var/log/*.log")),
+            *sorted(root.glob("*/fs/var/lib/portal/tasks/*/job.log"))]
+    for path in logs:
+        text = path.read_text(errors="replace") if path.is_file() else "(none)"
+        print(f"----- {path} (last {LOG_TAIL} characters) -----\n{text[-LOG_TAIL:]}")
+
+
 @pytest.fixture
-def emulator(moto_endpoint, tmp_path):
+def emulator(moto_endpoint, tmp_path, request):
     """The instance emulator, as its own process: each running instance's user data runs in a
-    sandbox under the returned folder, with its own IMDSv2 endpoint."""
+    sandbox under the returned folder, with its own IMDSv2 endpoint. After a failed test it
+    prints what the instances logged."""
     root = tmp_path / "instances"
-    log = open(tmp_path / "emulator.log", "w")
+    log_path = tmp_path / "emulator.log"
+    log = open(log_path, "w")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "launcher.cloud.emulator", "run", "--endpoint", moto_endpoint,
@@ -135,10 +160,14 @@ def emulator(moto_endpoint, tmp_path):
     yield root
     stop_process(proc)
     log.close()
+    call = getattr(request.node, "report_call", None)
+    if call is not None and call.failed:
+        _print_instance_logs(root, log_path)
 
 
-def wait_for(until, step, timeout: float = 120.0, interval: float = 0.3):
-    """Run `step()` (a beat) until `until()` is truthy; generous bounds, no timing asserted."""
+def wait_for(until, step, timeout: float = 120.0, interval: float = 1.0, describe=None):
+    """Run `step()` (a beat) until `until()` is truthy; generous bounds, no timing asserted.
+    On the timeout the error says how things stood (`describe()`)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         step()
@@ -146,9 +175,23 @@ def wait_for(until, step, timeout: float = 120.0, interval: float = 0.3):
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout} s")
+    raise AssertionError(f"condition not met within {timeout} s"
+                         + (f"; {describe()}" if describe else ""))
 
 
-def drive(cluster, until, timeout: float = 120.0, interval: float = 0.3):
-    """Play the 5-second beat (faster): sync the cluster until `until()` is truthy."""
-    return wait_for(until, lambda: cluster_sync(cluster_id=cluster.pk), timeout, interval)
+def _cluster_state(cluster) -> str:
+    """The cluster's tasks and nodes as the portal sees them (for a timeout's message)."""
+    cluster.refresh_from_db()
+    tasks = [f"task {t.pk} {t.state} attempt {t.attempt} node {t.node_id} progress {t.progress}"
+             for t in cluster.tasks.order_by("pk")]
+    nodes = [f"node {n.pk} {n.role} {n.state} {n.instance_id or '-'}"
+             for n in cluster.nodes.order_by("pk")]
+    return f"cluster {cluster.pk} {cluster.state}: " + "; ".join(tasks + nodes)
+
+
+def drive(cluster, until, timeout: float = 120.0, interval: float = 1.0):
+    """Play the 5-second beat (faster): sync the cluster until `until()` is truthy. A beat a
+    second: each sync reads the instances, spot requests and four S3 objects per task from
+    moto, and polling faster only takes the CPU the instances' agents and trainers need."""
+    return wait_for(until, lambda: cluster_sync(cluster_id=cluster.pk), timeout, interval,
+                    describe=lambda: _cluster_state(cluster))

@@ -285,7 +285,7 @@ def _idle_workers(cluster: Cluster, report: Report) -> None:
     busy = CloudTask.objects.filter(cluster=cluster, state__in=ACTIVE_TASK_STATES).values("node")
     idle = cluster.nodes.filter(role=Node.Role.WORKER, state=N.RUNNING).exclude(pk__in=busy)
     Node.objects.filter(pk__in=idle.values("pk"), idle_since=None).update(idle_since=now)
-    limit = now - __import__("datetime").timedelta(seconds=cluster.worker_idle_seconds)
+    limit = now - dt.timedelta(seconds=cluster.worker_idle_seconds)
     expired = list(idle.filter(idle_since__lte=limit))
     if expired:
         report.idle_terminated = nodes_terminate(
