@@ -13,6 +13,7 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
+import boto3
 import pytest
 import requests
 
@@ -73,18 +74,25 @@ def _cloud(moto_endpoint, settings):
 IMAGE_PARAMETER = "/portal-test/deeplearning/x86_64/pytorch/latest/ami-id"
 
 
-@pytest.fixture
-def dlami(moto_endpoint) -> str:
-    """An AMI id published under IMAGE_PARAMETER in moto's SSM, as AWS publishes the DLAMI."""
-    import boto3
+@pytest.fixture(scope="session")
+def amazon_image(moto_endpoint) -> str:
+    """One of the AMIs moto lists as Amazon's, picked once a session: listing them all takes
+    seconds, and moto's reset keeps its bundled images and their ids."""
+    ec2 = boto3.session.Session(region_name="us-east-1").client("ec2",
+                                                                 endpoint_url=moto_endpoint)
+    return max(i["ImageId"] for i in ec2.describe_images(Owners=["amazon"])["Images"])
 
+
+@pytest.fixture
+def dlami(moto_endpoint, amazon_image) -> str:
+    """An AMI id published under IMAGE_PARAMETER in moto's SSM, as AWS publishes the DLAMI."""
     session = boto3.session.Session(region_name="us-east-1")
     ec2 = session.client("ec2", endpoint_url=moto_endpoint)
-    image = sorted(i["ImageId"] for i in ec2.describe_images(Owners=["amazon"])["Images"])[-1]
+    assert ec2.describe_images(ImageIds=[amazon_image])["Images"]  # still there after the reset
     session.client("ssm", endpoint_url=moto_endpoint).put_parameter(
-        Name=IMAGE_PARAMETER, Value=image, Type="String", DataType="aws:ec2:image",
+        Name=IMAGE_PARAMETER, Value=amazon_image, Type="String", DataType="aws:ec2:image",
         Overwrite=True)
-    return image
+    return amazon_image
 
 
 @pytest.fixture
