@@ -187,7 +187,7 @@ def wait_for(until, step, timeout: float = 120.0, interval: float = 1.0, describ
                          + (f"; {describe()}" if describe else ""))
 
 
-def _cluster_state(cluster) -> str:
+def _describe_cluster(cluster) -> str:
     """The cluster's tasks and nodes as the portal sees them (for a timeout's message)."""
     cluster.refresh_from_db()
     tasks = [f"task {t.pk} {t.state} attempt {t.attempt} node {t.node_id} progress {t.progress}"
@@ -197,9 +197,15 @@ def _cluster_state(cluster) -> str:
     return f"cluster {cluster.pk} {cluster.state}: " + "; ".join(tasks + nodes)
 
 
+# How long a drive may wait for a run that trains to its end (no timing is asserted: the bound
+# is only how long a stuck run takes to fail).
+TRAINS_TO_END = 300.0
+
+
 def drive(cluster, until, timeout: float = 120.0, interval: float = 1.0):
     """Play the 5-second beat (faster): sync the cluster until `until()` is truthy. A beat a
-    second: each sync reads the instances, spot requests and four S3 objects per task from
-    moto, and polling faster only takes the CPU the instances' agents and trainers need."""
+    second: each sync reads the instances, spot requests and four or five S3 objects per task
+    from moto (launcher/cloud/services/sync.py, `_observe`), and polling faster only takes the
+    CPU the instances' agents and trainers need."""
     return wait_for(until, lambda: cluster_sync(cluster_id=cluster.pk), timeout, interval,
-                    describe=lambda: _cluster_state(cluster))
+                    describe=lambda: _describe_cluster(cluster))

@@ -16,7 +16,7 @@ from launcher.cloud.models import CloudTask, Node
 from launcher.cloud.tasks import sync_all
 from launcher.models import Job
 from launcher.tasks import poll_jobs
-from tests.cloud.conftest import wait_for
+from tests.cloud.conftest import TRAINS_TO_END, wait_for
 from tests.factories import charge
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -56,7 +56,7 @@ def test_a_job_posted_to_the_api_trains_on_a_spot_worker_and_is_charged(
 
     wait_for(lambda: _job(job.pk).state == "running", _beat)
     clock.advance(180)  # three billed minutes pass on the worker
-    wait_for(lambda: _job(job.pk).state in Job.FINAL, _beat, timeout=240)
+    wait_for(lambda: _job(job.pk).state in Job.FINAL, _beat, timeout=TRAINS_TO_END)
 
     shown = client.get(f"/api/v1/jobs/{job.pk}/").json()
     assert shown["state"] == "succeeded", shown["state_reason"]

@@ -15,7 +15,7 @@ from launcher.cloud.client import aws_client
 from launcher.cloud.models import CloudTask, Interruption, Node
 from launcher.cloud.services import task_launch
 from launcher.cloud.workload import TINY, ctxray_argv, stage_synthetic_dataset
-from tests.cloud.conftest import drive
+from tests.cloud.conftest import TRAINS_TO_END, drive
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,7 +37,7 @@ def test_a_job_trains_to_success_and_its_instance_time_is_charged(allocation, cl
     drive(cluster, lambda: _task(task).state == "running")
     clock.advance(180)  # three billed minutes pass on the worker
     done = drive(cluster, lambda: _task(task) if _task(task).state in CloudTask.FINAL else None,
-                 timeout=300)  # as generous as the interrupted run's below: no timing asserted
+                 timeout=TRAINS_TO_END)
     assert done.state == "succeeded", done.state_reason
     assert done.progress["epoch"] == 2 and done.progress["state"] == "succeeded"
     metrics = aws_client(cluster).get_json(f"{task.prefix}out/metrics.json")
@@ -74,7 +74,7 @@ def test_an_interruption_mid_training_resumes_from_the_checkpoint_with_every_epo
     assert reported["action"] == "terminate" and reported["kind"] == "spot/instance-action"
     drive(cluster, lambda: Interruption.objects.filter(node=first, replacement__isnull=False).exists())
     done = drive(cluster, lambda: _task(task) if _task(task).state in CloudTask.FINAL else None,
-                 timeout=300)
+                 timeout=TRAINS_TO_END)
     assert done.state == "succeeded", done.state_reason
     assert done.attempt == 2 and done.node != first
     interruption = Interruption.objects.get(node=first)
