@@ -72,6 +72,9 @@ def test_a_job_posted_to_the_api_trains_on_a_spot_worker_and_is_charged(
     assert worker_charges.exists() and set(charges.values_list("detail__role", flat=True)) == {
         "worker"}  # no head node billed
     assert sum(r.gpu_seconds for r in worker_charges) >= 120  # whole minutes of one GPU
+    # The job's own charge (its page, the allocation's jobs table) is its records' total.
+    charged = client.get(f"/api/v1/jobs/{job.pk}/").json()["gpu_seconds"]
+    assert charged == sum(r.gpu_seconds for r in charges.filter(job_id=job.pk)) >= 120
     spend = sum(r.cost for r in charges)
     shown = client.get(f"/api/v1/allocations/{allocation.pk}/").json()
     assert spend > 0 and Decimal(shown["spend"]) == spend  # a decimal string, exact

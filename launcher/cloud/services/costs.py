@@ -12,12 +12,13 @@ import math
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, Sum
 
 from allocations.models import Allocation, UsageRecord
 from allocations.services import usage_check_thresholds, usage_record_many
 
 from .. import clock
+from launcher.models import Job
 from launcher.services.errors import LaunchConflict, LaunchRefused
 
 from ..models import CloudTask, Cluster, Node
@@ -93,8 +94,20 @@ def node_charge(*, node_id: int, now: dt.datetime | None = None) -> int:
         job_id = _job_of(node)
         rows = [_record(node, a, b, job_id=job_id) for a, b in chunks]
         usage_record_many(rows)
+        if job_id is not None:
+            _charge_job(job_id)
         Node.objects.filter(pk=node.pk).update(charged_until=end)
     return len(rows)
+
+
+def _charge_job(job_id: int) -> None:
+    """Keep the job's charged GPU-seconds (what its page, the allocation's jobs table and its
+    timeline of use show) equal to the instance time charged to it so far, every node and hour
+    of it. The records are the charge; this column is their total, as Slurm and local jobs get
+    theirs from `usage_ingest_records` (one record each there, many here). The reservation does
+    not move: it already counts the greater of the column and the records (`with_reservation`)."""
+    total = UsageRecord.objects.filter(job_id=job_id).aggregate(total=Sum("gpu_seconds"))["total"]
+    Job.objects.filter(pk=job_id).update(gpu_seconds=total or 0)
 
 
 def _job_of(node: Node) -> int | None:
