@@ -28,6 +28,7 @@ from .versions import fragment_key
 MIN_FORECAST_DAYS = 3
 FORECAST_WINDOW_DAYS = 14
 ONE_DAY_MS = 86_400_000
+DAY_BAR_MS = ONE_DAY_MS * 0.8  # a day's bar: most of the day, a gap between days
 
 LAYOUT: dict[str, Any] = {"margin": {"l": 56, "r": 16, "t": 40, "b": 48}, "height": 320,
                           "font": {"family": "system-ui, sans-serif", "size": 12},
@@ -157,19 +158,28 @@ def daily_figure(allocation: Allocation, series: list[dict[str, Any]]) -> dict[s
     days = [r["day"] for r in series]
     start = min([allocation.start_date] + days)
     end = max([min(allocation.end_date, timezone.localdate())] + days)
-    half_day = dt.timedelta(hours=12)
-    span_days = (end - start).days + 1
     return {"data": [{"type": "bar", "name": "GPU-hours",
                       "x": [r["day"].isoformat() for r in series],
                       "y": [_num(r["gpu_hours"]) for r in series],
-                      "width": [ONE_DAY_MS * 0.8] * len(series),
+                      "width": [DAY_BAR_MS] * len(series),
                       "marker": {"color": "#1f5fa8"},
                       "hovertemplate": "%{x|%d %b %Y}: %{y} GPU-hours<extra></extra>"}],
             "layout": {
                 **LAYOUT, "title": {"text": "Daily usage"}, "showlegend": False,
-                "xaxis": {**GRID, "type": "date", "tickformat": "%d %b",
-                          "dtick": ONE_DAY_MS * max(1, span_days // 10),
-                          "range": [(dt.datetime.combine(start, dt.time()) - half_day).isoformat(),
-                                    (dt.datetime.combine(end, dt.time()) + half_day).isoformat()]},
+                "xaxis": day_axis(start, end),
                 "yaxis": {**GRID, "title": {"text": "GPU-hours"}, "rangemode": "tozero"},
             }}
+
+
+def day_axis(start: dt.date, end: dt.date) -> dict[str, Any]:
+    """A date axis for bars of one day each, `start` to `end` inclusive: ticks on whole days
+    only (every day, or every n-th day so that about ten show), labelled once each, and half a
+    day of margin either side so the first and last bars are whole. Left to itself plotly puts
+    ticks every 12 hours over a day or two and labels each with its date ("26 Nov, 26 Nov,
+    27 Nov")."""
+    half_day = dt.timedelta(hours=12)
+    span_days = (end - start).days + 1
+    return {**GRID, "type": "date", "tickformat": "%d %b",
+            "dtick": ONE_DAY_MS * max(1, span_days // 10),
+            "range": [(dt.datetime.combine(start, dt.time()) - half_day).isoformat(),
+                      (dt.datetime.combine(end, dt.time()) + half_day).isoformat()]}

@@ -6,7 +6,7 @@ from django.db.models import Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import TruncDate
 
-from allocations.charts import GRID, LAYOUT
+from allocations.charts import DAY_BAR_MS, GRID, LAYOUT, day_axis
 from allocations.models import Allocation, UsageRecord
 
 from ..selectors import can_see
@@ -27,11 +27,12 @@ def cost_per_day(allocation: Allocation) -> dict:
     days = sorted({d for s in series.values() for d in s})
     x = [d.isoformat() for d in days]
     figure = {"data": [{"type": "bar", "name": itype, "x": x,
-                        "y": [round(by_day.get(d, 0.0), 4) for d in days]}
+                        "y": [round(by_day.get(d, 0.0), 4) for d in days],
+                        "width": [DAY_BAR_MS] * len(days)}
                        for itype, by_day in sorted(series.items())],
               "layout": {**LAYOUT, "barmode": "stack",
                          "title": {"text": "Cost per day by instance type"},
-                         "xaxis": {**GRID, "type": "date", "tickformat": "%d %b"},
+                         "xaxis": day_axis(days[0], days[-1]) if days else {**GRID, "type": "date"},
                          "yaxis": {**GRID, "title": {"text": "USD"}, "rangemode": "tozero"}}}
     return {"figure": figure, "has_cost": bool(days),
             "total": sum(sum(s.values()) for s in series.values())}

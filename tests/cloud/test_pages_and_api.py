@@ -2,6 +2,7 @@
 cost per day stacked by instance type, and the admin's price refresh."""
 from __future__ import annotations
 
+import datetime as dt
 import re
 from decimal import Decimal
 
@@ -56,6 +57,16 @@ def test_the_cost_per_day_is_stacked_by_instance_type(charged, allocation, resea
     # Charged per whole minute as it accrues: 89 or 90 minutes of the catalogue's spot price,
     # depending on where the launch fell within its first minute.
     assert sum(quad["y"]) == pytest.approx(2.105 * 1.5, abs=2.105 / 60 + 0.005)
+    # One tick per day, each labelled once, the bars' days whole inside the axis: left to
+    # itself plotly ticked every 12 hours and wrote "26 Nov, 26 Nov, 27 Nov" under one bar.
+    axis = figure["layout"]["xaxis"]
+    days = sorted({dt.date.fromisoformat(x) for trace in figure["data"] for x in trace["x"]})
+    assert axis["dtick"] == 86_400_000 and axis["tickformat"] == "%d %b"
+    low, high = (dt.datetime.fromisoformat(edge) for edge in axis["range"])
+    half_bar = dt.timedelta(days=0.4)  # each bar is 0.8 of a day wide, centred on its day
+    assert low < dt.datetime.combine(days[0], dt.time()) - half_bar
+    assert high > dt.datetime.combine(days[-1], dt.time()) + half_bar
+    assert all(trace["width"] == [86_400_000 * 0.8] * len(trace["x"]) for trace in figure["data"])
     assert allocation_sections(allocation, outsider) == []
 
 
