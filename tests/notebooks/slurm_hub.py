@@ -51,9 +51,14 @@ def free_port() -> int:
 
 
 CONFIG = """
-import json, sys
+import json, signal, sys
 sys.path.insert(0, {repo!r})
 c = get_config()
+# As launcher/notebooks/hub/jupyterhub_config.py: a hub started under a shell's `&` (a suite run
+# in the background) inherits SIGINT ignored, its idle culler too, and stopping the hub then
+# waited out the culler's 30 s interrupt timeout.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 facts = json.loads({facts!r})
 c.JupyterHub.bind_url = facts["url"]
 c.JupyterHub.hub_bind_url = facts["hub_url"]
