@@ -30,7 +30,7 @@ def cost_per_day(allocation: Allocation) -> dict:
                         "y": [round(by_day.get(d, 0.0), 4) for d in days],
                         "width": [DAY_BAR_MS] * len(days)}
                        for itype, by_day in sorted(series.items())],
-              "layout": {**LAYOUT, "barmode": "stack",
+              "layout": {**LAYOUT, "barmode": "stack", "showlegend": True,  # even for one type
                          "title": {"text": "Cost per day by instance type"},
                          "xaxis": day_axis(days[0], days[-1]) if days else {**GRID, "type": "date"},
                          "yaxis": {**GRID, "title": {"text": "USD"}, "rangemode": "tozero"}}}

@@ -50,7 +50,7 @@ def test_clusters_are_listed_for_members_and_hidden_from_others(api, charged, re
 def test_the_cost_per_day_is_stacked_by_instance_type(charged, allocation, researcher, outsider):
     sections = allocation_sections(allocation, researcher)
     figure = sections[0]["data"]["cost"]["figure"]
-    assert figure["layout"]["barmode"] == "stack"
+    assert figure["layout"]["barmode"] == "stack" and figure["layout"]["showlegend"] is True
     names = {trace["name"] for trace in figure["data"]}
     assert names == {"g5.xlarge", "g5.12xlarge"}  # the workers only: no head's t3.large
     quad = next(t for t in figure["data"] if t["name"] == "g5.12xlarge")
