@@ -51,14 +51,11 @@ def free_port() -> int:
 
 
 CONFIG = """
-import json, signal, sys
+import json, sys
 sys.path.insert(0, {repo!r})
+from launcher.notebooks.hub.spawner import hear_sigint
+hear_sigint()  # as the product's config: closing the idle hub under `&` waited 30 s for its culler
 c = get_config()
-# As launcher/notebooks/hub/jupyterhub_config.py: a hub started under a shell's `&` (a suite run
-# in the background) inherits SIGINT ignored, its idle culler too, and stopping the hub then
-# waited out the culler's 30 s interrupt timeout.
-if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-    signal.signal(signal.SIGINT, signal.default_int_handler)
 facts = json.loads({facts!r})
 c.JupyterHub.bind_url = facts["url"]
 c.JupyterHub.hub_bind_url = facts["hub_url"]

@@ -17,7 +17,6 @@ Everything comes from the environment (docs/configuration.md), with `make run`'s
   JUPYTERHUB_START_TIMEOUT  seconds a server may take to answer                        120
 """
 import os
-import signal
 import sys
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
@@ -26,13 +25,11 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO))  # so `launcher.notebooks.hub.*` imports (no Django is loaded)
 
+from launcher.notebooks.hub.spawner import hear_sigint  # noqa: E402 (after the path)
+
 c = get_config()  # noqa: F821 (JupyterHub's config loader provides it)
 
-# Started in the background (make run's `&`), the hub inherits SIGINT ignored, and so would its
-# children: the hub stops a server or the idle culler with SIGINT first, and would wait out
-# Spawner.interrupt_timeout for nothing. Python's own handler is reset to the default on exec.
-if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+hear_sigint()  # its servers and the idle culler stop at once when started under make run's `&`
 
 
 def env(name: str, default: str = "") -> str:

@@ -9,6 +9,7 @@ add `c.PortalSpawner.backends = {..., "name": "package.module:Class"}` (docs/not
 from __future__ import annotations
 
 import importlib
+import signal
 
 from jupyterhub.spawner import Spawner
 from tornado import web
@@ -22,6 +23,16 @@ BACKENDS = {
 # What the hub sets on a spawner after creating it and before start(); the backend's spawner
 # gets the same values (everything else comes from the same constructor arguments and config).
 _RUNTIME = ("user_options", "api_token", "admin_access", "handler", "cert_paths")
+
+
+def hear_sigint() -> None:
+    """For the hub's configuration files: the hub stops a server or a managed service (the idle
+    culler) with SIGINT first and waits `interrupt_timeout` (30 s) before SIGTERM. Started in a
+    shell's background (`make run`'s `&`, a test suite run with `&`), the hub inherits SIGINT
+    ignored and so would every child; Python's own handler instead is reset to the default on
+    exec, so the children hear it."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def resolve(spec: str) -> type[Spawner]:
