@@ -49,6 +49,7 @@ BOOTSTRAP_MARK = "# Portal worker bootstrap"
 # the Deep Learning AMI parameter here (the `local-cloud` demo facility names it); emulation only.
 LOCAL_IMAGE_PARAMETER = "/portal/local/deeplearning-ami/x86_64/latest/ami-id"
 LOCAL_IMAGE_SOURCE = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"
+IMAGE_CHECK_S = 10.0  # how often the emulator checks that parameter is still there
 NOTICE_FILES = {"spot/instance-action": "spot-instance-action",
                 "events/recommendations/rebalance": "rebalance"}
 
@@ -249,6 +250,16 @@ class Emulator:
                                Overwrite=True)
         return image
 
+    def ensure_local_image(self) -> str | None:
+        """Publish LOCAL_IMAGE_PARAMETER again if it is gone (moto restarted, or reset by hand
+        with POST /moto-api/reset, which clears SSM): the image it published, or None when the
+        parameter was there."""
+        try:
+            self.ssm.get_parameter(Name=LOCAL_IMAGE_PARAMETER)
+        except self.ssm.exceptions.ParameterNotFound:
+            return self.publish_local_image()
+        return None
+
     def _running(self) -> dict[str, dict]:
         pages = self.ec2.get_paginator("describe_instances").paginate(Filters=[
             {"Name": "instance-state-name", "Values": ["running"]}])
@@ -286,12 +297,14 @@ class Emulator:
             box.boot()
 
     def run_forever(self, stop: threading.Event) -> None:
-        published = False
+        checked = -IMAGE_CHECK_S  # check at once, then every IMAGE_CHECK_S
         while not stop.is_set():
             try:
-                if not published:
-                    log.info("published %s = %s", LOCAL_IMAGE_PARAMETER, self.publish_local_image())
-                    published = True
+                if time.monotonic() - checked >= IMAGE_CHECK_S:
+                    image = self.ensure_local_image()
+                    checked = time.monotonic()
+                    if image:
+                        log.info("published %s = %s", LOCAL_IMAGE_PARAMETER, image)
                 self.step()
             except Exception:  # the endpoint restarting; keep going
                 log.exception("emulator step failed")

@@ -11,6 +11,7 @@ from decimal import Decimal
 
 import boto3
 import pytest
+import requests
 
 from launcher.cloud import bundle
 from launcher.cloud.client import (
@@ -18,6 +19,7 @@ from launcher.cloud.client import (
     aws_client,
     facility_image,
 )
+from launcher.cloud.emulator import LOCAL_IMAGE_PARAMETER, Emulator
 from launcher.cloud.models import CloudTask, Node
 from launcher.cloud.services import task_launch
 from launcher.cloud.userdata import parse
@@ -124,7 +126,6 @@ def test_the_bundle_is_reproducible_and_changes_name_with_its_code(tmp_path):
 
 def test_seed_demo_points_the_local_cloud_at_the_emulator_s_image_parameter_once(cloud_facility):
     from launcher.cloud.demo import seed_local_image
-    from launcher.cloud.emulator import LOCAL_IMAGE_PARAMETER
 
     cloud_facility.backend_settings.pop("image_ssm_parameter")
     cloud_facility.save()
@@ -132,3 +133,22 @@ def test_seed_demo_points_the_local_cloud_at_the_emulator_s_image_parameter_once
     cloud_facility.refresh_from_db()
     assert cloud_facility.backend_settings["image_ssm_parameter"] == LOCAL_IMAGE_PARAMETER
     assert seed_local_image() is False  # re-running changes nothing
+
+
+def test_the_emulator_publishes_its_image_parameter_again_when_it_is_gone(moto_endpoint, tmp_path):
+    """A reset of moto (by hand, or moto restarted) clears SSM; the `local-cloud` demo facility's
+    launches would then fail with "No image" until the emulator restarted. It checks and
+    publishes the parameter again instead."""
+    ssm = boto3.session.Session(region_name="us-east-1").client("ssm", endpoint_url=moto_endpoint)
+    emulator = Emulator(endpoint=moto_endpoint, region="us-east-1", root=tmp_path)
+
+    image = emulator.ensure_local_image()  # absent after each test's reset
+    assert image is not None and image.startswith("ami-")
+    assert ssm.get_parameter(Name=LOCAL_IMAGE_PARAMETER)["Parameter"]["Value"] == image
+    assert emulator.ensure_local_image() is None  # there: nothing written
+
+    requests.post(f"{moto_endpoint}/moto-api/reset", timeout=10)
+    with pytest.raises(ssm.exceptions.ParameterNotFound):
+        ssm.get_parameter(Name=LOCAL_IMAGE_PARAMETER)
+    assert emulator.ensure_local_image() == image
+    assert ssm.get_parameter(Name=LOCAL_IMAGE_PARAMETER)["Parameter"]["Value"] == image
