@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import io
 import tarfile
+import threading
+import time
 from decimal import Decimal
 
 import boto3
@@ -14,6 +16,7 @@ import pytest
 import requests
 
 from launcher.cloud import bundle
+from launcher.cloud import emulator as emulator_module
 from launcher.cloud.client import (
     WORKER_IMAGE_PARAMETER,
     aws_client,
@@ -152,3 +155,28 @@ def test_the_emulator_publishes_its_image_parameter_again_when_it_is_gone(moto_e
         ssm.get_parameter(Name=LOCAL_IMAGE_PARAMETER)
     assert emulator.ensure_local_image() == image
     assert ssm.get_parameter(Name=LOCAL_IMAGE_PARAMETER)["Parameter"]["Value"] == image
+
+
+def test_the_running_emulator_checks_again_on_its_own(moto_endpoint, tmp_path, monkeypatch):
+    """run_forever, not only the method: a reset while it runs is mended within one check."""
+    monkeypatch.setattr(emulator_module, "IMAGE_CHECK_S", 0.2)
+    ssm = boto3.session.Session(region_name="us-east-1").client("ssm", endpoint_url=moto_endpoint)
+    stop = threading.Event()
+    loop = threading.Thread(target=Emulator(endpoint=moto_endpoint, region="us-east-1",
+                                            root=tmp_path, poll=0.05).run_forever, args=(stop,))
+    loop.start()
+    try:
+        for round_ in range(2):  # published at start, then again after a reset
+            deadline = time.monotonic() + 30  # a bound for a loaded machine only
+            while True:
+                try:
+                    ssm.get_parameter(Name=LOCAL_IMAGE_PARAMETER)
+                    break
+                except ssm.exceptions.ParameterNotFound:
+                    assert time.monotonic() < deadline, f"not published again (round {round_})"
+                    time.sleep(0.05)
+            if round_ == 0:
+                requests.post(f"{moto_endpoint}/moto-api/reset", timeout=10)
+    finally:
+        stop.set()
+        loop.join(timeout=10)
