@@ -4,8 +4,8 @@
 //
 // Honest and phone-sized: a figure with no data, or a line of one point, is a sentence, not an
 // empty axis; every chart is responsive (re-laid out when the window is resized), and on a
-// narrow chart (under SMALL px) the legend goes below the plot, margins shrink and text labels
-// are not clipped, so the plot keeps its width.
+// narrow chart (under SMALL px) the legend goes below the plot, margins shrink, date ticks thin
+// out, axis titles get room and text labels are not clipped, so the plot keeps its width.
 (function () {
   var SMALL = 600;
 
@@ -41,6 +41,15 @@
       layout.height = (layout.height || 320) + 24 * Math.min(traces, 4);
     }
     if (layout.title) { layout.title.font = {size: 14}; }
+    // Fewer date ticks, and room for the axis titles: at phone width the burn-down's labels ran
+    // into each other ("29 Nov13 Dec") and the daily chart's y ticks into their title.
+    var x = layout.xaxis;
+    if (x && x.nticks) { x.nticks = Math.min(x.nticks, 4); }
+    if (x && typeof x.dtick === 'number' && x.range) {  // whole days (allocations/charts.py day_axis)
+      var ticks = (Date.parse(x.range[1]) - Date.parse(x.range[0])) / x.dtick;
+      if (ticks > 5) { x.dtick *= Math.ceil(ticks / 5); }
+    }
+    ['xaxis', 'yaxis'].forEach(function (k) { if (layout[k]) { layout[k].automargin = true; } });
     return layout;
   }
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 from allocations.models import Allocation
 from launcher.models import Job, Sweep
 from tests.browser import login
-from tests.factories import FacilityFactory
+from tests.factories import FacilityFactory, charge
 
 METRICS = json.loads((Path(__file__).parent / "data" / "metrics_densenet121.json").read_text())
 GRID = {"models": ["densenet121"], "lrs": [0.001], "lr_steps": [5], "weight_decays": [0.0001],
@@ -77,6 +77,38 @@ def test_on_a_phone_the_legend_goes_below_the_plot(page, live_server, researcher
         const l = document.querySelector('#chart-roc .legend').getBoundingClientRect();
         const p = document.querySelector('#chart-roc .nsewdrag').getBoundingClientRect();
         return l.top < p.bottom; }""")
+
+
+def _label_boxes(page, selector: str) -> list[dict]:
+    return [t.bounding_box() for t in page.locator(selector).all()]
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_usage_charts_labels_do_not_run_into_each_other(page, live_server,
+                                                                       researcher, allocation):
+    """At 390 px plotly put seven date labels under a three-month burn-down ("29 Nov13 Dec")
+    and the daily chart's y ticks on its axis title; a narrow chart gets fewer date ticks and
+    room for its titles (static/js/charts.js, fitted)."""
+    today = timezone.localdate()
+    Allocation.objects.filter(pk=allocation.pk).update(
+        start_date=today - dt.timedelta(days=2), end_date=today + dt.timedelta(days=88))
+    moment = timezone.now() - dt.timedelta(days=1)
+    charge(allocation=allocation, source="local", external_id="honest-use", period_start=moment,
+           period_end=moment, gpu_seconds=75, cost=Decimal("0"))
+    login(page, live_server, researcher.username)
+    page.set_viewport_size({"width": 390, "height": 900})
+    page.goto(f"{live_server.url}/allocations/{allocation.pk}/")
+    page.locator("#chart-burn-down .xtick text").first.wait_for()
+    page.locator("#chart-daily .ytitle").wait_for()
+
+    dates = _label_boxes(page, "#chart-burn-down .xtick text")
+    assert len(dates) >= 2
+    for left, right in zip(dates, dates[1:]):
+        assert left["x"] + left["width"] + 4 <= right["x"], dates  # a gap between labels
+    title = page.locator("#chart-daily .ytitle").bounding_box()
+    for tick in _label_boxes(page, "#chart-daily .ytick text"):
+        assert tick["x"] >= title["x"] + title["width"], (tick, title)
 
 
 @pytest.mark.django_db
