@@ -18,6 +18,13 @@ Two scales (bench/vs_coldfront_data.py): each side's demo data, and each side lo
 same larger data through its own ORM. ColdFront is installed from PyPI into its own virtualenv
 under var/bench-cf/ once. A POST row counts the rows each side really created, so a refused form
 cannot pass for a fast one. Prints one table and writes bench/out/vs_coldfront.json.
+
+Paired rounds: both servers run at once (an idle gunicorn takes no CPU) and each row is measured
+on both sides back to back, BENCH_ROUNDS times (default 3), the side that goes first alternating
+from round to round. A row's figures are each side's median over the rounds and its ratios the
+median of the rounds' own ratios, with their range; so a change in the machine's load between
+one side's turn and the other's moves a round's ratio, not the result (before the twelfth round
+ColdFront was measured whole, then ours, minutes later: docs/performance.md).
 """
 from __future__ import annotations
 
@@ -28,6 +35,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import time
@@ -46,8 +54,9 @@ CF_VENV = VAR / "venv"
 CF_VERSION = "1.1.10"
 GUNICORN = "gunicorn==27.0.1"  # the same gunicorn as ours (requirements.txt)
 WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
-DURATION = os.environ.get("BENCH_DURATION", "10s")
-SEQ_DURATION = os.environ.get("BENCH_SEQ_DURATION", "5s")
+DURATION = os.environ.get("BENCH_DURATION", "6s")  # each round
+SEQ_DURATION = os.environ.get("BENCH_SEQ_DURATION", "3s")
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 SCALES = os.environ.get("BENCH_SCALES", "demo,large").split(",")
 # BENCH_KEEP_DATA=1: reuse the data a previous run loaded (var/bench-cf/<scale>/, ids.json)
 # instead of loading it again (minutes on a busy machine); each run still starts both servers
@@ -327,29 +336,62 @@ def run_scale(scale: str) -> list[dict]:
             shutil.copy(side.db, side.db.with_name(side.db.name + ".loaded"))
         saved.write_text(json.dumps(ids))
         print(f"[{scale}] data loaded in {time.monotonic() - started:.0f} s", flush=True)
-    results: dict[str, dict[str, dict]] = {}
-    for side in sides:
-        side.serve()
-        try:
+    try:
+        for side in sides:  # both at once: each row is measured on both sides back to back
+            side.serve()
+        plans = {}
+        for side in sides:
             side.login()
-            pages = side.pages(ids[side.name])
-            results[side.name] = {}
-            for row, path in pages.items():
-                if path is not None:
-                    check_page(side, path)
-                    results[side.name][row] = measure(side, path)
-            post_path, body = side.post(ids[side.name])
-            results[side.name]["request POST"] = measure(side, post_path, body=body)
-        finally:
-            side.stop()
-    rows = []
-    for row in ["project list", "allocation detail", "request detail", "request POST",
-                "API allocations", "API requests", "API jobs"]:
-        cf, ours = results["ColdFront"].get(row), results["ours"].get(row)
-        rows.append({"scale": scale, "row": row, "coldfront": cf, "ours": ours,
-                     "rps_ratio": _ratio(ours and ours["c8_rps"], cf and cf["c8_rps"]),
-                     "p50_ratio": _ratio(ours and ours["seq_p50"], cf and cf["seq_p50"])})
-    return rows
+            pages = {row: path for row, path in side.pages(ids[side.name]).items() if path}
+            for path in pages.values():
+                check_page(side, path)
+            plans[side.name] = (pages, side.post(ids[side.name]))
+        rounds: list[dict[str, dict[str, dict]]] = []
+        for number in range(ROUNDS):
+            order = sides if number % 2 == 0 else sides[::-1]
+            results: dict[str, dict[str, dict]] = {side.name: {} for side in sides}
+            for row in ROWS:
+                for side in order:
+                    pages, (post_path, body) = plans[side.name]
+                    if row == "request POST":
+                        results[side.name][row] = measure(side, post_path, body=body)
+                    elif row in pages:
+                        results[side.name][row] = measure(side, pages[row])
+            rounds.append(results)
+            print(f"[{scale}] round {number + 1} of {ROUNDS} done", flush=True)
+    finally:
+        for side in sides:
+            if getattr(side, "proc", None) is not None:
+                side.stop()
+    return [_row(scale, row, rounds) for row in ROWS]
+
+
+ROWS = ["project list", "allocation detail", "request detail", "request POST",
+        "API allocations", "API requests", "API jobs"]
+
+
+def _row(scale: str, row: str, rounds: list[dict[str, dict[str, dict]]]) -> dict:
+    """One row: each side's median over the rounds, and the median (and range) of the rounds'
+    own ratios, each round's two sides having been measured back to back."""
+    cf = [r["ColdFront"][row] for r in rounds if row in r["ColdFront"]]
+    ours = [r["ours"][row] for r in rounds if row in r["ours"]]
+    rps = [_ratio(o["c8_rps"], c["c8_rps"]) for o, c in zip(ours, cf)]
+    p50 = [_ratio(o["seq_p50"], c["seq_p50"]) for o, c in zip(ours, cf)]
+    return {"scale": scale, "row": row, "coldfront": _median_of(cf), "ours": _median_of(ours),
+            "rps_ratio": _median([x for x in rps if x is not None]),
+            "p50_ratio": _median([x for x in p50 if x is not None]),
+            "rps_ratios": rps, "p50_ratios": p50, "rounds": {"ColdFront": cf, "ours": ours}}
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _median_of(results: list[dict[str, float]]) -> dict[str, float] | None:
+    """Each figure's median over the rounds (None for a page a side does not have)."""
+    if not results:
+        return None
+    return {key: statistics.median(r[key] for r in results) for key in results[0]}
 
 
 def _ratio(ours: float | None, theirs: float | None) -> float | None:
@@ -362,20 +404,24 @@ def _fmt(value: float | None, spec: str) -> str:
 
 def report(rows: list[dict]) -> None:
     print(f"\nOurs against ColdFront {CF_VERSION}: gunicorn {WORKERS} sync workers each, SQLite "
-          f"each, logged in as a PI; wrk -c8 {DURATION} and -c1 {SEQ_DURATION}; ms")
-    print(f"{'scale':<6}{'page':<19}{'CF r/s':>9}{'ours r/s':>9}{'x r/s':>7}"
+          f"each, logged in as a PI; {ROUNDS} paired rounds of wrk -c8 {DURATION} and -c1 "
+          f"{SEQ_DURATION}; medians over the rounds; ms")
+    print(f"{'scale':<6}{'page':<19}{'CF r/s':>9}{'ours r/s':>9}{'x r/s':>7}{'x range':>12}"
           f"{'CF p50':>8}{'ours p50':>9}{'p50 ratio':>10}")
     for r in rows:
         cf, ours = r["coldfront"], r["ours"]
         if cf is None:
-            print(f"{r['scale']:<6}{r['row']:<19}{'-':>9}{ours['c8_rps']:>9.1f}{'-':>7}{'-':>8}"
-                  f"{ours['seq_p50']:>9.2f}{'no counterpart':>15}")
+            print(f"{r['scale']:<6}{r['row']:<19}{'-':>9}{ours['c8_rps']:>9.1f}{'-':>7}{'-':>12}"
+                  f"{'-':>8}{ours['seq_p50']:>9.2f}{'no counterpart':>15}")
             continue
+        spread = [x for x in r["rps_ratios"] if x is not None]
+        span = f"{min(spread):.2f}-{max(spread):.2f}" if spread else "-"
         print(f"{r['scale']:<6}{r['row']:<19}{cf['c8_rps']:>9.1f}{ours['c8_rps']:>9.1f}"
-              f"{_fmt(r['rps_ratio'], '.2f'):>6}x{cf['seq_p50']:>8.2f}{ours['seq_p50']:>9.2f}"
-              f"{_fmt(r['p50_ratio'], '.2f'):>10}")
-    print("x r/s: ours / ColdFront requests per second at concurrency 8 (aim >= 3); p50 ratio: "
-          "our sequential median / ColdFront's (aim <= 0.33).")
+              f"{_fmt(r['rps_ratio'], '.2f'):>6}x{span:>12}{cf['seq_p50']:>8.2f}"
+              f"{ours['seq_p50']:>9.2f}{_fmt(r['p50_ratio'], '.2f'):>10}")
+    print("x r/s: the median over the rounds of ours / ColdFront requests per second at "
+          "concurrency 8 (aim >= 3), x range: the rounds' lowest and highest; p50 ratio: the "
+          "median of the rounds' our sequential median / ColdFront's (aim <= 0.33).")
 
 
 def empty_broker() -> None:
@@ -401,7 +447,7 @@ def main() -> None:
     report(rows)
     out = ROOT / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)
-    meta = {"workers": WORKERS, "duration": DURATION, "seq_duration": SEQ_DURATION,
+    meta = {"workers": WORKERS, "rounds": ROUNDS, "duration": DURATION, "seq_duration": SEQ_DURATION,
             "coldfront": CF_VERSION, "cpus": os.cpu_count(), "loadavg_before": load_before,
             "loadavg_after": os.getloadavg(), "shape": data.SHAPE}
     (out / "vs_coldfront.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
