@@ -21,7 +21,8 @@ cannot pass for a fast one. Prints one table and writes bench/out/vs_coldfront.j
 
 Paired rounds: both servers run at once (an idle gunicorn takes no CPU) and each row is measured
 on both sides back to back, BENCH_ROUNDS times (default 3), the side that goes first alternating
-from round to round. A row's figures are each side's median over the rounds and its ratios the
+from round to round (the reads' rounds first, then the POSTs', so no page reads the rows a
+POST added). A row's figures are each side's median over the rounds and its ratios the
 median of the rounds' own ratios, with their range; so a change in the machine's load between
 one side's turn and the other's moves a round's ratio, not the result (before the twelfth round
 ColdFront was measured whole, then ours, minutes later: docs/performance.md).
@@ -346,19 +347,22 @@ def run_scale(scale: str) -> list[dict]:
             for path in pages.values():
                 check_page(side, path)
             plans[side.name] = (pages, side.post(ids[side.name]))
-        rounds: list[dict[str, dict[str, dict]]] = []
-        for number in range(ROUNDS):
-            order = sides if number % 2 == 0 else sides[::-1]
-            results: dict[str, dict[str, dict]] = {side.name: {} for side in sides}
-            for row in ROWS:
-                for side in order:
-                    pages, (post_path, body) = plans[side.name]
-                    if row == "request POST":
-                        results[side.name][row] = measure(side, post_path, body=body)
-                    elif row in pages:
-                        results[side.name][row] = measure(side, pages[row])
-            rounds.append(results)
-            print(f"[{scale}] round {number + 1} of {ROUNDS} done", flush=True)
+        rounds: list[dict[str, dict[str, dict]]] = [
+            {side.name: {} for side in sides} for _ in range(ROUNDS)]
+        # The reads first, every round of them, then the POSTs: a POST adds rows (hundreds)
+        # that the list pages would otherwise read in the next round, on either side.
+        for phase in ([row for row in ROWS if row != "request POST"], ["request POST"]):
+            for number, results in enumerate(rounds):
+                order = sides if number % 2 == 0 else sides[::-1]
+                for row in phase:
+                    for side in order:
+                        pages, (post_path, body) = plans[side.name]
+                        if row == "request POST":
+                            results[side.name][row] = measure(side, post_path, body=body)
+                        elif row in pages:
+                            results[side.name][row] = measure(side, pages[row])
+                print(f"[{scale}] {'POST' if phase == ['request POST'] else 'reads'}: round "
+                      f"{number + 1} of {ROUNDS} done", flush=True)
     finally:
         for side in sides:
             if getattr(side, "proc", None) is not None:
