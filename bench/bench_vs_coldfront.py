@@ -110,6 +110,7 @@ class Side:
     username: str
     password: str
     request_table: str
+    proc: subprocess.Popen | None = None  # set by serve()
 
     def manage(self, *args: str) -> str:
         raise NotImplementedError
@@ -364,7 +365,7 @@ def run_scale(scale: str) -> list[dict]:
                       f"{number + 1} of {ROUNDS} done", flush=True)
     finally:
         for side in sides:
-            if getattr(side, "proc", None) is not None:
+            if side.proc is not None:
                 side.stop()
     return [rounds_row(scale, row, rounds) for row in ROWS]
 

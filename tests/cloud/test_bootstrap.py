@@ -8,7 +8,6 @@ import hashlib
 import io
 import tarfile
 import threading
-import time
 from decimal import Decimal
 
 import boto3
@@ -27,7 +26,7 @@ from launcher.cloud.models import CloudTask, Node
 from launcher.cloud.services import task_launch
 from launcher.cloud.userdata import parse
 from launcher.cloud.workload import TINY, ctxray_argv
-from tests.cloud.conftest import IMAGE_PARAMETER
+from tests.cloud.conftest import IMAGE_PARAMETER, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -161,20 +160,21 @@ def test_the_running_emulator_checks_again_on_its_own(moto_endpoint, tmp_path, m
     """run_forever, not only the method: a reset while it runs is mended within one check."""
     monkeypatch.setattr(emulator_module, "IMAGE_CHECK_S", 0.2)
     ssm = boto3.session.Session(region_name="us-east-1").client("ssm", endpoint_url=moto_endpoint)
+
+    def published() -> bool:
+        try:
+            return bool(ssm.get_parameter(Name=LOCAL_IMAGE_PARAMETER))
+        except ssm.exceptions.ParameterNotFound:
+            return False
+
     stop = threading.Event()
     loop = threading.Thread(target=Emulator(endpoint=moto_endpoint, region="us-east-1",
                                             root=tmp_path, poll=0.05).run_forever, args=(stop,))
     loop.start()
     try:
         for round_ in range(2):  # published at start, then again after a reset
-            deadline = time.monotonic() + 30  # a bound for a loaded machine only
-            while True:
-                try:
-                    ssm.get_parameter(Name=LOCAL_IMAGE_PARAMETER)
-                    break
-                except ssm.exceptions.ParameterNotFound:
-                    assert time.monotonic() < deadline, f"not published again (round {round_})"
-                    time.sleep(0.05)
+            wait_for(published, step=lambda: None, timeout=30, interval=0.05,  # a loaded machine
+                     describe=lambda n=round_: f"not published again (round {n})")
             if round_ == 0:
                 requests.post(f"{moto_endpoint}/moto-api/reset", timeout=10)
     finally:
