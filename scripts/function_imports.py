@@ -3,6 +3,7 @@ AppConfig.ready, the node-side workloads and the benchmark harness excepted).
 
     python scripts/function_imports.py        # one line per import, then the count
 """
+
 from __future__ import annotations
 
 import ast

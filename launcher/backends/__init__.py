@@ -1,28 +1,7 @@
-"""The backend seam: the registry of backends (registry.py: one entry per Facility.backend,
-with declared capabilities) and the plain dataclasses and errors backends speak (base.py).
-The implementations live beside it: launcher/slurm/, launcher/local/, launcher/cloud/.
+"""The backend seam: the contract every compute backend meets (contract.py: the Protocol, its
+capabilities, the errors and the facts it returns) and the registry of backends (registry.py:
+one entry per Facility.backend). The implementations live beside it, one package each:
+launcher/slurm/, launcher/local/, launcher/cloud/ (with their backend-only types).
 
 Nothing in this package imports Django at run time, so its pieces can be tested alone.
 """
-
-from launcher.backends.base import (
-    AccountState,
-    SchedulerClient,
-    BackendError,
-    JobSpec,
-    JobState,
-    JobStatus,
-    SubmitResult,
-    UsageRow,
-)
-
-__all__ = [
-    "AccountState",
-    "SchedulerClient",
-    "BackendError",
-    "JobSpec",
-    "JobState",
-    "JobStatus",
-    "SubmitResult",
-    "UsageRow",
-]

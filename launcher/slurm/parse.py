@@ -12,12 +12,29 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from launcher.backends.base import JobState, JobStatus, UsageRow
+from launcher.slurm.records import JobState, JobStatus, UsageRow
 
-SACCT_USAGE_FIELDS = ("JobID", "Account", "State", "ElapsedRaw", "AllocTRES", "Start", "End", "JobName")
+SACCT_USAGE_FIELDS = (
+    "JobID",
+    "Account",
+    "State",
+    "ElapsedRaw",
+    "AllocTRES",
+    "Start",
+    "End",
+    "JobName",
+)
 SACCT_STATUS_FIELDS = ("JobID", "State", "ExitCode", "ElapsedRaw", "Reason", "JobName")
-SACCT_NAMED_FIELDS = ("JobID", "State", "ElapsedRaw", "AllocTRES", "Start", "End", "Reason",
-                      "JobName")
+SACCT_NAMED_FIELDS = (
+    "JobID",
+    "State",
+    "ElapsedRaw",
+    "AllocTRES",
+    "Start",
+    "End",
+    "Reason",
+    "JobName",
+)
 SQUEUE_STATUS_FORMAT = "%i|%T|%r|%M|%j"  # id (12 or 12_3), state, reason, elapsed, name
 
 _STATE_MAP = {
@@ -50,8 +67,14 @@ _STATE_MAP = {
 
 # How an array's tasks sum up to one state: the first state present in this order wins.
 _ARRAY_PRECEDENCE = (
-    JobState.RUNNING, JobState.PENDING, JobState.PREEMPTED, JobState.UNKNOWN,
-    JobState.FAILED, JobState.TIMEOUT, JobState.CANCELLED, JobState.SUCCEEDED,
+    JobState.RUNNING,
+    JobState.PENDING,
+    JobState.PREEMPTED,
+    JobState.UNKNOWN,
+    JobState.FAILED,
+    JobState.TIMEOUT,
+    JobState.CANCELLED,
+    JobState.SUCCEEDED,
 )
 
 
@@ -87,11 +110,18 @@ def parse_sacct_usage(text: str) -> list[UsageRow]:
             continue
         jobid, account, state, elapsed, tres, start, end, _name = line.split("|", last)
         job, _, step = jobid.partition(".")
-        append(UsageRow(
-            job_id=job, step=step, account=account, state=state.split(" ", 1)[0],
-            elapsed_seconds=int(elapsed or 0), gpus=_gres_gpus(tres),
-            start=_timestamp(start), end=_timestamp(end),
-        ))
+        append(
+            UsageRow(
+                job_id=job,
+                step=step,
+                account=account,
+                state=state.split(" ", 1)[0],
+                elapsed_seconds=int(elapsed or 0),
+                gpus=_gres_gpus(tres),
+                start=_timestamp(start),
+                end=_timestamp(end),
+            )
+        )
     return rows
 
 
@@ -121,10 +151,18 @@ def parse_sacct_named(text: str) -> list[NamedJob]:
         if not line:
             continue
         jobid, state, elapsed, tres, start, end, reason, name = line.split("|", last)
-        jobs.append(NamedJob(job_id=jobid, name=name, state=state.split(" ", 1)[0],
-                             reason="" if reason == "None" else reason,
-                             elapsed_seconds=int(elapsed or 0), gpus=_gres_gpus(tres),
-                             start=_timestamp(start), end=_timestamp(end)))
+        jobs.append(
+            NamedJob(
+                job_id=jobid,
+                name=name,
+                state=state.split(" ", 1)[0],
+                reason="" if reason == "None" else reason,
+                elapsed_seconds=int(elapsed or 0),
+                gpus=_gres_gpus(tres),
+                start=_timestamp(start),
+                end=_timestamp(end),
+            )
+        )
     return jobs
 
 
@@ -132,10 +170,14 @@ def without_jobs_named(text: str, prefix: str) -> str:
     """`sacct -P -o <SACCT_USAGE_FIELDS>` output less the jobs whose name (the last field)
     starts with `prefix`, and less their steps ('12.batch' goes with '12')."""
     lines = text.splitlines()
-    skipped = {line.split("|", 1)[0] for line in lines
-               if line.rsplit("|", 1)[-1].startswith(prefix) and "." not in line.split("|", 1)[0]}
-    return "\n".join(line for line in lines
-                     if line.split("|", 1)[0].split(".", 1)[0] not in skipped)
+    skipped = {
+        line.split("|", 1)[0]
+        for line in lines
+        if line.rsplit("|", 1)[-1].startswith(prefix) and "." not in line.split("|", 1)[0]
+    }
+    return "\n".join(
+        line for line in lines if line.split("|", 1)[0].split(".", 1)[0] not in skipped
+    )
 
 
 def parse_sacct_status(text: str) -> dict[str, JobStatus]:
@@ -148,8 +190,11 @@ def parse_sacct_status(text: str) -> dict[str, JobStatus]:
         jobid, state, exit_code, elapsed, reason, _name = line.split("|", last)
         code = exit_code.split(":", 1)[0]
         result[jobid] = JobStatus(
-            job_id=jobid, state=map_state(state), reason="" if reason == "None" else reason,
-            exit_code=int(code) if code.isdigit() else None, elapsed_seconds=int(elapsed or 0),
+            job_id=jobid,
+            state=map_state(state),
+            reason="" if reason == "None" else reason,
+            exit_code=int(code) if code.isdigit() else None,
+            elapsed_seconds=int(elapsed or 0),
         )
     return result
 
@@ -171,14 +216,17 @@ def parse_squeue_status(text: str) -> dict[str, JobStatus]:
             continue
         jobid, state, reason, elapsed, _name = line.split("|", 4)
         result[jobid] = JobStatus(
-            job_id=jobid, state=map_state(state),
+            job_id=jobid,
+            state=map_state(state),
             reason="" if reason == "None" else reason,
             elapsed_seconds=_elapsed_seconds(elapsed) if elapsed[:1].isdigit() else 0,
         )
     return result
 
 
-def merge_status(live: dict[str, JobStatus], accounted: dict[str, JobStatus]) -> dict[str, JobStatus]:
+def merge_status(
+    live: dict[str, JobStatus], accounted: dict[str, JobStatus]
+) -> dict[str, JobStatus]:
     """One view per job id: sacct's final record wins; otherwise squeue's (sacct lags squeue)."""
     merged = dict(live)
     for jobid, status in accounted.items():
@@ -202,6 +250,10 @@ def aggregate(job_id: str, records: dict[str, JobStatus]) -> JobStatus:
     if all(t.state.final for t in tasks.values()):
         exit_code = max((t.exit_code or 0 for t in tasks.values()), default=0)
     return JobStatus(
-        job_id=job_id, state=state, reason=",".join(reasons), exit_code=exit_code,
-        elapsed_seconds=sum(t.elapsed_seconds for t in tasks.values()), tasks=tasks,
+        job_id=job_id,
+        state=state,
+        reason=",".join(reasons),
+        exit_code=exit_code,
+        elapsed_seconds=sum(t.elapsed_seconds for t in tasks.values()),
+        tasks=tasks,
     )

@@ -27,7 +27,7 @@ from typing import TypeVar
 
 import paramiko
 
-from launcher.backends.base import BackendError
+from launcher.backends.errors import BackendError
 
 T = TypeVar("T")
 
@@ -56,7 +56,9 @@ class _UnknownHostKey(paramiko.SSHException):
 class _PinnedOnly(paramiko.MissingHostKeyPolicy):
     """RejectPolicy with an error we can tell apart from transient SSH failures."""
 
-    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+    def missing_host_key(
+        self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
+    ) -> None:
         raise _UnknownHostKey(
             f"host key for {hostname} ({key.get_name()} {key.fingerprint}) is not the pinned key"
         )
@@ -139,10 +141,16 @@ class SSHConnection:
         client.set_missing_host_key_policy(_PinnedOnly())
         t = self.target
         client.connect(
-            t.host, port=t.port, username=t.user, key_filename=str(t.key_path),
-            timeout=t.connect_timeout, banner_timeout=t.connect_timeout,
-            auth_timeout=t.connect_timeout, channel_timeout=t.connect_timeout,
-            allow_agent=False, look_for_keys=False,
+            t.host,
+            port=t.port,
+            username=t.user,
+            key_filename=str(t.key_path),
+            timeout=t.connect_timeout,
+            banner_timeout=t.connect_timeout,
+            auth_timeout=t.connect_timeout,
+            channel_timeout=t.connect_timeout,
+            allow_agent=False,
+            look_for_keys=False,
         )
         transport = client.get_transport()
         assert transport is not None
@@ -163,7 +171,11 @@ class SSHConnection:
     def _sftp_client(self) -> paramiko.SFTPClient:
         with self._lock:
             self._transport()
-            if self._sftp is None or self._sftp.get_channel() is None or self._sftp.get_channel().closed:
+            if (
+                self._sftp is None
+                or self._sftp.get_channel() is None
+                or self._sftp.get_channel().closed
+            ):
                 assert self._client is not None
                 self._sftp = self._client.open_sftp()
                 self._sftp.get_channel().settimeout(self.target.command_timeout)
@@ -190,7 +202,9 @@ class SSHConnection:
         if isinstance(exc, paramiko.BadHostKeyException):
             return BackendError(
                 f"host key for {where} CHANGED: expected {exc.expected_key.fingerprint}, got "
-                f"{exc.key.fingerprint}; refusing to connect", permanent=True)
+                f"{exc.key.fingerprint}; refusing to connect",
+                permanent=True,
+            )
         if isinstance(exc, _UnknownHostKey):
             return BackendError(f"{exc}; refusing to connect to {where}", permanent=True)
         if isinstance(exc, paramiko.AuthenticationException):
@@ -198,10 +212,16 @@ class SSHConnection:
         if isinstance(exc, FileNotFoundError):
             return BackendError(f"SSH key file missing: {exc.filename}", permanent=True)
         if isinstance(exc, _TRANSIENT):
-            return BackendError(f"SSH to {where} failed: {type(exc).__name__}: {exc}", permanent=False)
-        return BackendError(f"SSH to {where}: unexpected {type(exc).__name__}: {exc}", permanent=True)
+            return BackendError(
+                f"SSH to {where} failed: {type(exc).__name__}: {exc}", permanent=False
+            )
+        return BackendError(
+            f"SSH to {where}: unexpected {type(exc).__name__}: {exc}", permanent=True
+        )
 
-    def _with_retries(self, op: Callable[[dict[str, bool]], T], *, retry_after_send: bool = True) -> T:
+    def _with_retries(
+        self, op: Callable[[dict[str, bool]], T], *, retry_after_send: bool = True
+    ) -> T:
         """Run `op`, retrying transient failures with exponential backoff.
 
         `op` sets flags['sent'] once the server may have acted; after that point a failure is
@@ -219,14 +239,17 @@ class SSHConnection:
                     raise error from exc
                 if flags["sent"] and not retry_after_send:
                     raise error from exc
-                delay = min(self.target.max_backoff_seconds, self.target.backoff_seconds * 2**attempt)
+                delay = min(
+                    self.target.max_backoff_seconds, self.target.backoff_seconds * 2**attempt
+                )
                 attempt += 1
                 self._sleep(delay)
 
     # -- commands -----------------------------------------------------------------------------
 
-    def run(self, args: Sequence[str], *, timeout: float | None = None,
-            retry_after_send: bool = True) -> CommandResult:
+    def run(
+        self, args: Sequence[str], *, timeout: float | None = None, retry_after_send: bool = True
+    ) -> CommandResult:
         """Run a command given as an argument list; return its exit status and output.
 
         A non-zero exit status is returned, not raised: only the transport fails loudly.
@@ -249,8 +272,9 @@ class SSHConnection:
                 chan.close()
             if rc == -1:  # the channel closed with no exit status: the connection dropped
                 raise EOFError("connection closed before the command finished")
-            return CommandResult(tuple(args), rc, out.decode("utf-8", "replace"),
-                                 err.decode("utf-8", "replace"))
+            return CommandResult(
+                tuple(args), rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+            )
 
         return self._with_retries(op, retry_after_send=retry_after_send)
 

@@ -1,8 +1,10 @@
-"""One contract for the seam: a backend's `provision` returns an account name or raises one
+"""One contract for the seam: a backend's `provision` returns what it made (`Provisioned`: the
+account name) or raises one
 BackendError(permanent=...), and launcher/provisioning.py alone decides what happens to the
 allocation (activate, fail with the reason, or retry); a backend's `usage` offers records and
 launcher/services/accounting.py alone stores them, once each. Shown with a registry entry that
 does only what the contract asks (no state moves of its own), in place of `local`."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -12,8 +14,8 @@ import pytest
 from django.utils import timezone
 
 from allocations.models import UsageRecord
-from launcher.backends.base import BackendError
-from launcher.backends.registry import BaseBackend, Capability, register, registered
+from launcher.backends.contract import BackendError, BaseBackend, Capability, Provisioned
+from launcher.backends.registry import register, registered
 from launcher.provisioning import allocation_provision
 from launcher.services import usage_ingest
 from tests.factories import AllocationFactory, FacilityFactory
@@ -28,7 +30,7 @@ class ScriptedBackend(BaseBackend):
     capabilities = frozenset({Capability.PROVISION, Capability.USAGE})
 
     def __init__(self) -> None:
-        self.answer: str | BackendError = "acct-1"
+        self.answer: Provisioned | BackendError = Provisioned(account="acct-1")
         self.records: list[UsageRecord] = []
 
     def provision(self, *, allocation):
@@ -53,8 +55,9 @@ def scripted() -> Iterator[ScriptedBackend]:
 
 @pytest.fixture
 def provisioning():
-    return AllocationFactory(status="provisioning", account_name="",
-                             facility=FacilityFactory(backend="local"))
+    return AllocationFactory(
+        status="provisioning", account_name="", facility=FacilityFactory(backend="local")
+    )
 
 
 def test_a_returned_name_activates_the_allocation_with_it(scripted, provisioning):
@@ -89,13 +92,22 @@ def test_a_transient_error_propagates_for_a_retry_and_fails_on_the_last(scripted
 def test_offered_usage_is_recorded_once_and_charged_to_its_job(scripted, provisioning):
     allocation = allocation_provision(allocation_id=provisioning.pk)
     end = timezone.now()
-    scripted.records = [UsageRecord(
-        allocation_id=allocation.pk, source=UsageRecord.Source.LOCAL, external_id="x:1",
-        period_start=end - dt.timedelta(hours=1), period_end=end, gpu_seconds=3600,
-        cost=1, detail={})]
+    scripted.records = [
+        UsageRecord(
+            allocation_id=allocation.pk,
+            source="local",
+            external_id="x:1",
+            period_start=end - dt.timedelta(hours=1),
+            period_end=end,
+            gpu_seconds=3600,
+            cost=1,
+            detail={},
+        )
+    ]
 
     assert usage_ingest(allocation=allocation) == 1
     assert usage_ingest(allocation=allocation) == 1  # offered again, stored once
 
-    assert list(UsageRecord.objects.filter(allocation=allocation).values_list(
-        "external_id", "gpu_seconds")) == [("x:1", 3600)]
+    assert list(
+        UsageRecord.objects.filter(allocation=allocation).values_list("external_id", "gpu_seconds")
+    ) == [("x:1", 3600)]

@@ -10,6 +10,7 @@ use (explicit Deny wins over Allow, wildcards in Action and Resource, StringLike
 conditions); moto accepts policies but does not implement the policy simulator, so the tests use
 this to prove the policy refuses another allocation's prefix.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -18,8 +19,13 @@ from typing import Any
 
 EC2_TRUST_POLICY: dict[str, Any] = {
     "Version": "2012-10-17",
-    "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"},
-                   "Action": "sts:AssumeRole"}],
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "ec2.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+        }
+    ],
 }
 
 
@@ -29,12 +35,19 @@ def worker_policy(*, bucket: str, prefix: str) -> dict[str, Any]:
     return {
         "Version": "2012-10-17",
         "Statement": [
-            {"Sid": "AllocationObjects", "Effect": "Allow",
-             "Action": ["s3:GetObject", "s3:PutObject"],
-             "Resource": f"arn:aws:s3:::{bucket}/{prefix}*"},
-            {"Sid": "ListAllocationPrefixOnly", "Effect": "Allow", "Action": "s3:ListBucket",
-             "Resource": f"arn:aws:s3:::{bucket}",
-             "Condition": {"StringLike": {"s3:prefix": [f"{prefix}*"]}}},
+            {
+                "Sid": "AllocationObjects",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject", "s3:PutObject"],
+                "Resource": f"arn:aws:s3:::{bucket}/{prefix}*",
+            },
+            {
+                "Sid": "ListAllocationPrefixOnly",
+                "Effect": "Allow",
+                "Action": "s3:ListBucket",
+                "Resource": f"arn:aws:s3:::{bucket}",
+                "Condition": {"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+            },
         ],
     }
 
@@ -65,20 +78,25 @@ def _conditions_hold(conditions: dict, context: dict[str, str]) -> bool:
 
 
 def _applies(statement: dict, action: str, resource: str, context: dict[str, str]) -> bool:
-    return (_match(statement.get("Action", []), action, case=False)
-            and _match(statement.get("Resource", []), resource, case=True)
-            and _conditions_hold(statement.get("Condition", {}), context))
+    return (
+        _match(statement.get("Action", []), action, case=False)
+        and _match(statement.get("Resource", []), resource, case=True)
+        and _conditions_hold(statement.get("Condition", {}), context)
+    )
 
 
-def policy_allows(policy: dict | str, *, action: str, resource: str,
-                  context: dict[str, str] | None = None) -> bool:
+def policy_allows(
+    policy: dict | str, *, action: str, resource: str, context: dict[str, str] | None = None
+) -> bool:
     """True when the policy allows `action` on `resource`: some Allow statement matches and no
     Deny statement does (IAM's evaluation for a single identity policy)."""
     doc = json.loads(policy) if isinstance(policy, str) else policy
     context = context or {}
     statements = _list(doc.get("Statement", []))
-    if any(s.get("Effect") == "Deny" and _applies(s, action, resource, context)
-           for s in statements):
+    if any(
+        s.get("Effect") == "Deny" and _applies(s, action, resource, context) for s in statements
+    ):
         return False
-    return any(s.get("Effect") == "Allow" and _applies(s, action, resource, context)
-               for s in statements)
+    return any(
+        s.get("Effect") == "Allow" and _applies(s, action, resource, context) for s in statements
+    )

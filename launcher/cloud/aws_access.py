@@ -3,6 +3,7 @@
 bucket's tags. Mixed into AwsClient; no Django.
 
 Every create is preceded by a look-up, so each method is idempotent and safe to retry."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from launcher.backends.aws_policy import EC2_TRUST_POLICY, worker_policy
-from launcher.backends.base import BackendError
+from launcher.backends.errors import BackendError
+from launcher.cloud.aws_policy import EC2_TRUST_POLICY, worker_policy
 
 POLICY_NAME = "portal-allocation-prefix"
 
@@ -34,8 +35,9 @@ class AccessMixin:
     bucket: str
     _wrap: Callable[[Exception, str], BackendError]
 
-    def ensure_worker_profile(self, *, name: str, prefix: str, tags: dict[str, str],
-                              boundary: str = "") -> str:
+    def ensure_worker_profile(
+        self, *, name: str, prefix: str, tags: dict[str, str], boundary: str = ""
+    ) -> str:
         """An IAM role `name` that EC2 may assume, whose only permissions are the
         `worker_policy` for `bucket/prefix`, in an instance profile of the same name; created
         under the permissions boundary `boundary` (a policy ARN) when one is given, which the
@@ -45,21 +47,29 @@ class AccessMixin:
         try:
             try:
                 extra = {"PermissionsBoundary": boundary} if boundary else {}
-                self.iam.create_role(RoleName=name, Tags=_iam_tags(tags),
-                                     AssumeRolePolicyDocument=json.dumps(EC2_TRUST_POLICY),
-                                     Description="Portal workers of one allocation", **extra)
+                self.iam.create_role(
+                    RoleName=name,
+                    Tags=_iam_tags(tags),
+                    AssumeRolePolicyDocument=json.dumps(EC2_TRUST_POLICY),
+                    Description="Portal workers of one allocation",
+                    **extra,
+                )
             except ClientError as exc:
                 if _code(exc) != "EntityAlreadyExists":
                     raise
-            self.iam.put_role_policy(RoleName=name, PolicyName=POLICY_NAME, PolicyDocument=json.dumps(
-                worker_policy(bucket=self.bucket, prefix=prefix)))
+            self.iam.put_role_policy(
+                RoleName=name,
+                PolicyName=POLICY_NAME,
+                PolicyDocument=json.dumps(worker_policy(bucket=self.bucket, prefix=prefix)),
+            )
             try:
                 self.iam.create_instance_profile(InstanceProfileName=name, Tags=_iam_tags(tags))
             except ClientError as exc:
                 if _code(exc) != "EntityAlreadyExists":
                     raise
-            roles = self.iam.get_instance_profile(InstanceProfileName=name)[
-                "InstanceProfile"]["Roles"]
+            roles = self.iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"][
+                "Roles"
+            ]
             if not any(r["RoleName"] == name for r in roles):
                 self.iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=name)
         except (ClientError, BotoCoreError) as exc:
@@ -74,8 +84,9 @@ class AccessMixin:
             raise self._wrap(exc, f"get_role_policy {name}") from exc
         return json.loads(doc) if isinstance(doc, str) else doc
 
-    def ensure_security_group(self, *, name: str, tags: dict[str, str],
-                              vpc_id: str | None = None) -> str:
+    def ensure_security_group(
+        self, *, name: str, tags: dict[str, str], vpc_id: str | None = None
+    ) -> str:
         """A security group with no inbound rule (workers dial out to S3 and the package
         mirrors; nothing dials in: no SSH, no open port). Returns its id."""
         filters = [{"Name": "group-name", "Values": [name]}]
@@ -86,9 +97,10 @@ class AccessMixin:
             if found:
                 return found[0]["GroupId"]
             kwargs: dict[str, Any] = dict(
-                GroupName=name, Description="Portal workers: no inbound access",
-                TagSpecifications=[{"ResourceType": "security-group",
-                                    "Tags": _iam_tags(tags)}])
+                GroupName=name,
+                Description="Portal workers: no inbound access",
+                TagSpecifications=[{"ResourceType": "security-group", "Tags": _iam_tags(tags)}],
+            )
             if vpc_id:
                 kwargs["VpcId"] = vpc_id
             return self.ec2.create_security_group(**kwargs)["GroupId"]

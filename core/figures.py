@@ -9,6 +9,7 @@ places everywhere, so one fact reads as one figure on every page. CSV files and 
 GPU-seconds) to 6 decimals, which is finer than one GPU-second (0.000278 h), never an
 artefact like 0.05388888888888889. Pure Python, no Django.
 """
+
 from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
@@ -18,8 +19,19 @@ FILE_PLACES = 6
 #: Money in the API: a decimal string with the ledger's 4 places ("12.3400"), never a float.
 MONEY_PLACES = 4
 #: The API fields and 409 numbers that are money (decimal strings); other numbers stay numbers.
-MONEY_KEYS = frozenset({"budget", "spend", "cost", "cost_reserved", "reserved_cost",
-                        "estimate_cost", "remaining_budget", "budget_remaining", "total_cost"})
+MONEY_KEYS = frozenset(
+    {
+        "budget",
+        "spend",
+        "cost",
+        "cost_reserved",
+        "reserved_cost",
+        "estimate_cost",
+        "remaining_budget",
+        "budget_remaining",
+        "total_cost",
+    }
+)
 
 
 def money_text(value: Decimal | int | str) -> str:

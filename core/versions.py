@@ -1,9 +1,9 @@
 """Versions of what the pages show, for template fragment caching with explicit invalidation.
 
 Each project has a version in the cache (a random token); the services that change what a page
-shows of a project bump it after their transaction commits (`projects_bump`, beside the audited
-write in allocations/transitions.py): every audited write (`record_event` on a project, request
-or allocation: state moves, edits, members, top-ups) and every move of an allocation's ledger
+shows of a project bump it after their transaction commits (`projects_bump`, below): every
+audited write (`record_event` in allocations/transitions.py, on a project, request or
+allocation: state moves, edits, members, top-ups) and every move of an allocation's ledger
 columns (allocations/ledger.py). A page caches a fragment under
 `fragment_key(...)` of the projects it shows, so a bump makes the next request render afresh;
 nothing is invalidated by guessing at timeouts. The key also holds a token drawn once per
@@ -20,19 +20,24 @@ A third version covers the people an audit trail names: events show their actor'
 so a user's save that may change it (any save but one naming only other fields, as a login's
 `last_login`) bumps it (`people_changed`, connected by the allocations app's `ready()`).
 """
+
 from __future__ import annotations
 
 import hashlib
 import secrets
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from django.core.cache import cache
 from django.db import transaction
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractUser
+
 PROCESS = secrets.token_hex(8)
 CATALOGUE = "version:catalogue"
 PEOPLE = "version:people"
-PROJECT = "version:project:{}"  # .format(project id); bumped by transitions.projects_bump
+PROJECT = "version:project:{}"  # .format(project id); bumped by projects_bump
 
 
 def catalogue_changed(**_: object) -> None:
@@ -40,12 +45,26 @@ def catalogue_changed(**_: object) -> None:
     transaction.on_commit(lambda: cache.set(CATALOGUE, secrets.token_hex(8), timeout=None))
 
 
-def people_changed(sender: type, update_fields: Iterable[str] | None = None, **_: object) -> None:
+def people_changed(
+    sender: type[AbstractUser], update_fields: Iterable[str] | None = None, **_: object
+) -> None:
     """A `post_save`/`post_delete` receiver on the user model: a new people version after the
     commit, unless the save named its fields and the username was not one of them."""
     if update_fields is not None and sender.USERNAME_FIELD not in update_fields:
         return
     transaction.on_commit(lambda: cache.set(PEOPLE, secrets.token_hex(8), timeout=None))
+
+
+def projects_bump(project_ids: Iterable[int | None]) -> None:
+    """New versions for these projects once the current transaction commits (at once outside
+    one), so no reader can cache the old rows under the new version."""
+    ids = {pk for pk in project_ids if pk is not None}
+    if ids:
+        transaction.on_commit(
+            lambda: cache.set_many(
+                {PROJECT.format(pk): secrets.token_hex(8) for pk in ids}, timeout=None
+            )
+        )
 
 
 def _versions(keys: list[str]) -> dict[str, str]:
@@ -60,12 +79,16 @@ def _versions(keys: list[str]) -> dict[str, str]:
     return {key: found.get(key, "") for key in keys}
 
 
-def fragment_key(*parts: object, project_ids: Iterable[int], catalogue: bool = False,
-                 people: bool = False) -> str:
+def fragment_key(
+    *parts: object, project_ids: Iterable[int], catalogue: bool = False, people: bool = False
+) -> str:
     """A key for a fragment that shows these projects' rows (and, with `catalogue`, reads the
     shared catalogue; with `people`, shows usernames): changes when any of them is bumped."""
-    keys = ([PROJECT.format(pk) for pk in sorted(set(project_ids))]
-            + ([CATALOGUE] if catalogue else []) + ([PEOPLE] if people else []))
+    keys = (
+        [PROJECT.format(pk) for pk in sorted(set(project_ids))]
+        + ([CATALOGUE] if catalogue else [])
+        + ([PEOPLE] if people else [])
+    )
     versions = _versions(keys)
     text = "|".join([PROCESS, *map(str, parts), *(f"{k}:{v}" for k, v in versions.items())])
     return hashlib.sha256(text.encode()).hexdigest()

@@ -1,5 +1,8 @@
 """One vocabulary for what the domain refuses, so the API and the pages map refusals in one place
-each (`portal.api.exception_handler`; `allocations.refusals` for pages).
+each (`core.api.exception_handler`; `core.refusals` for pages). Services raise these and nothing
+else: never Django's `ValidationError` or `PermissionDenied` (tests/portal/test_architecture.py
+checks it); a model's `full_clean` is run through `clean_or_invalid`, which says the same in
+this vocabulary.
 
 Every refusal a service raises is a `DomainError` of one of four kinds:
 
@@ -12,10 +15,11 @@ Every refusal a service raises is a `DomainError` of one of four kinds:
 - `Conflict` (409): not allowed in the object's current state; `data` carries the numbers
   (`from`/`to` of a state move, the estimate and what is left of a launch).
 
-This module is the lowest in the import graph (it imports only Django), so every app can
-raise these. `BackendError` (a compute backend failing) is no domain error: it is not the user's
+This module is on the ground floor (it imports only Django), so every app can raise these.
+`BackendError` (a compute backend failing) is no domain error: it is not the user's
 input or the object's state, and the seam decides what to do with it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -23,6 +27,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Model
 from django.http import Http404
 
 from .figures import MONEY_KEYS, money_text
@@ -67,12 +72,15 @@ class Invalid(DomainError, ValidationError):
 
     status = 400
 
-    def __init__(self, errors: Mapping[str, list[str] | str] | str, field: str | None = None) -> None:
+    def __init__(
+        self, errors: Mapping[str, list[str] | str] | str, field: str | None = None
+    ) -> None:
         if isinstance(errors, str):
             errors = {field or DETAIL: [errors]}
         self.field_errors: dict[str, list[str]] = {
             key: [value] if isinstance(value, str) else [str(m) for m in value]
-            for key, value in errors.items()}
+            for key, value in errors.items()
+        }
         ValidationError.__init__(self, {k: list(v) for k, v in self.field_errors.items()})
 
     def __str__(self) -> str:
@@ -109,9 +117,16 @@ class Conflict(DomainError):
     def __init__(self, message: str, **data: object) -> None:
         super().__init__(message)
         self.message = message
-        self.data = {k: (money_text(v) if k in MONEY_KEYS and isinstance(v, Decimal)
-                         else float(v) if isinstance(v, Decimal) else v)
-                     for k, v in data.items()}
+        self.data = {
+            k: (
+                money_text(v)
+                if k in MONEY_KEYS and isinstance(v, Decimal)
+                else float(v)
+                if isinstance(v, Decimal)
+                else v
+            )
+            for k, v in data.items()
+        }
 
     def __str__(self) -> str:
         return self.message
@@ -121,10 +136,24 @@ class Conflict(DomainError):
 
 
 def error_messages(error: Exception) -> list[str]:
-    """The messages of any refusal (a DomainError, or Django's ValidationError or
-    PermissionDenied raised by code that does not use this vocabulary)."""
+    """The messages of a refusal (each of an `Invalid`'s), or of any other error as one."""
     if isinstance(error, DomainError):
         return error.messages_list()
-    if isinstance(error, ValidationError):
-        return list(error.messages)
     return [str(error)]
+
+
+def invalid_from(error: ValidationError) -> Invalid:
+    """Django's `ValidationError` (a model's `full_clean`, a form field's `clean`) as `Invalid`
+    with the same messages: per field where it names fields (a model's non-field errors under
+    "__all__", as Django keys them), else under "non_field_errors"."""
+    if hasattr(error, "error_dict"):
+        return Invalid(error.message_dict)
+    return Invalid({NON_FIELD: list(error.messages)})
+
+
+def clean_or_invalid(obj: Model, **kwargs: Any) -> None:
+    """`obj.full_clean(**kwargs)`, refusing in the vocabulary (`Invalid`, same messages)."""
+    try:
+        obj.full_clean(**kwargs)
+    except ValidationError as error:
+        raise invalid_from(error) from None

@@ -12,6 +12,7 @@ Guarantees:
   zone or market may succeed now, the same one later).
 - No method touches a database, so callers can keep network calls outside transactions.
 """
+
 from __future__ import annotations
 
 import base64
@@ -28,8 +29,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from launcher.backends.aws_access import AccessMixin
-from launcher.backends.base import BackendError, check_name
+from launcher.backends.errors import BackendError, check_name
+from launcher.cloud.aws_access import AccessMixin
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +38,21 @@ TAG_PREFIX = "portal:"
 MANAGED = "portal:managed"
 INSTALLATION = "portal:installation"
 # Error codes meaning "not here, not now": try another instance type, zone or market.
-CAPACITY_CODES = frozenset({
-    "InsufficientInstanceCapacity", "InsufficientHostCapacity", "InsufficientCapacity",
-    "SpotMaxPriceTooLow", "MaxSpotInstanceCountExceeded", "InstanceLimitExceeded",
-    "Unsupported", "UnfulfillableCapacity",
-})
-TRANSIENT_CODES = frozenset({"RequestLimitExceeded", "Throttling", "InternalError",
-                             "ServiceUnavailable", "Unavailable"})
+CAPACITY_CODES = frozenset(
+    {
+        "InsufficientInstanceCapacity",
+        "InsufficientHostCapacity",
+        "InsufficientCapacity",
+        "SpotMaxPriceTooLow",
+        "MaxSpotInstanceCountExceeded",
+        "InstanceLimitExceeded",
+        "Unsupported",
+        "UnfulfillableCapacity",
+    }
+)
+TRANSIENT_CODES = frozenset(
+    {"RequestLimitExceeded", "Throttling", "InternalError", "ServiceUnavailable", "Unavailable"}
+)
 LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
 # Applied to every boto3 client this module creates: the seam for fault injection in tests
 # (botocore's own event hooks; see launcher/cloud/faults.py).
@@ -96,11 +105,15 @@ def _tags(raw: Iterable[dict]) -> dict[str, str]:
 
 def _instance(raw: dict, *, already: bool = False) -> Instance:
     return Instance(
-        instance_id=raw["InstanceId"], state=raw["State"]["Name"],
-        instance_type=raw["InstanceType"], zone=raw.get("Placement", {}).get("AvailabilityZone", ""),
+        instance_id=raw["InstanceId"],
+        state=raw["State"]["Name"],
+        instance_type=raw["InstanceType"],
+        zone=raw.get("Placement", {}).get("AvailabilityZone", ""),
         market="spot" if raw.get("InstanceLifecycle") == "spot" else "on-demand",
-        tags=_tags(raw.get("Tags", ())), launch_time=raw.get("LaunchTime"),
-        state_reason=(raw.get("StateReason") or {}).get("Code", ""), already_existed=already,
+        tags=_tags(raw.get("Tags", ())),
+        launch_time=raw.get("LaunchTime"),
+        state_reason=(raw.get("StateReason") or {}).get("Code", ""),
+        already_existed=already,
         image_id=raw.get("ImageId", ""),
     )
 
@@ -122,18 +135,20 @@ def _error(exc: Exception, what: str) -> BackendError:
 class AwsClient(AccessMixin):
     """EC2, S3, SSM and IAM for one facility (region, bucket). The cloud app (launcher.cloud)
     is its only caller: clusters, nodes and tasks there decide what to start; this class only
-    speaks to AWS. (It is not a `launcher.backends.base.Backend`: AWS has no scheduler and no
-    accounts, so that interface's submit/status/account methods had nothing to call them.)"""
+    speaks to AWS; the cloud app's `AwsBackend` (launcher/cloud/backend.py) is the registry
+    entry."""
 
-    def __init__(self, *, region: str, bucket: str, endpoint_url: str | None = None,
-                 installation: str = "") -> None:
+    def __init__(
+        self, *, region: str, bucket: str, endpoint_url: str | None = None, installation: str = ""
+    ) -> None:
         self.region = region
         # Written on every instance and volume, and part of every instance lookup.
         self.installation = installation
         self.bucket = check_name(bucket, "bucket")
         self.endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
-        config = Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=5,
-                        read_timeout=30)
+        config = Config(
+            retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=5, read_timeout=30
+        )
         self.ec2 = self._client("ec2", config)
         self.s3 = self._client("s3", config)
         self.ssm = self._client("ssm", config)
@@ -141,7 +156,8 @@ class AwsClient(AccessMixin):
 
     def _client(self, service: str, config: Config) -> Any:
         client = boto3.session.Session().client(
-            service, region_name=self.region, endpoint_url=self.endpoint_url, config=config)
+            service, region_name=self.region, endpoint_url=self.endpoint_url, config=config
+        )
         for hook in CLIENT_HOOKS:
             hook(client)
         return client
@@ -205,15 +221,17 @@ class AwsClient(AccessMixin):
         try:
             return json.loads(data)
         except ValueError:
-            log.warning("s3://%s/%s is not whole JSON yet; read again on the next sync",
-                        self.bucket, key)
+            log.warning(
+                "s3://%s/%s is not whole JSON yet; read again on the next sync", self.bucket, key
+            )
             return None
 
     def list_keys(self, prefix: str) -> list[str]:
         keys: list[str] = []
         try:
             for page in self.s3.get_paginator("list_objects_v2").paginate(
-                    Bucket=self.bucket, Prefix=prefix):
+                Bucket=self.bucket, Prefix=prefix
+            ):
                 keys.extend(obj["Key"] for obj in page.get("Contents", ()))
         except (ClientError, BotoCoreError) as exc:
             raise _error(exc, f"list {prefix}") from exc
@@ -237,14 +255,16 @@ class AwsClient(AccessMixin):
             value = self.ssm.get_parameter(Name=name)["Parameter"]["Value"]
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ParameterNotFound":
-                raise BackendError(f"SSM parameter {name} does not exist in {self.region}",
-                                   permanent=True) from exc
+                raise BackendError(
+                    f"SSM parameter {name} does not exist in {self.region}", permanent=True
+                ) from exc
             raise _error(exc, f"get_parameter {name}") from exc
         except BotoCoreError as exc:
             raise _error(exc, f"get_parameter {name}") from exc
         if not value.startswith("ami-"):
-            raise BackendError(f"SSM parameter {name} holds {value!r}, not an AMI id",
-                               permanent=True)
+            raise BackendError(
+                f"SSM parameter {name} holds {value!r}, not an AMI id", permanent=True
+            )
         return value
 
     def find(self, **tags: str) -> list[Instance]:
@@ -272,8 +292,12 @@ class AwsClient(AccessMixin):
     def _describe(self, **kwargs: Any) -> list[Instance]:
         try:
             pages = self.ec2.get_paginator("describe_instances").paginate(**kwargs)
-            return [_instance(raw) for page in pages for res in page["Reservations"]
-                    for raw in res["Instances"]]
+            return [
+                _instance(raw)
+                for page in pages
+                for res in page["Reservations"]
+                for raw in res["Instances"]
+            ]
         except (ClientError, BotoCoreError) as exc:
             raise _error(exc, "describe_instances") from exc
 
@@ -283,21 +307,31 @@ class AwsClient(AccessMixin):
         existing = self.find(token=request.token)
         if existing:
             return Instance(**{**existing[0].__dict__, "already_existed": True})
-        tags = {MANAGED: "1", f"{TAG_PREFIX}token": request.token,
-                **{f"{TAG_PREFIX}{k}": v for k, v in request.tags.items()}}
+        tags = {
+            MANAGED: "1",
+            f"{TAG_PREFIX}token": request.token,
+            **{f"{TAG_PREFIX}{k}": v for k, v in request.tags.items()},
+        }
         if self.installation:
             tags[INSTALLATION] = self.installation
         kwargs: dict[str, Any] = dict(
-            ImageId=request.image_id, MinCount=1, MaxCount=1,
-            InstanceType=request.instance_type, ClientToken=request.token,
+            ImageId=request.image_id,
+            MinCount=1,
+            MaxCount=1,
+            InstanceType=request.instance_type,
+            ClientToken=request.token,
             UserData=request.user_data,
             # IMDSv2 only: a token (PUT) before every read, one hop, so nothing the instance
             # runs in a container or forwards can reach its role's credentials.
-            MetadataOptions={"HttpTokens": "required", "HttpEndpoint": "enabled",
-                             "HttpPutResponseHopLimit": 1},
-            TagSpecifications=[{"ResourceType": rt, "Tags": [{"Key": k, "Value": v}
-                                                             for k, v in tags.items()]}
-                               for rt in ("instance", "volume")],
+            MetadataOptions={
+                "HttpTokens": "required",
+                "HttpEndpoint": "enabled",
+                "HttpPutResponseHopLimit": 1,
+            },
+            TagSpecifications=[
+                {"ResourceType": rt, "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
+                for rt in ("instance", "volume")
+            ],
         )
         if request.instance_profile:
             kwargs["IamInstanceProfile"] = {"Name": request.instance_profile}
@@ -306,8 +340,13 @@ class AwsClient(AccessMixin):
         if request.zone:
             kwargs["Placement"] = {"AvailabilityZone": request.zone}
         if request.market == "spot":
-            kwargs["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": {
-                "SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"}}
+            kwargs["InstanceMarketOptions"] = {
+                "MarketType": "spot",
+                "SpotOptions": {
+                    "SpotInstanceType": "one-time",
+                    "InstanceInterruptionBehavior": "terminate",
+                },
+            }
         try:
             raw = self.ec2.run_instances(**kwargs)["Instances"][0]
         except (ClientError, BotoCoreError) as exc:
@@ -318,7 +357,8 @@ class AwsClient(AccessMixin):
         """The instance's user data as text ('' if none)."""
         try:
             value = self.ec2.describe_instance_attribute(
-                InstanceId=instance_id, Attribute="userData")["UserData"].get("Value", "")
+                InstanceId=instance_id, Attribute="userData"
+            )["UserData"].get("Value", "")
         except (ClientError, BotoCoreError) as exc:
             raise _error(exc, "describe_instance_attribute") from exc
         return base64.b64decode(value).decode() if value else ""
@@ -352,17 +392,25 @@ class AwsClient(AccessMixin):
         'instance-terminated-by-price'), for instances launched through a spot request."""
         if not instance_ids:
             return {}
-        reply = self._call("describe_spot_instance_requests", Filters=[
-            {"Name": "instance-id", "Values": list(instance_ids)}])
-        return {r["InstanceId"]: (r.get("Status") or {}).get("Code", "")
-                for r in reply.get("SpotInstanceRequests", ()) if r.get("InstanceId")}
+        reply = self._call(
+            "describe_spot_instance_requests",
+            Filters=[{"Name": "instance-id", "Values": list(instance_ids)}],
+        )
+        return {
+            r["InstanceId"]: (r.get("Status") or {}).get("Code", "")
+            for r in reply.get("SpotInstanceRequests", ())
+            if r.get("InstanceId")
+        }
 
     def spot_prices(self, instance_types: list[str]) -> dict[str, float]:
         """The lowest current spot price per instance type across zones (describe_spot_price_
         history). On moto every price is a 0.00001 dummy; callers must treat it as unknown."""
-        reply = self._call("describe_spot_price_history", InstanceTypes=list(instance_types),
-                           ProductDescriptions=["Linux/UNIX", "Linux/UNIX (Amazon VPC)"],
-                           StartTime=dt.datetime.now(dt.UTC))
+        reply = self._call(
+            "describe_spot_price_history",
+            InstanceTypes=list(instance_types),
+            ProductDescriptions=["Linux/UNIX", "Linux/UNIX (Amazon VPC)"],
+            StartTime=dt.datetime.now(dt.UTC),
+        )
         best: dict[str, float] = {}
         for row in reply.get("SpotPriceHistory", ()):
             price = float(row["SpotPrice"])

@@ -1,6 +1,7 @@
 """The integer ranges every database stores, so input outside them is a 400 or a 404 before it
 reaches a query (SQLite raises OverflowError past a 64-bit integer; PostgreSQL an error past a
 column's type)."""
+
 from __future__ import annotations
 
 from django import forms

@@ -1,5 +1,5 @@
-"""Refusals on pages: the one mapping of the domain's errors (allocations.errors) for the HTML
-views, as `portal.api.exception_handler` is for the API.
+"""Refusals on pages: the one mapping of the domain's errors (core.errors) for the HTML views,
+as `core.api.exception_handler` is for the API.
 
 - A form page runs its service through `form_call`: an `Invalid` refusal goes onto the form, each
   message on its field (the last part of a dotted field: "params.dataset" -> `dataset`) or at the
@@ -8,7 +8,11 @@ views, as `portal.api.exception_handler` is for the API.
 - An action button (a POST-only URL) is wrapped in `@refused_to("url-name", "pk")`: any refusal
   becomes a message on the page the button was on (a redirect there).
 - `NotFound` is never caught here: Django answers it with its 404 page.
+
+Only the vocabulary is mapped: the services raise nothing else (Django's own `ValidationError`
+and `PermissionDenied` are not theirs to raise; tests/portal/test_architecture.py).
 """
+
 from __future__ import annotations
 
 import functools
@@ -17,29 +21,19 @@ from typing import Any, TypeVar
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
-from .errors import NON_FIELD, DomainError, error_messages
+from .errors import NON_FIELD, DomainError, Invalid, error_messages
 
 T = TypeVar("T")
-#: What a page turns into a message or a form error: the domain's refusals, and Django's own
-#: ValidationError and PermissionDenied where a service (or a model's `full_clean`) raises them.
-REFUSALS: tuple[type[Exception], ...] = (DomainError, ValidationError, PermissionDenied)
+View = Callable[..., HttpResponse]
 
 
-def _status(error: Exception) -> int:
-    if isinstance(error, DomainError):
-        return error.status
-    return 403 if isinstance(error, PermissionDenied) else 400
-
-
-def _field_errors(error: Exception) -> dict[str, list[str]]:
-    if isinstance(error, DomainError) and hasattr(error, "field_errors"):
+def field_errors(error: DomainError) -> dict[str, list[str]]:
+    """A refusal's messages by the field they belong to (NON_FIELD for the rest)."""
+    if isinstance(error, Invalid):
         return error.field_errors
-    if isinstance(error, ValidationError) and hasattr(error, "error_dict"):
-        return error.message_dict
     return {NON_FIELD: error_messages(error)}
 
 
@@ -49,11 +43,11 @@ def form_call(form: forms.BaseForm, service: Callable[..., T], /, **kwargs: Any)
         return service(**kwargs)
     except Http404:
         raise
-    except REFUSALS as error:
-        for field, problems in _field_errors(error).items():
+    except DomainError as error:
+        for field, problems in field_errors(error).items():
             name = field.rsplit(".", 1)[-1]
             form.add_error(name if name in form.fields else None, problems)
-        form.refused_status = _status(error)  # type: ignore[attr-defined]
+        form.refused_status = error.status  # type: ignore[attr-defined]
         return None
 
 
@@ -62,24 +56,30 @@ def form_status(form: forms.BaseForm) -> int:
     errors)."""
     if not form.is_bound or not form.errors:
         return 200
-    return getattr(form, "refused_status", 400)
+    status: int = getattr(form, "refused_status", 400)
+    return status
 
 
-def refused_to(url_name: str, *arg_names: str, prefix: str = "",
-               also: tuple[type[Exception], ...] = ()) -> Callable:
+def refused_to(
+    url_name: str, *arg_names: str, prefix: str = "", also: tuple[type[Exception], ...] = ()
+) -> Callable[[View], View]:
     """Decorate an action view: a refusal it raises (or one of `also`) becomes an error message
     and a redirect to `url_name`, reversed with the view's keyword arguments `arg_names`."""
 
-    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    caught: tuple[type[Exception], ...] = (DomainError, *also)
+
+    def decorate(view: View) -> View:
         @functools.wraps(view)
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             try:
                 return view(request, *args, **kwargs)
             except Http404:
                 raise
-            except (*REFUSALS, *also) as error:
+            except caught as error:
                 for message in error_messages(error):
                     messages.error(request, f"{prefix}{message}")
                 return redirect(url_name, *(kwargs[name] for name in arg_names))
+
         return wrapped
+
     return decorate
