@@ -11,8 +11,14 @@ read: JupyterHub's own spawn timer (the histogram `jupyterhub_server_spawn_durat
 `_sum`) and, on Slurm, the queue wait (sacct Start - Submit). Sessions are stopped between runs.
 
 The Slurm part holds /tmp/slurm.lock (the tests' lock) so it runs on an idle cluster; it makes
-its own Slurm account and removes it. No database. Run: python bench/notebooks.py
+its own Slurm account, with the cluster's first member login (SLURM_MEMBERS in services.env:
+slurm-alice) as its user, and removes it. The session runs as that member's login
+(`backend_options["login"]`: sudo -n -u <login> sbatch), never as the service account (SSH_USER),
+which the spawner refuses; its workdir is a folder beside the jobs that the service account
+makes and shares with the member (`make_workdir`, as without project storage), and the bench
+checks that sacct's user of each job is the member. No database. Run: python bench/notebooks.py
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -29,12 +35,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from launcher.slurm.client import SlurmClient
-from launcher.slurm.ssh import SSHConnection, SSHTarget
-from tests.notebooks.slurm_hub import Hub, cluster_notebook_env
+from launcher.slurm.client import SlurmClient  # noqa: E402
+from launcher.slurm.ssh import SSHConnection, SSHTarget  # noqa: E402
+from tests.notebooks.slurm_hub import Hub, cluster_notebook_env  # noqa: E402
 
 REPEATS = int(os.environ.get("BENCH_NOTEBOOK_REPEATS", "3"))
-SERVICES_ENV = Path(os.environ.get("PORTAL_SERVICES_DIR", "/var/lib/portal-services")) / "services.env"
+SERVICES_ENV = (
+    Path(os.environ.get("PORTAL_SERVICES_DIR", "/var/lib/portal-services")) / "services.env"
+)
 USER = "bench-researcher"
 AIMS = {"local": 5.0, "slurm": 15.0}
 SLURM_LOCK = Path(tempfile.gettempdir()) / "slurm.lock"  # the lock Slurm tests run under by hand
@@ -53,14 +61,28 @@ def services_env() -> dict[str, str]:
     return {k.strip(): v.strip() for k, v in pairs}
 
 
+def member_login(env: dict[str, str]) -> str:
+    """The member login the Slurm session runs as: the first of SLURM_MEMBERS."""
+    logins = [m.strip() for m in env.get("SLURM_MEMBERS", "").split(",") if m.strip()]
+    if not logins or logins[0] == env["SSH_USER"]:
+        raise RuntimeError(
+            f"{SERVICES_ENV} names no member login (SLURM_MEMBERS) other than the "
+            "service account: run `make services` first"
+        )
+    return logins[0]
+
+
 def spawn_sum(hub: Hub) -> float:
     """`jupyterhub_server_spawn_duration_seconds_sum{..., status="success"}` from /hub/metrics."""
     status, text = hub.request("GET", f"{hub.url}/hub/metrics", token=hub.token)
     if status != 200:
         raise RuntimeError(f"/hub/metrics answered {status}")
-    return sum(float(line.rsplit(" ", 1)[1]) for line in str(text).splitlines()
-               if line.startswith("jupyterhub_server_spawn_duration_seconds_sum{")
-               and 'status="success"' in line)
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in str(text).splitlines()
+        if line.startswith("jupyterhub_server_spawn_duration_seconds_sum{")
+        and 'status="success"' in line
+    )
 
 
 def wait(check, *, timeout: float, what: str):  # type: ignore[no-untyped-def]
@@ -79,8 +101,9 @@ def job_state(hub: Hub, server: str) -> dict:
     return state.get("child_state") or state
 
 
-def one_spawn(hub: Hub, token: str, server: str, options: dict,
-              ) -> tuple[float, float, dict, float | None]:
+def one_spawn(
+    hub: Hub, token: str, server: str, options: dict
+) -> tuple[float, float, dict, float | None]:
     """(seconds from the POST to a 200 from JupyterLab, the hub's spawn timer for it, the
     server's (backend spawner's) state, seconds from the POST until a Slurm job ran and said
     where its server listens (None on other backends))."""
@@ -91,8 +114,9 @@ def one_spawn(hub: Hub, token: str, server: str, options: dict,
     t0 = time.perf_counter()
     # The hub answers the POST only when the server is ready or after its slow_spawn_timeout
     # (10 s): send it from a thread and watch the server's state meanwhile.
-    post = threading.Thread(target=lambda: answer.append(
-        hub.api("POST", f"/users/{USER}/servers/{server}", options)))
+    post = threading.Thread(
+        target=lambda: answer.append(hub.api("POST", f"/users/{USER}/servers/{server}", options))
+    )
     post.start()
     located = None
     if slurm:
@@ -101,14 +125,20 @@ def one_spawn(hub: Hub, token: str, server: str, options: dict,
     post.join()
     if answer[0][0] not in (201, 202):
         raise RuntimeError(f"start refused: {answer[0]}\n{hub.log()}")
-    wait(lambda: hub.request("GET", lab, token=token, timeout=10)[0] == 200, timeout=300,
-         what=f"{lab} to answer")
+    wait(
+        lambda: hub.request("GET", lab, token=token, timeout=10)[0] == 200,
+        timeout=300,
+        what=f"{lab} to answer",
+    )
     elapsed = time.perf_counter() - t0
     state = job_state(hub, server)
     timer = spawn_sum(hub) - before
     hub.api("DELETE", f"/users/{USER}/servers/{server}")
-    wait(lambda: not ((s := hub.server(USER, server)) and (s["ready"] or s["pending"])),
-         timeout=120, what="the server to stop")
+    wait(
+        lambda: not ((s := hub.server(USER, server)) and (s["ready"] or s["pending"])),
+        timeout=120,
+        what="the server to stop",
+    )
     return elapsed, timer, state, located
 
 
@@ -124,9 +154,16 @@ def run_local(folder: Path) -> tuple[list[float], list[float]]:
         for n in range(REPEATS):
             work = folder / f"local-{n}"
             (work / "run").mkdir(parents=True)
-            options = {"session": n + 1, "backend": "local", "gpus": 0, "hours": 1,
-                       "workdir": str(work), "run_dir": str(work / "run"), "datasets": {},
-                       "backend_options": {"cuda_visible_devices": ""}}
+            options = {
+                "session": n + 1,
+                "backend": "local",
+                "gpus": 0,
+                "hours": 1,
+                "workdir": str(work),
+                "run_dir": str(work / "run"),
+                "datasets": {},
+                "backend_options": {"cuda_visible_devices": ""},
+            }
             total, timer, _, _ = one_spawn(hub, token, f"nb-{n + 1}", options)
             totals.append(total)
             timers.append(timer)
@@ -137,33 +174,62 @@ def run_local(folder: Path) -> tuple[list[float], list[float]]:
 
 def run_slurm(folder: Path) -> tuple[list[float], list[float], list[float], list[float]]:
     env = services_env()
-    target = SSHTarget(host=env["SSH_HOST"], port=int(env["SSH_PORT"]), user=env["SSH_USER"],
-                       key_path=Path(env["SSH_KEY_PATH"]), host_key=env["SSH_KNOWN_HOSTS"])
-    client = SlurmClient(SSHConnection(target), cluster=env["SLURM_CLUSTER"],
-                         partition=env["SLURM_PARTITION"])
+    target = SSHTarget(
+        host=env["SSH_HOST"],
+        port=int(env["SSH_PORT"]),
+        user=env["SSH_USER"],
+        key_path=Path(env["SSH_KEY_PATH"]),
+        host_key=env["SSH_KNOWN_HOSTS"],
+    )
+    client = SlurmClient(
+        SSHConnection(target), cluster=env["SLURM_CLUSTER"], partition=env["SLURM_PARTITION"]
+    )
+    login = member_login(env)
     account = f"bench-nb-{uuid.uuid4().hex[:8]}"
-    client.ensure_account(name=account, users=[], gpu_minutes=600)
+    client.ensure_account(name=account, users=[login], gpu_minutes=600)
+    client.check_member(login)  # sudo lets the service account run sbatch and tail as it
     py = f"python{sys.version_info[0]}.{sys.version_info[1]}"
     backend_options = {
-        "ssh": {"host": target.host, "port": target.port, "user": target.user,
-                "key_path": str(target.key_path), "host_key": target.host_key},
-        "cluster": env["SLURM_CLUSTER"], "account": account, "partition": env["SLURM_PARTITION"],
-        "login": target.user, "workdir": f"portal-jobs/notebooks/{account}/work", "datasets": {},
+        "ssh": {
+            "host": target.host,
+            "port": target.port,
+            "user": target.user,
+            "key_path": str(target.key_path),
+            "host_key": target.host_key,
+        },
+        "cluster": env["SLURM_CLUSTER"],
+        "account": account,
+        "partition": env["SLURM_PARTITION"],
+        "login": login,
+        "jobs_dir": "portal-jobs",
+        "workdir": f"portal-jobs/notebooks/{account}/{login}",
+        "make_workdir": True,
+        "datasets": {},
         "python": f"/usr/bin/{py}",
-        "env": {"PYTHONPATH": str(Path(sys.prefix) / "lib" / py / "site-packages"),
-                **cluster_notebook_env()}}
+        "env": {
+            "PYTHONPATH": str(Path(sys.prefix) / "lib" / py / "site-packages"),
+            **cluster_notebook_env(),
+        },
+    }
     hub = Hub(folder / "hub-slurm", spawner="launcher.notebooks.hub.slurm.SlurmNotebookSpawner")
     try:
         token = hub.user_token(USER)
         totals, timers, waits, located = [], [], [], []
         for n in range(REPEATS):
-            options = {"session": 900_000 + n, "backend": "slurm", "gpus": 1, "hours": 1,
-                       "backend_options": {**backend_options,
-                                           "run_dir": f"portal-jobs/notebooks/{account}/nb-{n}"}}
+            options = {
+                "session": 900_000 + n,
+                "backend": "slurm",
+                "gpus": 1,
+                "hours": 1,
+                "backend_options": {
+                    **backend_options,
+                    "run_dir": f"portal-jobs/notebooks/{account}/nb-{n}",
+                },
+            }
             total, timer, state, where = one_spawn(hub, token, f"nb-{n + 1}", options)
             totals.append(total)
             timers.append(timer)
-            waits.append(queue_wait(client, state["job_id"]))
+            waits.append(queue_wait(client, state["job_id"], login))
             located.append(where if where is not None else total)
         return totals, timers, waits, located
     finally:
@@ -174,9 +240,14 @@ def run_slurm(folder: Path) -> tuple[list[float], list[float], list[float], list
         client.ssh.close()
 
 
-def queue_wait(client: SlurmClient, job_id: str) -> float:
-    out = client.ssh.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "Submit,Start"]).stdout
-    submit, start = out.strip().splitlines()[0].split("|")
+def queue_wait(client: SlurmClient, job_id: str, login: str) -> float:
+    """sacct's Start - Submit of the job; the job must have run as the member `login`."""
+    out = client.ssh.run(
+        ["sacct", "-n", "-P", "-X", "-a", "-j", job_id, "-o", "Submit,Start,User"]
+    ).stdout
+    submit, start, user = out.strip().splitlines()[0].split("|")
+    if user != login:
+        raise RuntimeError(f"job {job_id} ran as {user!r}, not as the member {login!r}")
     return (dt.datetime.fromisoformat(start) - dt.datetime.fromisoformat(submit)).total_seconds()
 
 
@@ -190,18 +261,29 @@ def main() -> int:
         with open(SLURM_LOCK, "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # an idle cluster: no Slurm test runs meanwhile
             slurm, slurm_timer, waits, located = run_slurm(folder)
+    slurm_login = member_login(services_env())
     med = statistics.median
     print(f"{'what':46} {'median':>8} {'max':>8} {'aim':>8}   {'hub spawn timer':>15}")
     for name, totals, timers in (("local", local, local_timer), ("slurm", slurm, slurm_timer)):
         what = f"{name}: start -> JupyterLab answers 200"
-        print(f"{what:46} {med(totals):7.2f}s {max(totals):7.2f}s {'<= ' + str(int(AIMS[name])) + ' s':>8}"
-              f"   {med(timers):14.2f}s")
-    print(f"{'slurm: start -> the job RUNNING (squeue)':46} {med(located):7.2f}s {max(located):7.2f}s")
-    print(f"{'slurm: of which the queue (sacct Start-Submit)':46} {med(waits):7.2f}s {max(waits):7.2f}s")
-    print(f"{'slurm: then JupyterLab starting on the node':46} "  # and the proxy route
-          f"{med(t - w for t, w in zip(slurm, located)):7.2f}s")
-    print(f"(medians of {REPEATS}; local spawner: {local_spawner().rsplit('.', 1)[1]}; the hub's "
-          "timer is jupyterhub_server_spawn_duration_seconds: POST -> the server answers the hub)")
+        print(
+            f"{what:46} {med(totals):7.2f}s {max(totals):7.2f}s {'<= ' + str(int(AIMS[name])) + ' s':>8}"
+            f"   {med(timers):14.2f}s"
+        )
+    print(
+        f"{'slurm: start -> the job RUNNING (squeue)':46} {med(located):7.2f}s {max(located):7.2f}s"
+    )
+    print(
+        f"{'slurm: of which the queue (sacct Start-Submit)':46} {med(waits):7.2f}s {max(waits):7.2f}s"
+    )
+    print(
+        f"{'slurm: then JupyterLab starting on the node':46} "  # and the proxy route
+        f"{med(t - w for t, w in zip(slurm, located)):7.2f}s"
+    )
+    print(
+        f"(medians of {REPEATS}; the Slurm sessions ran as the member login {slurm_login}; local spawner: {local_spawner().rsplit('.', 1)[1]}; the hub's "
+        "timer is jupyterhub_server_spawn_duration_seconds: POST -> the server answers the hub)"
+    )
     return 0
 
 

@@ -11,10 +11,18 @@ worker restart (or a second worker) finds every job where the first left it.
                      limit); for a vanished process the portal writes it (`vanished`)
         seen.json    when the portal last saw the process running
         cancel       cancel asked; log.txt; out/ (progress.json, metrics.json, checkpoint.pt)
+    <root>/<facility>/.ledger/<token>.<index>.json   the supervisor's own record of the cell
+                 (started, alive_at, the end), outside the job folder: what is charged when
+                 the job folder is gone
+
+Where the work runs as a member (spec.json `run_as`): the job and cell folders are the
+portal's (0711: the member passes through, cannot list, create or delete), `out/` and `data/`
+are the member's (0700), the ledger is the portal's alone (0700).
 
 Dispatch runs under a per-facility lock: cells start in submission order while their slots fit.
 No Django here (the runner passes paths and numbers).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,7 +37,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .supervisor import CANCEL, EXIT, LOG, PID, SPEC, proc_start_ticks, write_json
+from .supervisor import (
+    CANCEL,
+    EXIT,
+    LEDGER,
+    LOG,
+    PID,
+    SPEC,
+    ledger_path,
+    proc_start_ticks,
+    write_json,
+)
 
 LAUNCH = "launch.json"
 # A cell launched this long ago with no pid.json never started (its spawner died first).
@@ -62,34 +80,116 @@ def _read(path: Path) -> dict | None:
         return None
 
 
-def write_job(job_dir: Path, *, token: str, cells: dict[str, dict], data: str,
-              synth: list[str] | None, pythonpath: str) -> bool:
+def write_job(
+    job_dir: Path,
+    *,
+    token: str,
+    cells: dict[str, dict],
+    data: str,
+    synth: list[str] | None,
+    pythonpath: str,
+    run_as: dict | None = None,
+    limits: dict | None = None,
+) -> bool:
     """Write the job folder unless it exists already; True when this call wrote it. Call
-    under the facility lock (so a retried submit sees the first one's folder)."""
+    under the facility lock (so a retried submit sees the first one's folder). With `run_as`
+    (contain.RunAs.as_dict) the member owns `out/` of each cell and the synthetic `data/`;
+    everything else stays the portal's."""
     if (job_dir / SPEC).exists():
         return False
-    # Private, like the Slurm job folder (chmod go-rwx): another local account reads neither
-    # the data nor the results; what the job writes is private too (spawn's umask).
-    job_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    job_dir.chmod(0o700)
+    # Private, like the Slurm job folder (chmod go-rwx): another account reads neither the data
+    # nor the results; the member passes through folders it cannot change (0711).
+    mode = 0o711 if run_as else 0o700
+    for folder in (job_dir.parent.parent, job_dir.parent):
+        folder.mkdir(parents=True, exist_ok=True)
+        if run_as:
+            folder.chmod(0o711)
+    (job_dir.parent / LEDGER).mkdir(exist_ok=True, mode=0o700)
+    job_dir.mkdir(exist_ok=True, mode=mode)
+    job_dir.chmod(mode)
     (job_dir / "token").write_text(token)
+    owned = [job_dir / index / "out" for index in cells]
     for index in cells:
-        (job_dir / index).mkdir(exist_ok=True, mode=0o700)
-    write_json(job_dir / SPEC, {"token": token, "cells": cells, "data": data, "synth": synth,
-                                "pythonpath": pythonpath, "created": time.time()})
+        (job_dir / index).mkdir(exist_ok=True, mode=mode)
+        (job_dir / index).chmod(mode)
+    if synth:
+        owned.append(Path(data))
+    for folder in owned:
+        folder.mkdir(exist_ok=True, mode=0o700)
+        if run_as:
+            os.chown(folder, int(run_as["uid"]), int(run_as["gid"]))
+    write_json(
+        job_dir / SPEC,
+        {
+            "token": token,
+            "cells": cells,
+            "data": data,
+            "synth": synth,
+            "pythonpath": pythonpath,
+            "created": time.time(),
+            "run_as": run_as,
+            "limits": limits or {},
+        },
+    )
     return True
 
 
-def read_cell(cell_dir: Path, *, now: float | None = None) -> CellState | None:
-    """The cell's state from its files (None when the folder does not exist)."""
-    if not cell_dir.is_dir():
+def read_exit(cell_dir: Path) -> dict | None:
+    """How the cell ended: its exit.json, else the supervisor's ledger record of the end."""
+    ended = _read(cell_dir / EXIT)
+    if ended is None:
+        record = _read(ledger_path(cell_dir))
+        if record is not None and record.get("exit"):
+            ended = {**record, "folder_gone": not cell_dir.is_dir()}
+    return ended
+
+
+def _from_ledger(cell_dir: Path) -> CellState | None:
+    """A cell whose folder is gone, as the supervisor's ledger record tells it (None when
+    there is no record either): ended, running (its supervisor still lives), or vanished and
+    charged from its start to its last heartbeat."""
+    record = _read(ledger_path(cell_dir))
+    if record is None:
         return None
+    if record.get("exit"):
+        return CellState(
+            "ended", exit={**record, "folder_gone": True}, started_at=record.get("started_at")
+        )
+    if (
+        record.get("start_ticks") is not None
+        and proc_start_ticks(record["pid"]) == record["start_ticks"]
+    ):
+        return CellState("running", started_at=record.get("started_at"), pid=record["pid"])
+    started = float(record.get("started_at") or 0)
+    last = max(started, float(record.get("alive_at") or started))
+    ended = {
+        "exit_code": None,
+        "vanished": True,
+        "folder_gone": True,
+        "pid": record.get("pid"),
+        "started_at": started,
+        "ended_at": last,
+        "elapsed_seconds": last - started,
+        "timed_out": False,
+        "limit_seconds": record.get("limit_seconds"),
+    }
+    return CellState("ended", exit=ended, started_at=started)
+
+
+def read_cell(cell_dir: Path, *, now: float | None = None) -> CellState | None:
+    """The cell's state from its files (from the supervisor's ledger record when the folder
+    is gone; None when neither exists)."""
+    if not cell_dir.is_dir():
+        return _from_ledger(cell_dir)
     ended = _read(cell_dir / EXIT)
     if ended is not None:
         return CellState("ended", exit=ended, started_at=ended.get("started_at"))
     pid = _read(cell_dir / PID)
     if pid is not None:
-        if pid.get("start_ticks") is not None and proc_start_ticks(pid["pid"]) == pid["start_ticks"]:
+        if (
+            pid.get("start_ticks") is not None
+            and proc_start_ticks(pid["pid"]) == pid["start_ticks"]
+        ):
             return CellState("running", started_at=pid.get("started_at"), pid=pid["pid"])
         ended = _read(cell_dir / EXIT)  # it may have finished between the two reads
         if ended is not None:
@@ -109,11 +209,17 @@ def observe_cell(cell_dir: Path) -> CellState | None:
     """read_cell, and what the portal saw: a running cell's seen.json is refreshed; a vanished
     one gets the exit.json its supervisor could not write (record_vanished), so it is charged."""
     state = read_cell(cell_dir)
-    if state is not None and state.phase == "running":
+    if state is not None and state.phase == "running" and not cell_dir.is_dir():
+        cancel(cell_dir)  # its folder, results and checkpoints are gone: stop what is left
+    elif state is not None and state.phase == "running":
         write_json(cell_dir / SEEN, {"at": time.time()})
     elif state is not None and state.phase == "vanished" and state.started_at is not None:
-        state = CellState("ended", exit=record_vanished(cell_dir, state),
-                          started_at=state.started_at, pid=state.pid)
+        state = CellState(
+            "ended",
+            exit=record_vanished(cell_dir, state),
+            started_at=state.started_at,
+            pid=state.pid,
+        )
     return state
 
 
@@ -121,15 +227,25 @@ def record_vanished(cell_dir: Path, state: CellState) -> dict:
     """Write exit.json for a process that is gone without one: it ran from its start until it
     was last seen running (seen.json, or the last write to its log or progress file), at most
     its limit. Returns what was written."""
-    seen = [state.started_at or 0.0, float((_read(cell_dir / SEEN) or {}).get("at") or 0)]
+    seen = [
+        state.started_at or 0.0,
+        float((_read(cell_dir / SEEN) or {}).get("at") or 0),
+        float((_read(ledger_path(cell_dir)) or {}).get("alive_at") or 0),
+    ]
     for path in (cell_dir / LOG, cell_dir / "out" / "progress.json"):
         with contextlib.suppress(OSError):
             seen.append(path.stat().st_mtime)
     last = max(seen)
-    ended = {"exit_code": None, "vanished": True, "pid": state.pid,
-             "started_at": state.started_at, "ended_at": last,
-             "elapsed_seconds": max(0.0, last - (state.started_at or last)), "timed_out": False,
-             "limit_seconds": _limit(cell_dir)}
+    ended = {
+        "exit_code": None,
+        "vanished": True,
+        "pid": state.pid,
+        "started_at": state.started_at,
+        "ended_at": last,
+        "elapsed_seconds": max(0.0, last - (state.started_at or last)),
+        "timed_out": False,
+        "limit_seconds": _limit(cell_dir),
+    }
     write_json(cell_dir / EXIT, ended)
     return ended
 
@@ -137,6 +253,17 @@ def record_vanished(cell_dir: Path, state: CellState) -> dict:
 def _limit(cell_dir: Path) -> float | None:
     spec = _read(cell_dir.parent / SPEC) or {}
     return (spec.get("cells", {}).get(cell_dir.name) or {}).get("limit_seconds")
+
+
+def _devices(cells: list[tuple[float, int, Path, int]], states: dict, slots: int) -> list[int]:
+    """The slot indices (CUDA_VISIBLE_DEVICES) no starting or running cell holds."""
+    held: set[int] = set()
+    for _, _, cell_dir, _ in cells:
+        state = states[cell_dir]
+        if state is not None and state.phase in ("starting", "running"):
+            launched = _read(cell_dir / LAUNCH) or {}
+            held.update(int(i) for i in (launched.get("devices") or "").split(",") if i != "")
+    return [index for index in range(slots) if index not in held]
 
 
 def _cells(facility_dir: Path) -> list[tuple[float, int, Path, int]]:
@@ -147,32 +274,82 @@ def _cells(facility_dir: Path) -> list[tuple[float, int, Path, int]]:
         if spec is None:
             continue
         for index, cell in spec["cells"].items():
-            found.append((spec["created"], int(index), spec_path.parent / index,
-                          int(cell.get("slots", 1))))
+            found.append(
+                (spec["created"], int(index), spec_path.parent / index, int(cell.get("slots", 1)))
+            )
     return sorted(found)
 
 
 def slots_in_use(facility_dir: Path) -> int:
-    return sum(slots for _, _, cell_dir, slots in _cells(facility_dir)
-               if (state := read_cell(cell_dir)) and state.phase in ("starting", "running"))
+    return sum(
+        slots
+        for _, _, cell_dir, slots in _cells(facility_dir)
+        if (state := read_cell(cell_dir)) and state.phase in ("starting", "running")
+    )
 
 
-def dispatch(facility_dir: Path, *, slots: int) -> list[Path]:
+CLAIMS = ".devices"  # <facility>/.devices/<owner>.json: slots a notebook session holds
+
+
+def claimed(facility_dir: Path, live: set[str]) -> set[int]:
+    """The slot indices that the `live` owners' claims hold (claims of others are stale)."""
+    held: set[int] = set()
+    for owner in live:
+        claim = _read(facility_dir / CLAIMS / f"{owner}.json") or {}
+        held.update(int(i) for i in str(claim.get("devices", "")).split(",") if i != "")
+    return held
+
+
+def claim_devices(
+    facility_dir: Path, *, owner: str, need: int, slots: int, live: set[str]
+) -> str | None:
+    """`need` slot indices for `owner` (a notebook session) that no starting or running cell
+    and no other `live` owner's claim holds, claimed in a file under the facility lock (so a job
+    dispatched next skips them); the same claim again for the same owner. None when too few
+    are free. Returns the indices as CUDA_VISIBLE_DEVICES."""
+    path = facility_dir / CLAIMS / f"{owner}.json"
+    with facility_lock(facility_dir):
+        mine = _read(path)
+        if mine is not None:
+            return str(mine.get("devices", ""))
+        cells = _cells(facility_dir)
+        states = {cell_dir: read_cell(cell_dir) for _, _, cell_dir, _ in cells}
+        held = claimed(facility_dir, live - {owner})
+        free = [i for i in _devices(cells, states, slots) if i not in held]
+        if len(free) < need:
+            return None
+        path.parent.mkdir(exist_ok=True, mode=0o700)
+        devices = ",".join(str(i) for i in free[:need])
+        write_json(path, {"devices": devices, "at": time.time()})
+        return devices
+
+
+def dispatch(facility_dir: Path, *, slots: int, held: set[int] | None = None) -> list[Path]:
     """Start waiting cells, oldest first, while their slots fit in `slots` (a cell never
-    jumps the queue past an older one that does not fit yet). Returns the cells started."""
+    jumps the queue past an older one that does not fit yet), leaving alone the slot indices
+    in `held` (notebook sessions' claims). Returns the cells started."""
     started = []
+    held = held or set()
     with facility_lock(facility_dir):
         cells = _cells(facility_dir)
         states = {cell_dir: read_cell(cell_dir) for _, _, cell_dir, _ in cells}
-        used = sum(need for _, _, d, need in cells
-                   if (state := states[d]) is not None and state.phase in ("starting", "running"))
+        used = len(held) + sum(
+            need
+            for _, _, d, need in cells
+            if (state := states[d]) is not None and state.phase in ("starting", "running")
+        )
+        free = [i for i in _devices(cells, states, slots) if i not in held]
         for _, _, cell_dir, need in cells:
             state = states[cell_dir]
             if state is None or state.phase != "waiting" or (cell_dir / CANCEL).exists():
                 continue
-            if used + need > slots:
+            if used + need > slots or len(free) < need:
                 break
-            write_json(cell_dir / LAUNCH, {"at": time.time()})
+            mine, free = free[:need], free[need:]
+            # The slots this cell holds, exclusively: its CUDA_VISIBLE_DEVICES.
+            write_json(
+                cell_dir / LAUNCH, {"at": time.time(), "devices": ",".join(str(i) for i in mine)}
+            )
             spawn(cell_dir)
             used += need
             started.append(cell_dir)
@@ -186,8 +363,9 @@ def wait_started(cell_dirs: list[Path], *, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     pending = list(cell_dirs)
     while pending and time.monotonic() < deadline:
-        pending = [d for d in pending if (state := read_cell(d)) is not None
-                   and state.phase == "starting"]
+        pending = [
+            d for d in pending if (state := read_cell(d)) is not None and state.phase == "starting"
+        ]
         if pending:
             time.sleep(0.02)
 
@@ -196,11 +374,20 @@ def spawn(cell_dir: Path) -> None:
     """Start the cell's supervisor detached: its own session, double-forked (the direct child
     exits at once and is reaped here), so neither a worker restart nor a worker's exit stops it."""
     root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
-    proc = subprocess.Popen([sys.executable, "-m", "launcher.local.supervisor", str(cell_dir)],
-                            cwd=cell_dir, env=env, start_new_session=True, umask=0o077,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "launcher.local.supervisor", str(cell_dir)],
+        cwd=cell_dir,
+        env=env,
+        start_new_session=True,
+        umask=0o077,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     proc.wait()
 
 
@@ -208,7 +395,13 @@ def cancel(cell_dir: Path, *, reason: str = "cancelled") -> None:
     """Mark the cell cancelled with `reason` (a waiting cell never starts) and send SIGTERM to
     a running one's supervisor, which passes it to the trainer: it checkpoints and exits 75.
     Idempotent; an ended cell is left as it is."""
-    if not cell_dir.is_dir() or (cell_dir / EXIT).exists():
+    if not cell_dir.is_dir():
+        state = _from_ledger(cell_dir)  # the folder is gone: stop its supervisor all the same
+        if state is not None and state.phase == "running" and state.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(state.pid, signal.SIGTERM)
+        return
+    if (cell_dir / EXIT).exists():
         return
     if not (cell_dir / CANCEL).exists():
         (cell_dir / CANCEL).write_text(reason)
@@ -236,6 +429,25 @@ def read_json(path: Path) -> dict | None:
     return _read(path)
 
 
-__all__ = ["CANCEL", "EXIT", "LOG", "PID", "SEEN", "CellState", "cancel", "dispatch",
-           "observe_cell", "read_cell", "read_json", "record_vanished", "slots_in_use", "tail",
-           "wait_started", "write_job"]
+__all__ = [
+    "CANCEL",
+    "EXIT",
+    "LEDGER",
+    "LOG",
+    "PID",
+    "SEEN",
+    "CellState",
+    "cancel",
+    "claim_devices",
+    "claimed",
+    "dispatch",
+    "observe_cell",
+    "read_cell",
+    "read_exit",
+    "read_json",
+    "record_vanished",
+    "slots_in_use",
+    "tail",
+    "wait_started",
+    "write_job",
+]

@@ -1,4 +1,5 @@
 """A session's figures as the pages and the API show them (one definition for both)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -23,9 +24,10 @@ def gpu_seconds_so_far(session: NotebookSession, now: dt.datetime | None = None)
     it will be charged if it stopped now, by the hub's clock); else 0."""
     if session.charged_at is not None:
         return int(session.gpu_seconds)
-    if session.state in (NotebookSession.State.RUNNING, NotebookSession.State.STOPPING) \
-            and session.started_at:
+    if (
+        session.state in (NotebookSession.State.RUNNING, NotebookSession.State.STOPPING)
+        and session.started_at
+    ):
         span = ((now or timezone.now()) - session.started_at).total_seconds()
         return min(int(span) * session.gpus, int(session.reserved_gpu_seconds))
     return 0
-

@@ -7,6 +7,7 @@ state, so it is tested against a real hub. Every method either returns or raises
 (a BackendError): connection failures, timeouts and 5xx are transient (retry), other refusals
 permanent. Never call it inside a database transaction.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -16,7 +17,7 @@ from urllib.parse import quote
 
 import requests
 
-from ..backends.base import BackendError
+from ..backends.contract import BackendError
 
 # The hub answers a start within its slow_spawn_timeout (10 s by default) with 201 or 202.
 TIMEOUT = 30.0
@@ -72,30 +73,43 @@ def parse_time(value: str | None) -> dt.datetime | None:
 class HubClient:
     """JupyterHub's REST API for one hub (base URL, e.g. http://127.0.0.1:8081)."""
 
-    def __init__(self, base_url: str, token: str, *, timeout: float = TIMEOUT,
-                 session: requests.Session | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = TIMEOUT,
+        session: requests.Session | None = None,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.api = f"{self.base_url}/hub/api"
         self.timeout = timeout
         self.http = session or requests.Session()
         self.http.headers["Authorization"] = f"token {token}"
 
-    def _call(self, method: str, path: str, *, json: Any = None,
-              ok: tuple[int, ...] = (200,)) -> requests.Response:
+    def _call(
+        self, method: str, path: str, *, json: Any = None, ok: tuple[int, ...] = (200,)
+    ) -> requests.Response:
         try:
-            response = self.http.request(method, f"{self.api}{path}", json=json,
-                                         timeout=self.timeout)
+            response = self.http.request(
+                method, f"{self.api}{path}", json=json, timeout=self.timeout
+            )
         except requests.RequestException as error:
-            raise HubError(f"the notebook hub cannot be reached: {error}", permanent=False) from error
+            raise HubError(
+                f"the notebook hub cannot be reached: {error}", permanent=False
+            ) from error
         if response.status_code in ok:
             return response
         try:
             message = response.json().get("message") or response.text
         except ValueError:
             message = response.text
-        raise HubError(f"the notebook hub answered {response.status_code} to {method} {path}: "
-                       f"{str(message)[:200]}", permanent=response.status_code < 500,
-                       status=response.status_code)
+        raise HubError(
+            f"the notebook hub answered {response.status_code} to {method} {path}: "
+            f"{str(message)[:200]}",
+            permanent=response.status_code < 500,
+            status=response.status_code,
+        )
 
     @staticmethod
     def _user(name: str) -> str:
@@ -127,7 +141,9 @@ class HubClient:
                 response = self._call("POST", path, json=options, ok=(201, 202))
             elif error.status == 400 and "already" in error.message:
                 view = self.server(user, server)
-                return StartResult(ready=bool(view and view.ready), url=self.server_url(user, server))
+                return StartResult(
+                    ready=bool(view and view.ready), url=self.server_url(user, server)
+                )
             else:
                 raise
         return StartResult(ready=response.status_code == 201, url=self.server_url(user, server))
@@ -138,8 +154,9 @@ class HubClient:
         has stopped."""
         path = f"{self._user(user)}/servers/{quote(server, safe='')}"
         try:
-            response = self._call("DELETE", path, json={"remove": remove} if remove else None,
-                                  ok=(202, 204))
+            response = self._call(
+                "DELETE", path, json={"remove": remove} if remove else None, ok=(202, 204)
+            )
         except HubError as error:
             if error.status in (400, 404):  # not running / no such server or user
                 return True
@@ -154,12 +171,18 @@ class HubClient:
             if error.status == 404:
                 return None
             raise
-        return {name: ServerView(name=name, ready=bool(s.get("ready")),
-                                 pending=s.get("pending") or "", url=s.get("url") or "",
-                                 started=parse_time(s.get("started")),
-                                 last_activity=parse_time(s.get("last_activity")),
-                                 state=s.get("state") or {})
-                for name, s in (data.get("servers") or {}).items()}
+        return {
+            name: ServerView(
+                name=name,
+                ready=bool(s.get("ready")),
+                pending=s.get("pending") or "",
+                url=s.get("url") or "",
+                started=parse_time(s.get("started")),
+                last_activity=parse_time(s.get("last_activity")),
+                state=s.get("state") or {},
+            )
+            for name, s in (data.get("servers") or {}).items()
+        }
 
     def active_servers(self) -> dict[str, list[str]]:
         """{user: [server names]} of every user with a server running or pending (one call)."""

@@ -12,6 +12,7 @@ The charge itself is a UsageRecord (not attributed to a job), written in the sam
 sets `charged_at` (services.py), so the reservation is replaced by the charge at once.
 Registered from NotebooksConfig.ready().
 """
+
 from __future__ import annotations
 
 from collections.abc import Collection
@@ -35,17 +36,21 @@ def reserved_cost(seconds: int | Decimal, rate: Decimal) -> Decimal:
     return (Decimal(seconds) / 3600 * rate).quantize(Decimal("0.0001"))
 
 
-def session_reservations(*, allocation_ids: Collection[int] | None = None,
-                         session_ids: Collection[int] | None = None
-                         ) -> dict[int, tuple[Decimal, Decimal]]:
+def session_reservations(
+    *, allocation_ids: Collection[int] | None = None, session_ids: Collection[int] | None = None
+) -> dict[int, tuple[Decimal, Decimal]]:
     """{allocation id: (GPU-seconds, money)} reserved by the selected sessions (one query)."""
     rows = holding().order_by()
     if allocation_ids is not None:
         rows = rows.filter(allocation_id__in=allocation_ids)
     if session_ids is not None:
         rows = rows.filter(pk__in=session_ids)
-    out = (rows.values("allocation_id")
-           .annotate(seconds=Sum("reserved_gpu_seconds", output_field=SECONDS),
-                     cost=Sum("reserved_cost", output_field=MONEY))
-           .values_list("allocation_id", "seconds", "cost"))
+    out = (
+        rows.values("allocation_id")
+        .annotate(
+            seconds=Sum("reserved_gpu_seconds", output_field=SECONDS),
+            cost=Sum("reserved_cost", output_field=MONEY),
+        )
+        .values_list("allocation_id", "seconds", "cost")
+    )
     return {pk: (Decimal(seconds or 0), Decimal(cost or 0)) for pk, seconds, cost in out}

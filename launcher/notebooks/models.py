@@ -3,6 +3,7 @@
 It reserves `gpus x hours` on the allocation's ledger from its start until it is charged (or
 failed); the charge is the backend's own record (`gpu_seconds`), copied once.
 """
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -24,15 +25,18 @@ class NotebookSession(models.Model):
     # States in which the hub holds (or may hold) a server: followed by the sync beat task.
     LIVE = (State.STARTING, State.RUNNING, State.STOPPING)
 
-    allocation = models.ForeignKey("allocations.Allocation", on_delete=models.PROTECT,
-                                   related_name="notebook_sessions")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
-                             related_name="notebook_sessions")
+    allocation = models.ForeignKey(
+        "allocations.Allocation", on_delete=models.PROTECT, related_name="notebook_sessions"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="notebook_sessions"
+    )
     gpus = models.PositiveSmallIntegerField(default=0)
     # The wall limit: the backend stops the server there; the ledger reserves gpus x hours.
     hours = models.DecimalField(max_digits=6, decimal_places=2)
-    state = models.CharField(max_length=10, choices=State.choices, default=State.STARTING,
-                             db_index=True)
+    state = models.CharField(
+        max_length=10, choices=State.choices, default=State.STARTING, db_index=True
+    )
     # Why it stopped, failed or waits (the hub's message, the scheduler's pending reason).
     reason = models.CharField(max_length=300, blank=True)
     server_name = models.CharField(max_length=64, blank=True)

@@ -3,6 +3,7 @@ of the allocation's project, reviewers and staff see its sessions; only the owne
 And the project's datasets a session may read (`notebook_datasets`, which a backend's
 `notebook_options` calls): the same check as a job's dataset (allocations.policy,
 `dataset_refusal`)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from allocations.policy import dataset_refusal
 from allocations.roles import acts_on_all_projects, sees_all_projects
 from allocations.selectors import visible_allocation_rows
 
-from ..backends.base import PathRefused
+from ..backends.contract import PathRefused
 from ..selectors import NotVisible
 from .models import NotebookSession
 
@@ -23,7 +24,8 @@ from .models import NotebookSession
 def visible_sessions(user: Any) -> QuerySet[NotebookSession]:
     """Sessions on the allocations `user` may see (allocation, facility, project, owner joined)."""
     rows = NotebookSession.objects.select_related(
-        "allocation__facility", "allocation__project", "user")
+        "allocation__facility", "allocation__project", "user"
+    )
     if not getattr(user, "is_authenticated", False):
         return rows.none()
     if sees_all_projects(user):
@@ -50,8 +52,9 @@ def allocation_sessions(allocation_id: int) -> QuerySet[NotebookSession]:
 
 def may_stop(user: Any, session: NotebookSession) -> bool:
     """Its owner or staff stop a session (notebook_stop refuses anyone else)."""
-    return bool(getattr(user, "pk", None)) and (session.user_id == user.pk
-                                                or acts_on_all_projects(user))
+    return bool(getattr(user, "pk", None)) and (
+        session.user_id == user.pk or acts_on_all_projects(user)
+    )
 
 
 def may_open(user: Any, session: NotebookSession) -> bool:
@@ -59,8 +62,9 @@ def may_open(user: Any, session: NotebookSession) -> bool:
     return bool(getattr(user, "pk", None)) and session.user_id == user.pk
 
 
-def notebook_datasets(*, allocation: Allocation,
-                      resolve: Callable[[str], str]) -> tuple[dict[str, str], dict[str, str]]:
+def notebook_datasets(
+    *, allocation: Allocation, resolve: Callable[[str], str]
+) -> tuple[dict[str, str], dict[str, str]]:
     """The project's registered datasets a notebook session on this allocation may read:
     ({name: resolved absolute path}, {name: why it was left out}). Each passes the same check
     as a job's dataset (allocations.policy `dataset_refusal`: the facility accepts its

@@ -6,6 +6,7 @@ here: never inside a transaction. Following the hub, the time and idle limits an
 live in sync.py. Who may do what: members of the allocation's project open sessions on it;
 the owner (or staff) stops one; everyone else gets 404 (launcher.selectors).
 """
+
 from __future__ import annotations
 
 import logging
@@ -17,16 +18,19 @@ from django.db import transaction
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
-from allocations.errors import Forbidden, Invalid
-from allocations.figures import hours_text
 from allocations.models import Allocation
-from allocations.transitions import enqueue
 from allocations.selectors import allocation_ledger, is_member, visible_allocation_rows
 from allocations.services import ledger_jobs_change, ledger_reserve
 from allocations.transitions import record_event
+from core.errors import Forbidden, Invalid
+from core.figures import hours_text
+from core.tasks import enqueue
 
-from ..backends.base import BackendError
-from ..backends.registry import Capability, backend_for
+from ..backends.contract import BackendError, Capability
+from ..backends.registry import backend_for
+from ..idempotency import Idempotency
+from ..idempotency import record as idempotency_record
+from ..models import IdempotencyKey
 from ..selectors import NotVisible
 from ..services.errors import LaunchConflict
 from .hubapi import HubClient, HubError
@@ -64,12 +68,20 @@ def max_gpus(allocation: Allocation) -> int:
 
 def notebook_refusal(allocation: Allocation) -> str:
     """Why no notebook can be opened on this allocation now ("" when one can)."""
-    if Capability.NOTEBOOK not in backend_for(allocation.facility).capabilities:
-        return (f"{allocation.facility.name} cannot run notebook sessions from the portal (its "
-                "backend has no notebook spawner, or it is not connected).")
+    backend = backend_for(allocation.facility)
+    if Capability.NOTEBOOK not in backend.capabilities:
+        return (
+            f"{allocation.facility.name} cannot run notebook sessions from the portal (its "
+            "backend has no notebook spawner, or it is not connected)."
+        )
+    refused = backend.notebook_refusal(facility=allocation.facility)
+    if refused:
+        return refused
     if allocation.status != Allocation.Status.ACTIVE:
-        return (f"The allocation is {allocation.get_status_display().lower()}; notebooks run "
-                "only on an active allocation.")
+        return (
+            f"The allocation is {allocation.get_status_display().lower()}; notebooks run "
+            "only on an active allocation."
+        )
     return ""
 
 
@@ -119,25 +131,40 @@ def _allocation_for(actor: Any, allocation_id: Any) -> Allocation:
     return allocation
 
 
-def notebook_start(*, actor: Any, allocation_id: Any, gpus: Any, hours: Any) -> NotebookSession:
+def notebook_start(
+    *, actor: Any, allocation_id: Any, gpus: Any, hours: Any, idempotency: Idempotency | None = None
+) -> NotebookSession:
     """Open a notebook session for `actor` on the allocation: checks who (a member of its
     project; NotVisible 404 for others' allocations, Forbidden 403 for reviewers and staff who
     are not members), what (NotebookConflict 409: not active, no notebook spawner, or gpus x
     hours does not fit what is left, with the shortfall) and how much (Invalid 400 per field).
     Reserves gpus x hours under the allocation's row lock and, after the commit, starts the
-    server on the hub (task notebooks.spawn)."""
+    server on the hub (task notebooks.spawn). With `idempotency`, the key is recorded with the
+    session in its transaction (launcher/idempotency.py)."""
     allocation = _allocation_for(actor, allocation_id)
     refusal = notebook_refusal(allocation)
     if refusal:
         raise NotebookConflict(refusal, status=allocation.status)
     n, h = notebook_check(allocation=allocation, gpus=gpus, hours=hours)
-    return _session_create(actor=actor, allocation=allocation, gpus=n, hours=h)
+    return _session_create(
+        actor=actor, allocation=allocation, gpus=n, hours=h, idempotency=idempotency
+    )
 
 
 @transaction.atomic
-def _session_create(*, actor: Any, allocation: Allocation, gpus: int, hours: Decimal) -> NotebookSession:
-    locked = Allocation.objects.select_for_update(of=("self",)).select_related("facility").get(
-        pk=allocation.pk)
+def _session_create(
+    *,
+    actor: Any,
+    allocation: Allocation,
+    gpus: int,
+    hours: Decimal,
+    idempotency: Idempotency | None,
+) -> NotebookSession:
+    locked = (
+        Allocation.objects.select_for_update(of=("self",))
+        .select_related("facility")
+        .get(pk=allocation.pk)
+    )
     refusal = notebook_refusal(locked)
     if refusal:
         raise NotebookConflict(refusal, status=locked.status)
@@ -152,26 +179,46 @@ def _session_create(*, actor: Any, allocation: Allocation, gpus: int, hours: Dec
             f"but only {hours_text(ledger.gpu_hours_remaining)} are left on the allocation "
             f"({hours_text(ledger.gpu_hours_reserved)} reserved by unfinished work): "
             f"{hours_text(short)} GPU-hours short. Ask for fewer GPUs or hours.",
-            reserve_gpu_hours=need, remaining_gpu_hours=ledger.gpu_hours_remaining,
-            reserved_gpu_hours=ledger.gpu_hours_reserved, shortfall_gpu_hours=short)
+            reserve_gpu_hours=need,
+            remaining_gpu_hours=ledger.gpu_hours_remaining,
+            reserved_gpu_hours=ledger.gpu_hours_reserved,
+            shortfall_gpu_hours=short,
+        )
     left = ledger.budget_remaining
     if left is not None and cost > left:
         raise NotebookConflict(
             f"This notebook reserves {cost} of the budget but only {left} is left "
             f"({ledger.cost_reserved} reserved by unfinished work): {cost - left} short.",
-            reserve_cost=cost, remaining_budget=left, reserved_cost=ledger.cost_reserved,
-            shortfall_cost=cost - left)
+            reserve_cost=cost,
+            remaining_budget=left,
+            reserved_cost=ledger.cost_reserved,
+            shortfall_cost=cost - left,
+        )
     session = NotebookSession.objects.create(
-        allocation=locked, user=actor, gpus=gpus, hours=hours, state=S.STARTING,
-        reason="waiting for the notebook hub", reserved_gpu_seconds=seconds, reserved_cost=cost)
+        allocation=locked,
+        user=actor,
+        gpus=gpus,
+        hours=hours,
+        state=S.STARTING,
+        reason="waiting for the notebook hub",
+        reserved_gpu_seconds=seconds,
+        reserved_cost=cost,
+    )
+    idempotency_record(idempotency, kind=IdempotencyKey.Kind.NOTEBOOK, object_id=session.pk)
     session.server_name = f"nb-{session.pk}"
     session.url = session_url(actor.get_username(), session.server_name)
-    NotebookSession.objects.filter(pk=session.pk).update(server_name=session.server_name,
-                                                         url=session.url)
+    NotebookSession.objects.filter(pk=session.pk).update(
+        server_name=session.server_name, url=session.url
+    )
     ledger_reserve(allocation_id=locked.pk, session_ids=[session.pk])
-    record_event(session, actor=actor, from_state="", to_state=session.state,
-                 comment=f"Opened: {gpus} GPU{pluralize(gpus)} for {hours_text(hours)} h, reserving "
-                         f"{hours_text(need)} GPU-hours.")
+    record_event(
+        session,
+        actor=actor,
+        from_state="",
+        to_state=session.state,
+        comment=f"Opened: {gpus} GPU{pluralize(gpus)} for {hours_text(hours)} h, reserving "
+        f"{hours_text(need)} GPU-hours.",
+    )
     enqueue(SPAWN_TASK, session.pk)
     return session
 
@@ -183,19 +230,33 @@ def notebook_fail(*, session: NotebookSession, reason: str, actor: Any = None) -
         fresh = NotebookSession.objects.select_for_update().get(pk=session.pk)
         if fresh.state == S.FAILED or fresh.charged_at is not None:
             return False
-        session_move(fresh, to=S.FAILED, actor=actor, comment=reason, reason=reason[:300],
-                     stopped_at=fresh.stopped_at or timezone.now())
+        session_move(
+            fresh,
+            to=S.FAILED,
+            actor=actor,
+            comment=reason,
+            reason=reason[:300],
+            stopped_at=fresh.stopped_at or timezone.now(),
+        )
     session.state, session.reason = S.FAILED, reason[:300]
     return True
 
 
-def user_options(session: NotebookSession, backend_name: str, options: dict[str, Any]) -> dict[str, Any]:
+def user_options(
+    session: NotebookSession, backend_name: str, options: dict[str, Any]
+) -> dict[str, Any]:
     """The server's user_options (NOTEBOOKS.md): the session's facts, the backend's folders and
     datasets at the top level, and everything the backend returned as `backend_options`."""
-    return {"session": session.pk, "backend": backend_name, "gpus": session.gpus,
-            "hours": float(session.hours), "workdir": options.get("workdir", ""),
-            "datasets": options.get("datasets", {}), "run_dir": options.get("run_dir", ""),
-            "backend_options": options}
+    return {
+        "session": session.pk,
+        "backend": backend_name,
+        "gpus": session.gpus,
+        "hours": float(session.hours),
+        "workdir": options.get("workdir", ""),
+        "datasets": options.get("datasets", {}),
+        "run_dir": options.get("run_dir", ""),
+        "backend_options": options,
+    }
 
 
 def notebook_spawn(*, session_id: int, last_try: bool = False) -> str:
@@ -203,7 +264,8 @@ def notebook_spawn(*, session_id: int, last_try: bool = False) -> str:
     finds a server already started). A permanent refusal (or a transient one on the last
     try) fails the session with the reason; a transient one propagates for a retry."""
     session = NotebookSession.objects.select_related(
-        "allocation__facility", "allocation__project", "user").get(pk=session_id)
+        "allocation__facility", "allocation__project", "user"
+    ).get(pk=session_id)
     if session.state != S.STARTING:
         return session.state
     backend = backend_for(session.allocation.facility)
@@ -211,7 +273,8 @@ def notebook_spawn(*, session_id: int, last_try: bool = False) -> str:
         options = backend.notebook_options(allocation=session.allocation, session=session)
         sent = user_options(session, backend.name, options)
         NotebookSession.objects.filter(pk=session.pk, state=S.STARTING).update(
-            options=sent, workdir=sent["workdir"], run_dir=sent["run_dir"])
+            options=sent, workdir=sent["workdir"], run_dir=sent["run_dir"]
+        )
         started = hub_client().start_server(session.user.get_username(), session.server_name, sent)
     except BackendError as error:
         if not error.permanent and not last_try:
@@ -219,7 +282,8 @@ def notebook_spawn(*, session_id: int, last_try: bool = False) -> str:
         notebook_fail(session=session, reason=f"could not start: {error.message}")
         return S.FAILED
     NotebookSession.objects.filter(pk=session.pk).update(
-        spawned_at=timezone.now(), reason="" if started.ready else "the hub is starting it")
+        spawned_at=timezone.now(), reason="" if started.ready else "the hub is starting it"
+    )
     if started.ready:
         notebook_mark_running(session_id=session.pk)
     return S.RUNNING if started.ready else S.STARTING
@@ -231,8 +295,13 @@ def notebook_mark_running(*, session_id: int, started_at: Any = None) -> bool:
         session = NotebookSession.objects.select_for_update().get(pk=session_id)
         if session.state != S.STARTING:
             return False
-        session_move(session, to=S.RUNNING, comment="JupyterLab is ready.", reason="",
-                     started_at=started_at or timezone.now())
+        session_move(
+            session,
+            to=S.RUNNING,
+            comment="JupyterLab is ready.",
+            reason="",
+            started_at=started_at or timezone.now(),
+        )
     return True
 
 
@@ -250,11 +319,14 @@ def notebook_stop(*, actor: Any, session_id: Any) -> NotebookSession:
 
 
 @transaction.atomic
-def notebook_system_stop(*, session: NotebookSession, reason: str, actor: Any = None) -> NotebookSession:
+def notebook_system_stop(
+    *, session: NotebookSession, reason: str, actor: Any = None
+) -> NotebookSession:
     """Move a live session to stopping with the reason and stop its server after the commit
     (task notebooks.stop). InvalidTransition (409) from a final state."""
-    session_move(session, to=S.STOPPING, actor=actor, comment=reason.capitalize() + ".",
-                 reason=reason[:300])
+    session_move(
+        session, to=S.STOPPING, actor=actor, comment=reason.capitalize() + ".", reason=reason[:300]
+    )
     enqueue(STOP_TASK, session.pk)
     return session
 

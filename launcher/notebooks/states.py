@@ -1,4 +1,5 @@
 """The notebook session state machine as a table, for allocations.transitions.transition()."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,9 +21,11 @@ SESSION_MOVES: dict[str, tuple[str, ...]] = {
 }
 
 
-def session_move(session: NotebookSession, *, to: str, actor: Any = None, comment: str = "",
-                 **updates: Any) -> Event:
+def session_move(
+    session: NotebookSession, *, to: str, actor: Any = None, comment: str = "", **updates: Any
+) -> Event:
     """Compare-and-swap `session.state` to `to` by the table, with an audit event (inside the
     caller's transaction)."""
-    return transition(session, to=to, table=SESSION_MOVES, field="state", actor=actor,
-                      comment=comment, **updates)
+    return transition(
+        session, to=to, table=SESSION_MOVES, field="state", actor=actor, comment=comment, **updates
+    )

@@ -17,6 +17,7 @@ session, short transactions:
   is failed with the reason (nothing charged, reservation released);
 - a hub server `nb-<id>` whose session is over (a start that raced a stop) is stopped.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -29,38 +30,32 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from allocations.models import Allocation, Facility, UsageRecord
+from allocations.models import Allocation, UsageRecord
 from allocations.services import ledger_jobs_change
 from allocations.transitions import InvalidTransition
 
-from ..backends.base import BackendError
-from ..backends.registry import backend_for
-from ..runners import NotebookUsage
+from ..backends.contract import BackendError, NotebookUsage
+from ..backends.registry import backend_for, usage_source
 from ..services.accounting import usage_ingest_records
 from .hubapi import HubClient, HubError, ServerView
 from .ledger import reserved_cost
 from .models import NotebookSession
-from .services import (
-    hub_client,
-    notebook_fail,
-    notebook_mark_running,
-    notebook_system_stop,
-)
+from .services import hub_client, notebook_fail, notebook_mark_running, notebook_system_stop
 from .states import session_move
 
 log = logging.getLogger(__name__)
 S = NotebookSession.State
-# Which ledger source a facility's notebook charges are recorded under.
-SOURCES: dict[str, str] = {Facility.Backend.LOCAL: UsageRecord.Source.LOCAL,
-                           Facility.Backend.SLURM: UsageRecord.Source.SLURM,
-                           Facility.Backend.AWS: UsageRecord.Source.CLOUD}
 
 
 def _owing() -> Any:
     """Sessions the sync looks at: live ones, and stopped ones not charged yet."""
-    return NotebookSession.objects.filter(
-        Q(state__in=NotebookSession.LIVE) | Q(state=S.STOPPED, charged_at__isnull=True)
-    ).select_related("allocation__facility", "user").order_by("pk")
+    return (
+        NotebookSession.objects.filter(
+            Q(state__in=NotebookSession.LIVE) | Q(state=S.STOPPED, charged_at__isnull=True)
+        )
+        .select_related("allocation__facility", "user")
+        .order_by("pk")
+    )
 
 
 def notebook_sync_all() -> dict[str, int]:
@@ -95,11 +90,17 @@ def notebook_reap(*, hub: HubClient) -> int:
     except HubError as error:
         log.warning("the hub's servers not listed (%s); next time", error)
         return 0
-    named = {(user, name): int(name[3:]) for user, names in active.items() for name in names
-             if name.startswith("nb-") and name[3:].isdigit()}
-    live = set(NotebookSession.objects.filter(pk__in=set(named.values()),
-                                              state__in=NotebookSession.LIVE)
-               .values_list("pk", flat=True))
+    named = {
+        (user, name): int(name[3:])
+        for user, names in active.items()
+        for name in names
+        if name.startswith("nb-") and name[3:].isdigit()
+    }
+    live = set(
+        NotebookSession.objects.filter(
+            pk__in=set(named.values()), state__in=NotebookSession.LIVE
+        ).values_list("pk", flat=True)
+    )
     stopped = 0
     for (user, name), pk in named.items():
         if pk not in live:
@@ -135,8 +136,9 @@ def queue_reason(view: ServerView) -> str:
     return ""
 
 
-def notebook_observe(*, session: NotebookSession, view: ServerView | None,
-                     now: dt.datetime | None = None) -> str:
+def notebook_observe(
+    *, session: NotebookSession, view: ServerView | None, now: dt.datetime | None = None
+) -> str:
     """Move one session by the hub's view of its server and enforce its limits; settle it
     once the server is gone. Returns what happened (a word, for counts)."""
     now = now or timezone.now()
@@ -148,7 +150,8 @@ def notebook_observe(*, session: NotebookSession, view: ServerView | None,
     if view is None or view.phase == "stopped":
         if session.state == S.STARTING and session.spawned_at is None:
             if now - session.created_at > dt.timedelta(
-                    seconds=settings.NOTEBOOK_SPAWN_TIMEOUT_SECONDS):
+                seconds=settings.NOTEBOOK_SPAWN_TIMEOUT_SECONDS
+            ):
                 notebook_fail(session=session, reason="the notebook hub never started it")
                 return "failed"
             return "waiting"  # the spawn task has not reached the hub yet
@@ -177,25 +180,49 @@ def notebook_settle(*, session: NotebookSession, now: dt.datetime | None = None)
         fresh = NotebookSession.objects.select_for_update().get(pk=session.pk)
         if fresh.state in NotebookSession.LIVE:
             never_ready = fresh.started_at is None
-            reason = fresh.reason if fresh.state == S.STOPPING else (
-                "the server stopped before it was ready" if never_ready else "the server stopped")
-            session_move(fresh, to=S.STOPPED, comment=reason.capitalize() + ".",
-                         reason=reason[:300], stopped_at=now)
-        session.state, session.reason, session.stopped_at = fresh.state, fresh.reason, fresh.stopped_at
+            reason = (
+                fresh.reason
+                if fresh.state == S.STOPPING
+                else (
+                    "the server stopped before it was ready"
+                    if never_ready
+                    else "the server stopped"
+                )
+            )
+            session_move(
+                fresh,
+                to=S.STOPPED,
+                comment=reason.capitalize() + ".",
+                reason=reason[:300],
+                stopped_at=now,
+            )
+        session.state, session.reason, session.stopped_at = (
+            fresh.state,
+            fresh.reason,
+            fresh.stopped_at,
+        )
     return notebook_charge(session=session, now=now)
 
 
-def _record(session: NotebookSession, usage: NotebookUsage) -> UsageRecord:
+def _record(session: NotebookSession, usage: NotebookUsage, *, source: str) -> UsageRecord:
+    """The charge of the session's run, under its backend's ledger `source`."""
     facility = session.allocation.facility
     ended = usage.ended or usage.started
     return UsageRecord(
         allocation_id=session.allocation_id,
-        source=SOURCES.get(facility.backend, UsageRecord.Source.LOCAL),
+        source=source,
         external_id=f"notebook/{session.pk}/{usage.external_id}",
-        period_start=usage.started, period_end=ended, gpu_seconds=usage.gpu_seconds,
+        period_start=usage.started,
+        period_end=ended,
+        gpu_seconds=usage.gpu_seconds,
         cost=reserved_cost(usage.gpu_seconds, facility.gpu_hour_rate),
-        detail={"notebook_id": session.pk, "wall_seconds": usage.wall_seconds,
-                "gpus": session.gpus, "reason": usage.reason})
+        detail={
+            "notebook_id": session.pk,
+            "wall_seconds": usage.wall_seconds,
+            "gpus": session.gpus,
+            "reason": usage.reason,
+        },
+    )
 
 
 def notebook_charge(*, session: NotebookSession, now: dt.datetime | None = None) -> str:
@@ -205,8 +232,9 @@ def notebook_charge(*, session: NotebookSession, now: dt.datetime | None = None)
     now = now or timezone.now()
     if session.state != S.STOPPED or session.charged_at is not None:
         return session.state
+    backend = backend_for(session.allocation.facility)
     try:
-        usage = backend_for(session.allocation.facility).notebook_usage(session=session)
+        usage = backend.notebook_usage(session=session)
     except BackendError as error:
         if not error.permanent:
             log.warning("notebook %s: record not read (%s); next time", session.pk, error)
@@ -214,7 +242,9 @@ def notebook_charge(*, session: NotebookSession, now: dt.datetime | None = None)
         notebook_fail(session=session, reason=f"its run could not be read: {error.message}")
         return "failed"
     if usage is None and session.spawned_at is None:
-        notebook_fail(session=session, reason="stopped before the hub started it: nothing was charged")
+        notebook_fail(
+            session=session, reason="stopped before the hub started it: nothing was charged"
+        )
         return "failed"
     if usage is None or usage.ended is None:
         stopped = session.stopped_at or now
@@ -223,12 +253,17 @@ def notebook_charge(*, session: NotebookSession, now: dt.datetime | None = None)
             notebook_fail(session=session, reason=f"the server {what}: nothing was charged")
             return "failed"
         return "waiting"
-    record = _record(session, usage)
+    record = _record(session, usage, source=usage_source(backend))
     with ledger_jobs_change(allocation_ids=[session.allocation_id], session_ids=[session.pk]):
         charged = NotebookSession.objects.filter(
-            pk=session.pk, state=S.STOPPED, charged_at__isnull=True).update(
-            charged_at=now, gpu_seconds=usage.gpu_seconds, wall_seconds=usage.wall_seconds,
-            started_at=session.started_at or usage.started, external_id=usage.external_id[:120])
+            pk=session.pk, state=S.STOPPED, charged_at__isnull=True
+        ).update(
+            charged_at=now,
+            gpu_seconds=usage.gpu_seconds,
+            wall_seconds=usage.wall_seconds,
+            started_at=session.started_at or usage.started,
+            external_id=usage.external_id[:120],
+        )
         if charged:
             usage_ingest_records(allocation=session.allocation, records=[record])
     session.charged_at, session.gpu_seconds = now, usage.gpu_seconds
@@ -244,8 +279,9 @@ def notebook_stop_allocation(*, allocation_id: int) -> int:
         return 0
     reason = f"stopped: the allocation is {allocation.get_status_display().lower()}"
     moved = 0
-    for session in NotebookSession.objects.filter(allocation_id=allocation_id,
-                                                  state__in=(S.STARTING, S.RUNNING)):
+    for session in NotebookSession.objects.filter(
+        allocation_id=allocation_id, state__in=(S.STARTING, S.RUNNING)
+    ):
         try:
             notebook_system_stop(session=session, reason=reason)
             moved += 1

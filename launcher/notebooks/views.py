@@ -1,5 +1,6 @@
 """Notebook pages: open one from the allocation page, a session's page, stop. Thin: the same
 selectors and services as the API (others' sessions and allocations are 404)."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -9,8 +10,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from allocations.models import Event
-from allocations.refusals import form_call, form_status, refused_to
 from allocations.selectors import visible_allocations
+from core.refusals import form_call, form_status, refused_to
 
 from . import services
 from .forms import NotebookForm
@@ -26,24 +27,41 @@ def allocation_notebook(request: HttpRequest, pk: int) -> HttpResponse:
     allocation = get_object_or_404(visible_allocations(request.user), pk=pk)
     form = NotebookForm(request.POST or None, allocation=allocation)
     if request.method == "POST" and form.is_valid():
-        session = form_call(form, services.notebook_start, actor=request.user,
-                            allocation_id=allocation.pk, gpus=form.cleaned_data["gpus"],
-                            hours=form.cleaned_data["hours"])
+        session = form_call(
+            form,
+            services.notebook_start,
+            actor=request.user,
+            allocation_id=allocation.pk,
+            gpus=form.cleaned_data["gpus"],
+            hours=form.cleaned_data["hours"],
+        )
         if session is not None:
-            messages.success(request, f"Notebook #{session.pk} is starting: it opens from this "
-                                      "page once it is running.")
+            messages.success(
+                request,
+                f"Notebook #{session.pk} is starting: it opens from this page once it is running.",
+            )
             return redirect("notebook-detail", session.pk)
-    return render(request, "notebooks/open.html", {
-        "allocation": allocation, "form": form,
-        "idle_minutes": allocation.facility.notebook_idle_minutes,
-        "refusal": services.notebook_refusal(allocation)}, status=form_status(form))
+    return render(
+        request,
+        "notebooks/open.html",
+        {
+            "allocation": allocation,
+            "form": form,
+            "idle_minutes": allocation.facility.notebook_idle_minutes,
+            "refusal": services.notebook_refusal(allocation),
+        },
+        status=form_status(form),
+    )
 
 
 @login_required
 def notebook_detail(request: HttpRequest, pk: int) -> HttpResponse:
     session = decorate([session_for(request.user, pk)], request.user)[0]
-    events = (Event.objects.filter(content_type__app_label="notebooks", object_id=session.pk)
-              .select_related("actor").order_by("created_at")[:50])
+    events = (
+        Event.objects.filter(content_type__app_label="notebooks", object_id=session.pk)
+        .select_related("actor")
+        .order_by("created_at")[:50]
+    )
     return render(request, "notebooks/detail.html", {"session": session, "events": events})
 
 

@@ -1,5 +1,6 @@
 """Staff see who is linked to which provider subject, link an account after a collision and
 remove a link; both through the services, audited."""
+
 from __future__ import annotations
 
 from django.contrib import admin
@@ -21,8 +22,9 @@ class ExternalIdentityAdmin(admin.ModelAdmin):
         return False  # a link is made or removed, never edited into another
 
     def save_model(self, request, obj, form, change) -> None:
-        linked = services.identity_link(user=obj.user, issuer=obj.issuer, subject=obj.subject,
-                                        by=request.user)
+        linked = services.identity_link(
+            user=obj.user, issuer=obj.issuer, subject=obj.subject, by=request.user
+        )
         obj.pk = linked.pk
 
     def delete_model(self, request, obj) -> None:

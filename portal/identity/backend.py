@@ -2,6 +2,7 @@
 PKCE checked by its views), extended through its documented override points with what it leaves
 to the relying party: endpoints from discovery, the ID token's issuer and audience, the userinfo
 `sub` matched to the ID token's, and the portal's own account rules (services.py)."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -12,9 +13,11 @@ from mozilla_django_oidc.utils import import_from_settings
 from . import discovery, services
 
 # Read from discovery when a callback is handled, not from settings (see get_settings).
-DISCOVERED = {"OIDC_OP_TOKEN_ENDPOINT": "token_endpoint",
-              "OIDC_OP_USER_ENDPOINT": "userinfo_endpoint",
-              "OIDC_OP_JWKS_ENDPOINT": "jwks_uri"}
+DISCOVERED = {
+    "OIDC_OP_TOKEN_ENDPOINT": "token_endpoint",
+    "OIDC_OP_USER_ENDPOINT": "userinfo_endpoint",
+    "OIDC_OP_JWKS_ENDPOINT": "jwks_uri",
+}
 
 
 class OIDCBackend(OIDCAuthenticationBackend):

@@ -2,6 +2,7 @@
 the username (which is also the member's cluster login, so it must pass the membership rule's
 own check, allocations.usernames.CLUSTER_USERNAME_RE), and the roles the groups give.
 Pure functions: portal/identity/services.py applies them."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,8 +28,9 @@ def verified_email(claims: dict) -> str:
     if isinstance(verified, str):  # some providers send "true"
         verified = verified.strip().lower() == "true"
     if not email or verified is not True:
-        raise SignInRefused("unverified", f"email {email!r}, email_verified={verified!r}",
-                            email=email)
+        raise SignInRefused(
+            "unverified", f"email {email!r}, email_verified={verified!r}", email=email
+        )
     return email
 
 
@@ -62,5 +64,7 @@ def groups_from(claims: dict, claim: str) -> set[str]:
 
 def roles_from(groups: set[str], *, reviewer_groups: list[str], staff_groups: list[str]) -> Roles:
     """Reviewer when in any of `reviewer_groups`, staff when in any of `staff_groups`."""
-    return Roles(reviewer=bool(groups & set(reviewer_groups)) if reviewer_groups else None,
-                 staff=bool(groups & set(staff_groups)) if staff_groups else None)
+    return Roles(
+        reviewer=bool(groups & set(reviewer_groups)) if reviewer_groups else None,
+        staff=bool(groups & set(staff_groups)) if staff_groups else None,
+    )

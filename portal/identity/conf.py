@@ -2,6 +2,7 @@
 portal/settings.py, so it imports nothing of Django's apps. Sign-in through the provider is on
 only when OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are all set; otherwise nothing
 changes (local passwords, as in the demo)."""
+
 from __future__ import annotations
 
 import os
@@ -28,9 +29,11 @@ def oidc_settings(*, backends: list[str], csp: dict[str, str]) -> dict[str, obje
         raise ImproperlyConfigured(f"OpenID Connect sign-in needs {missing} as well")
     local_login = env_bool("PORTAL_LOCAL_LOGIN", True)
     if not local_login and not enabled:
-        raise ImproperlyConfigured("PORTAL_LOCAL_LOGIN=false needs OpenID Connect sign-in "
-                                   "(OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET): nobody "
-                                   "could sign in")
+        raise ImproperlyConfigured(
+            "PORTAL_LOCAL_LOGIN=false needs OpenID Connect sign-in "
+            "(OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET): nobody "
+            "could sign in"
+        )
     issuer = given["OIDC_ISSUER"].rstrip("/")
     if enabled:
         backends = [b for b in backends if local_login or b != PASSWORD_BACKEND] + [BACKEND]

@@ -2,6 +2,7 @@
 (`<OIDC_ISSUER>/.well-known/openid-configuration`), fetched when first needed and kept for
 OIDC_DISCOVERY_TTL seconds per process. Lazily, so the portal starts (and password sign-in
 works) while the provider is down; a sign-in then gets a clear page, not a 500."""
+
 from __future__ import annotations
 
 import logging

@@ -1,4 +1,5 @@
 """The link between a portal account and an OpenID Connect provider's subject."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -12,8 +13,9 @@ class ExternalIdentity(models.Model):
     linked to at most one subject per provider, and only ever by its first sign-in: an existing
     local account is never linked silently (portal/identity/services.py)."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                             related_name="external_identities")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="external_identities"
+    )
     issuer = models.CharField(max_length=255)
     subject = models.CharField(max_length=255)
     created_at = models.DateTimeField(default=timezone.now)

@@ -1,6 +1,7 @@
 """Sign-in pages: the login page (with "Sign in with <institution>" when configured), the
 start of the provider's code flow, its callback, and logout that ends the provider's session
 too (RP-initiated logout). Every refusal is a page that says what happened, and is logged."""
+
 from __future__ import annotations
 
 import logging
@@ -14,9 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from mozilla_django_oidc.utils import import_from_settings
-from mozilla_django_oidc.views import (
-    OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView,
-)
+from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from . import discovery
 from .claims import SignInRefused
@@ -25,41 +24,73 @@ log = logging.getLogger(__name__)
 
 # reason: (HTTP status, title, what to tell the person)
 REFUSALS = {
-    "unverified": (403, "Your email address is not verified",
-                   "{provider} did not confirm that your email address is verified, so the "
-                   "portal cannot create or open an account with it. Verify your address at "
-                   "{provider}, then sign in again."),
-    "username": (403, "Your account name cannot be used here",
-                 "The account name {provider} gave ({name}) is not a valid login name on the "
-                 "compute clusters (lower-case letters, digits, _ and -, starting with a letter "
-                 "or _, at most 32). Ask the portal's staff to help."),
-    "collision": (409, "An account with your {what} already exists",
-                  "The portal already has an account with the same {what}, and it is not "
-                  "linked to your sign-in at {provider}. It was not merged with yours: ask the "
-                  "portal's staff to link the accounts. This attempt has been recorded."),
-    "inactive": (403, "Your account is disabled",
-                 "Your portal account is disabled. Ask the portal's staff."),
-    "tampered": (400, "This sign-in could not be completed",
-                 "The answer from {provider} did not match a sign-in this browser started: it "
-                 "was already used, it expired, or it was changed on the way. Nothing was signed "
-                 "in. Start again from the login page."),
-    "provider": (400, "{provider} refused the sign-in",
-                 "{provider} answered: {error}. Nothing was signed in."),
-    "unavailable": (503, "{provider} cannot be reached",
-                    "The portal could not reach the sign-in service of {provider}. Try again in "
-                    "a few minutes."),
+    "unverified": (
+        403,
+        "Your email address is not verified",
+        "{provider} did not confirm that your email address is verified, so the "
+        "portal cannot create or open an account with it. Verify your address at "
+        "{provider}, then sign in again.",
+    ),
+    "username": (
+        403,
+        "Your account name cannot be used here",
+        "The account name {provider} gave ({name}) is not a valid login name on the "
+        "compute clusters (lower-case letters, digits, _ and -, starting with a letter "
+        "or _, at most 32). Ask the portal's staff to help.",
+    ),
+    "collision": (
+        409,
+        "An account with your {what} already exists",
+        "The portal already has an account with the same {what}, and it is not "
+        "linked to your sign-in at {provider}. It was not merged with yours: ask the "
+        "portal's staff to link the accounts. This attempt has been recorded.",
+    ),
+    "inactive": (
+        403,
+        "Your account is disabled",
+        "Your portal account is disabled. Ask the portal's staff.",
+    ),
+    "tampered": (
+        400,
+        "This sign-in could not be completed",
+        "The answer from {provider} did not match a sign-in this browser started: it "
+        "was already used, it expired, or it was changed on the way. Nothing was signed "
+        "in. Start again from the login page.",
+    ),
+    "provider": (
+        400,
+        "{provider} refused the sign-in",
+        "{provider} answered: {error}. Nothing was signed in.",
+    ),
+    "unavailable": (
+        503,
+        "{provider} cannot be reached",
+        "The portal could not reach the sign-in service of {provider}. Try again in a few minutes.",
+    ),
 }
 
 
 def refused(request: HttpRequest, reason: str, detail: object = "", **context: str) -> HttpResponse:
     status, title, message = REFUSALS[reason]
-    values = {"provider": settings.OIDC_PROVIDER_NAME, "name": "", "what": "username",
-              "error": "", **context}
-    log.warning("OpenID Connect sign-in refused (%s) from %s: %s", reason,
-                request.META.get("REMOTE_ADDR"), detail)
-    return render(request, "identity/refused.html",
-                  {"title": title.format(**values), "message": message.format(**values),
-                   "reason": reason}, status=status)
+    values = {
+        "provider": settings.OIDC_PROVIDER_NAME,
+        "name": "",
+        "what": "username",
+        "error": "",
+        **context,
+    }
+    log.warning(
+        "OpenID Connect sign-in refused (%s) from %s: %s",
+        reason,
+        request.META.get("REMOTE_ADDR"),
+        detail,
+    )
+    return render(
+        request,
+        "identity/refused.html",
+        {"title": title.format(**values), "message": message.format(**values), "reason": reason},
+        status=status,
+    )
 
 
 class LoginView(auth_views.LoginView):
@@ -72,7 +103,9 @@ class LoginView(auth_views.LoginView):
         if settings.OIDC_ENABLED:
             query = urlencode({"next": context["next"]}) if context.get("next") else ""
             context["oidc_name"] = settings.OIDC_PROVIDER_NAME
-            context["oidc_url"] = reverse("oidc_authentication_init") + (f"?{query}" if query else "")
+            context["oidc_url"] = reverse("oidc_authentication_init") + (
+                f"?{query}" if query else ""
+            )
         return context
 
     def post(self, request, *args, **kwargs):
@@ -99,8 +132,13 @@ class LogoutView(auth_views.LogoutView):
             endpoint = None  # signed out here; the provider's session outlives it
         if not endpoint:
             return response
-        query = urlencode({"id_token_hint": id_token, "client_id": settings.OIDC_RP_CLIENT_ID,
-                           "post_logout_redirect_uri": request.build_absolute_uri(reverse("login"))})
+        query = urlencode(
+            {
+                "id_token_hint": id_token,
+                "client_id": settings.OIDC_RP_CLIENT_ID,
+                "post_logout_redirect_uri": request.build_absolute_uri(reverse("login")),
+            }
+        )
         return HttpResponseRedirect(f"{endpoint}?{query}")
 
 
@@ -148,6 +186,10 @@ class CallbackView(OIDCAuthenticationCallbackView):
         error = self.request.GET.get("error")
         if error:
             description = self.request.GET.get("error_description", "")
-            return refused(self.request, "provider", error,
-                           error=f"{error} ({description})" if description else error)
+            return refused(
+                self.request,
+                "provider",
+                error,
+                error=f"{error} ({description})" if description else error,
+            )
         return refused(self.request, "tampered", "no matching sign-in in this session")

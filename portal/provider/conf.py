@@ -1,5 +1,6 @@
 """The provider's settings from the environment (docs/configuration.md). Imported by
 portal/settings.py, so it imports nothing of Django's apps."""
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,9 @@ def provider_settings(*, var_dir: Path, csp: dict[str, str], https: bool) -> dic
     way to the hub, the provider's redirect back to the hub follows that form's POST, so the
     hub's origin joins `form-action`. `https`: the portal is served over https (production), so
     the hub's redirect must be too."""
-    key_file = Path(os.environ.get("PORTAL_PROVIDER_KEY_FILE", "").strip()
-                    or var_dir / "provider-key.pem")
+    key_file = Path(
+        os.environ.get("PORTAL_PROVIDER_KEY_FILE", "").strip() or var_dir / "provider-key.pem"
+    )
     hub_url = os.environ.get("JUPYTERHUB_URL", "").strip() or "http://127.0.0.1:8081"
     origin = "{0.scheme}://{0.netloc}".format(urlparse(hub_url))
     return {
@@ -37,7 +39,8 @@ def provider_settings(*, var_dir: Path, csp: dict[str, str], https: bool) -> dic
             # cookie after sign-in and asks again when that runs out).
             "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
             "ACCESS_TOKEN_EXPIRE_SECONDS": int(
-                os.environ.get("PORTAL_PROVIDER_TOKEN_SECONDS", "36000")),
+                os.environ.get("PORTAL_PROVIDER_TOKEN_SECONDS", "36000")
+            ),
             # OAuth 2.0 Security BCP (RFC 9700) throughout: PKCE with S256 only, no implicit or
             # password grant, tokens only in headers and hashed at rest, `iss` in the
             # authorization response, refresh-token replay revokes the family; plain-http
@@ -51,6 +54,10 @@ def provider_settings(*, var_dir: Path, csp: dict[str, str], https: bool) -> dic
             "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
             "REFRESH_TOKEN_REUSE_PROTECTION": True,
             "ALLOWED_REDIRECT_URI_SCHEMES": ["https"] if https else ["http", "https"],
+            # /o/logout/ (RP-initiated logout, portal/provider/views.py): asks before it signs
+            # anyone out, and returns only to a client's registered post-logout address.
+            "OIDC_RP_INITIATED_LOGOUT_ENABLED": True,
+            "OIDC_RP_INITIATED_LOGOUT_ALWAYS_PROMPT": True,
         },
         "PORTAL_CSP": {**csp, "form-action": f"{csp['form-action']} {origin}"},
     }

@@ -1,5 +1,6 @@
 """The provider's RS256 signing key: a PEM file named by the environment, never in the
 repository. `make run` and `make services` create it once (`manage.py provider_key`)."""
+
 from __future__ import annotations
 
 import os
@@ -24,8 +25,8 @@ def ensure_key(path: Path) -> bool:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
     pem = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption())
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as handle:

@@ -1,4 +1,5 @@
 """Registering the hub as the provider's one client."""
+
 from __future__ import annotations
 
 from oauth2_provider.models import get_application_model
@@ -14,7 +15,8 @@ def hub_client_register(*, client_id: str, client_secret: str, hub_url: str):
         raise ValueError("the hub's client id and secret must both be given")
     application_model = get_application_model()
     application, created = application_model.objects.get_or_create(
-        client_id=client_id, defaults={"name": HUB_CLIENT_NAME})
+        client_id=client_id, defaults={"name": HUB_CLIENT_NAME}
+    )
     application.name = HUB_CLIENT_NAME
     application.client_type = application_model.CLIENT_CONFIDENTIAL
     application.authorization_grant_type = application_model.GRANT_AUTHORIZATION_CODE

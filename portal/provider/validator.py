@@ -1,4 +1,5 @@
 """The claims the hub reads and the one rule of who may sign in: an active portal user."""
+
 from __future__ import annotations
 
 from typing import ClassVar
@@ -12,7 +13,9 @@ class PortalOAuth2Validator(OAuth2Validator):
     at the token and userinfo endpoints too, not only at the portal's login."""
 
     oidc_claim_scope: ClassVar[dict[str, str]] = {
-        **OAuth2Validator.oidc_claim_scope, "preferred_username": "openid"}
+        **OAuth2Validator.oidc_claim_scope,
+        "preferred_username": "openid",
+    }
 
     def get_additional_claims(self, request):
         user = request.user
@@ -23,8 +26,10 @@ class PortalOAuth2Validator(OAuth2Validator):
         }
 
     def validate_code(self, client_id, code, client, request, *args, **kwargs):
-        return (super().validate_code(client_id, code, client, request, *args, **kwargs)
-                and request.user.is_active)
+        return (
+            super().validate_code(client_id, code, client, request, *args, **kwargs)
+            and request.user.is_active
+        )
 
     def validate_bearer_token(self, token, scopes, request):
         return super().validate_bearer_token(token, scopes, request) and request.user.is_active

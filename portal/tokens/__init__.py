@@ -1,2 +1,3 @@
-"""Personal API tokens: named, expiring, revocable keys a person makes in the browser for
-scripts and the `portal` command line (docs/security.md)."""
+"""API tokens: account tokens (what POST auth/token/ and `portal login` get) and personal tokens
+(named, made in the browser for scripts): hashed, expiring, revocable, ended by a password
+change or a deactivation (docs/security.md, "Tokens")."""

@@ -82,9 +82,30 @@ set_env_fact() {
 
 action="${1:-start}"
 
-# ensure_login_user: the unix user that the portal logs in as over SSH and that runs sbatch/sacctmgr.
+# ensure_login_user: the unix user that the portal logs in as over SSH (the Slurm service
+# account: sacctmgr as a Slurm Operator, squeue/sacct/scancel, and sbatch only as a member
+# through sudo; docs/security.md).
 ensure_login_user() {
   id "$SSH_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$SSH_USER"
   # sshd with `UsePAM no` refuses a locked account ('!' in shadow); '*' = no password, not locked.
   [[ "$(getent shadow "$SSH_USER" | cut -d: -f2)" == "*" ]] || usermod -p '*' "$SSH_USER"
+  # Members' jobs reach their folders under ~/portal-jobs (each shared with its member alone by
+  # an ACL): the home is traversable, never listable, by others.
+  chmod 0711 "$(getent passwd "$SSH_USER" | cut -d: -f6)"
+}
+
+# Members' cluster logins on the test cluster: unix users in $MEMBER_GROUP, whom the service
+# account may submit for (the sudoers rule in slurm.sh). Their Slurm associations are added by
+# the portal when an allocation is provisioned (its members' cluster logins), never here.
+MEMBER_GROUP="${PORTAL_SLURM_MEMBER_GROUP:-portal-members}"
+MEMBER_LOGINS=(${PORTAL_SLURM_MEMBERS:-slurm-alice slurm-bob})
+
+ensure_member_logins() {
+  getent group "$MEMBER_GROUP" >/dev/null || groupadd --system "$MEMBER_GROUP"
+  local login
+  for login in "${MEMBER_LOGINS[@]}"; do
+    id "$login" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$login"
+    id -nG "$login" | tr ' ' '\n' | grep -qx "$MEMBER_GROUP" || usermod -aG "$MEMBER_GROUP" "$login"
+    chmod 0700 "$(getent passwd "$login" | cut -d: -f6)"
+  done
 }

@@ -30,15 +30,37 @@ start_dbd() {
   wait_until 60 dbd_ready || die slurmdbd "sacctmgr cannot reach slurmdbd (see $LOG_DIR/slurmdbd.log)"
 }
 
-# The cluster, the service account and its admin user are registered once; each step re-runnable.
+# The cluster, the service account and its level are registered once; each step re-runnable.
+# The service account is a Slurm Operator: enough for sacctmgr add/modify/delete of accounts,
+# users and limits and for scancel of any job; never Admin (which could also reconfigure the
+# controller as if it were SlurmUser). It has no association with the portal's accounts and
+# never runs a member's job: those run as the member (sudoers below).
 register_accounting() {
   sacctmgr -n -P show cluster format=Cluster | grep -qx "$SLURM_CLUSTER" \
     || sacctmgr -i add cluster "$SLURM_CLUSTER" >/dev/null
   sacctmgr -n -P show account "$ADMIN_ACCOUNT" format=Account | grep -qx "$ADMIN_ACCOUNT" \
     || sacctmgr -i add account "$ADMIN_ACCOUNT" cluster="$SLURM_CLUSTER" description=portal-service >/dev/null
-  sacctmgr -n -P show user "$SSH_USER" format=AdminLevel | grep -qx Administrator \
-    || sacctmgr -i add user "$SSH_USER" account="$ADMIN_ACCOUNT" adminlevel=Admin >/dev/null \
-    || sacctmgr -i modify user "$SSH_USER" set adminlevel=Admin >/dev/null
+  sacctmgr -n -P show user "$SSH_USER" format=AdminLevel | grep -qx Operator \
+    || sacctmgr -i add user "$SSH_USER" account="$ADMIN_ACCOUNT" adminlevel=Operator >/dev/null \
+    || sacctmgr -i modify user "$SSH_USER" set adminlevel=Operator >/dev/null
+}
+
+# What the service account may run as a member: sbatch (a member's job or notebook is submitted
+# as that member) and tail (what a member's job wrote is read as that member, so a symlink it
+# planted never makes the service account read its own or another member's files). Only as a
+# user in $MEMBER_GROUP, never root, no password. docs/security.md has the site's version.
+write_sudoers() {
+  local rule tmp
+  rule="$(printf '%s\n' \
+    "# Written by scripts/services/slurm.sh; edits are overwritten (docs/security.md)." \
+    "Defaults:$SSH_USER !requiretty, env_reset" \
+    "$SSH_USER ALL=(%$MEMBER_GROUP, !root) NOPASSWD: $(command -v sbatch), $(command -v tail)")"
+  tmp="$(mktemp)"
+  printf '%s\n' "$rule" >"$tmp"
+  visudo -cqf "$tmp" || { rm -f "$tmp"; die slurm "the sudoers rule does not parse"; }
+  rm -f "$tmp"
+  printf '%s\n' "$rule" | write_if_changed /etc/sudoers.d/portal-slurm || true
+  chmod 0440 /etc/sudoers.d/portal-slurm
 }
 
 start_ctld_and_node() {
@@ -61,8 +83,10 @@ stop_all() {
 
 case "$action" in
   start)
-    ensure_packages slurm-wlm slurmdbd slurm-client
+    ensure_packages slurm-wlm slurmdbd slurm-client sudo acl
     ensure_login_user
+    ensure_member_logins
+    write_sudoers
     if write_configs; then stop_all; fi   # a changed config needs fresh daemons
     start_dbd
     register_accounting
@@ -71,6 +95,8 @@ case "$action" in
     set_env_fact SLURM_PARTITION "$SLURM_PARTITION"
     set_env_fact SLURM_NODE "$NODE"
     set_env_fact SLURM_ADMIN_ACCOUNT "$ADMIN_ACCOUNT"
+    set_env_fact SLURM_MEMBERS "$(IFS=,; echo "${MEMBER_LOGINS[*]}")"
+    set_env_fact SLURM_MEMBER_GROUP "$MEMBER_GROUP"
     say slurm running "cluster=$SLURM_CLUSTER partition=$SLURM_PARTITION node=$NODE gres=gpu:2 ($(node_state))" ;;
   status)
     if dbd_ready && ctld_ready && node_ready; then say slurm running "node $NODE $(node_state)"

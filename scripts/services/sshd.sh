@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # sshd on 127.0.0.1:$SSH_PORT with its own config and throwaway keys, separate from any system sshd.
-# The login user ($SSH_USER) is the one the portal runs sbatch/sacctmgr as (a Slurm admin).
+# The login user ($SSH_USER) is the portal's Slurm service account (a Slurm Operator; it submits
+# only as a member, through sudo: slurm.sh).
 source "$(dirname "$0")/common.sh"
 
 SSH_DIR="$STATE_DIR/ssh"

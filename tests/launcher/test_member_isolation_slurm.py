@@ -3,6 +3,7 @@ services` (issue 21): a legacy membership whose login Slurm refuses ("_x") is le
 reported, while the suspension still blocks the account, a resumption re-caps it, a removed
 member loses their association, and a login Slurm accepts ("0...") works. One allocation
 whose sync fails never skips the project's others, and a permanent failure is not retried."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,12 +17,14 @@ from tests.factories import UserFactory
 from tests.launcher.conftest import unique_name
 from tests.launcher.slurm_fixtures import drop_account, make_allocation, slurm_facility  # noqa: F401
 
-pytestmark = [pytest.mark.slurm, pytest.mark.django_db]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def live_allocation(project, slurm_facility):
-    allocation = allocation_provision(allocation_id=make_allocation(project, slurm_facility, gpu_hours=4).pk)
+    allocation = allocation_provision(
+        allocation_id=make_allocation(project, slurm_facility, gpu_hours=4).pk
+    )
     assert allocation.status == "active", allocation.status_reason
     yield allocation
     drop_account(slurm_facility, allocation.account_name)
@@ -32,16 +35,19 @@ def _state(allocation):
 
 
 def test_a_bad_login_never_stops_a_suspension_a_cap_or_a_removal(
-        project, pi, admin, live_allocation, django_capture_on_commit_callbacks, client):
+    project, pi, admin, live_allocation, django_capture_on_commit_callbacks, client
+):
     digit_login = unique_name("0")  # Slurm accepts a leading digit; the old rule refused it
     niels = UserFactory(username="niels")
     with django_capture_on_commit_callbacks(execute=True):
-        allocation_services.project_member_add(project=project, by=pi, user=niels,
-                                               cluster_username=digit_login)
+        allocation_services.project_member_add(
+            project=project, by=pi, user=niels, cluster_username=digit_login
+        )
     assert digit_login in _state(live_allocation).users
     # A row written before the one rule (the old rule let "_x" through); Slurm refuses it.
-    legacy = ProjectMembership.objects.create(project=project, user=UserFactory(username="lx"),
-                                              cluster_username="_x")
+    legacy = ProjectMembership.objects.create(
+        project=project, user=UserFactory(username="lx"), cluster_username="_x"
+    )
 
     with django_capture_on_commit_callbacks(execute=True):  # signal -> (eager) sync task
         allocation_services.allocation_suspend(allocation=live_allocation, by=admin)
@@ -57,8 +63,10 @@ def test_a_bad_login_never_stops_a_suspension_a_cap_or_a_removal(
         allocation_services.allocation_resume(allocation=live_allocation, by=admin)
     Allocation.objects.filter(pk=live_allocation.pk).update(gpu_hours=7)
     live_allocation.refresh_from_db()
-    assert services.allocation_sync(allocation=live_allocation) == \
-        "active; 1 member(s) left out (see the staff home)"
+    assert (
+        services.allocation_sync(allocation=live_allocation)
+        == "active; 1 member(s) left out (see the staff home)"
+    )
     state = _state(live_allocation)
     assert state.blocked is False and state.gpu_minutes == 7 * 60
 

@@ -1,6 +1,7 @@
 """People and places for the notebook tests: a local facility with 2-GPU nodes whose project
 storage and session folders are the test's own, an active 10 GPU-hour allocation on it, and
 `finish_run`, which writes the record the hub's local supervisor writes (record.json)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -16,34 +17,40 @@ from django.utils import timezone
 from allocations.models import Allocation, ProjectMembership
 from launcher.notebooks import sync
 from launcher.notebooks.models import NotebookSession
-from tests.factories import (
-    AllocationFactory,
-    FacilityFactory,
-    NodeTypeFactory,
-    UserFactory,
-)
+from tests.factories import AllocationFactory, FacilityFactory, NodeTypeFactory, UserFactory
 
 
 @pytest.fixture
-def nb_dirs(tmp_path, settings):
+def nb_dirs(member_tmp, settings):
+    tmp_path = member_tmp
+    settings.LOCAL_HOMES_DIR = tmp_path / "homes"
     settings.NOTEBOOKS_DIR = tmp_path / "notebooks"
     return tmp_path
 
 
 @pytest.fixture
 def nb_facility(db, nb_dirs):
-    facility = FacilityFactory(slug="nb-local", name="Local notebooks", kind="local",
-                               backend="local", gpu_hour_rate=Decimal("2.00"),
-                               backend_settings={"storage_root": str(nb_dirs / "project-data")},
-                               notebook_idle_minutes=30)
+    facility = FacilityFactory(
+        slug="nb-local",
+        name="Local notebooks",
+        kind="local",
+        backend="local",
+        gpu_hour_rate=Decimal("2.00"),
+        backend_settings={"storage_root": str(nb_dirs / "project-data")},
+        notebook_idle_minutes=30,
+    )
     NodeTypeFactory(facility=facility, name="L-GPU-2", accelerators_per_node=2)
     return facility
 
 
 @pytest.fixture
 def nb_allocation(project, nb_facility):
-    return AllocationFactory(project=project, facility=nb_facility, gpu_hours=Decimal(10),
-                             node_type=nb_facility.node_types.get())
+    return AllocationFactory(
+        project=project,
+        facility=nb_facility,
+        gpu_hours=Decimal(10),
+        node_type=nb_facility.node_types.get(),
+    )
 
 
 @pytest.fixture
@@ -81,8 +88,13 @@ def finish_run(session: NotebookSession, *, seconds: float, reason: str = "stopp
     run_dir = Path(session.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     started = timezone.now().timestamp() - seconds - 5
-    record = {"pid": 4242, "started": started, "ended": started + seconds, "exit": 0,
-              "reason": reason}
+    record = {
+        "pid": 4242,
+        "started": started,
+        "ended": started + seconds,
+        "exit": 0,
+        "reason": reason,
+    }
     (run_dir / "record.json").write_text(json.dumps(record))
     return record
 
@@ -98,5 +110,14 @@ def ago(**kwargs) -> dt.datetime:
     return timezone.now() - dt.timedelta(**kwargs)
 
 
-__all__ = ["Allocation", "ago", "colleague", "finish_run", "hub_sync", "nb_allocation",
-           "nb_dirs", "nb_facility", "set_state"]
+__all__ = [
+    "Allocation",
+    "ago",
+    "colleague",
+    "finish_run",
+    "hub_sync",
+    "nb_allocation",
+    "nb_dirs",
+    "nb_facility",
+    "set_state",
+]

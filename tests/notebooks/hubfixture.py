@@ -17,15 +17,17 @@ ports and a PORTAL_BASE_URL of pytest-django's live server. `hub` (per test, nee
 transactional_db) registers the hub's OAuth client in the test's database and the provider's
 signing key in the settings (the database and settings are reset between tests), and stops
 every server the test left. The key is made once per session (never in the repository)."""
+
 from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
-import time
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,23 +36,13 @@ import requests
 
 from portal.provider.keys import ensure_key
 from portal.provider.services import hub_client_register
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "launcher" / "notebooks" / "hub" / "jupyterhub_config.py"
 JUPYTERHUB = Path(sys.executable).with_name("jupyterhub")
 PROXY = REPO / ".hub" / "bin" / "configurable-http-proxy"
 WAIT = 90.0  # generous: the 2-core test machine is shared
-
-
-def wait_for(condition, *, timeout: float = WAIT, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.2)
 
 
 def _free(port: int) -> bool:
@@ -85,8 +77,9 @@ class Hub:
 
     def api(self, method: str, path: str, *, token: str | None = None, **kwargs):
         headers = {"Authorization": f"token {token or self.api_token}"}
-        return requests.request(method, f"{self.url}/hub/api{path}", headers=headers,
-                                timeout=60, **kwargs)
+        return requests.request(
+            method, f"{self.url}/hub/api{path}", headers=headers, timeout=60, **kwargs
+        )
 
     def start_server(self, user: str, server: str, options: dict):
         """POST the server (creating the hub user first), as the portal does."""
@@ -99,15 +92,25 @@ class Hub:
         return response.json()["servers"].get(server) if response.ok else None
 
     def wait_ready(self, user: str, server: str) -> dict:
-        return wait_for(lambda: (s := self.server(user, server)) and s["ready"] and s,
-                        what=f"{user}/{server} ready (log: {self.log})")
+        return wait_for(
+            lambda: (s := self.server(user, server)) and s["ready"] and s,
+            timeout=WAIT,
+            every=0.2,
+            what=f"{user}/{server} ready (log: {self.log})",
+        )
 
     def stop_server(self, user: str, server: str, *, remove: bool = True) -> None:
-        response = self.api("DELETE", f"/users/{user}/servers/{server}",
-                            json={"remove": remove})
+        response = self.api("DELETE", f"/users/{user}/servers/{server}", json={"remove": remove})
         assert response.status_code in (202, 204), response.text
-        wait_for(lambda: self.server(user, server) is None or not (
-            self.server(user, server) or {}).get("pending"), what=f"{user}/{server} stopped")
+        wait_for(
+            lambda: (
+                self.server(user, server) is None
+                or not (self.server(user, server) or {}).get("pending")
+            ),
+            timeout=WAIT,
+            every=0.2,
+            what=f"{user}/{server} stopped",
+        )
 
     def stop_all(self) -> None:
         for user in self.api("GET", "/users").json():
@@ -149,11 +152,21 @@ def hub_extra_env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def hub_process(live_server, tmp_path_factory, hub_extra_env):
     assert PROXY.exists(), "configurable-http-proxy is missing: run `make install`"
-    state_dir = tmp_path_factory.mktemp("hub")
+    # A folder members' uids can pass through, as var/ is under `make run` (0711); the hub
+    # writes its state there privately (umask 077, as `make run` starts it): the notebook
+    # tests check that members' code cannot read it (docs/security.md).
+    state_dir = Path(tempfile.mkdtemp(prefix="portal-hub-"))
+    state_dir.chmod(0o711)
     port = free_port_triple()
-    hub = Hub(url=f"http://127.0.0.1:{port}", api_token=secrets.token_hex(32), env={},
-              state_dir=state_dir, log=state_dir / "hub.log",
-              client_id="jupyterhub-tests", client_secret=secrets.token_hex(24))
+    hub = Hub(
+        url=f"http://127.0.0.1:{port}",
+        api_token=secrets.token_hex(32),
+        env={},
+        state_dir=state_dir,
+        log=state_dir / "hub.log",
+        client_id="jupyterhub-tests",
+        client_secret=secrets.token_hex(24),
+    )
     hub.env = {
         "JUPYTERHUB_URL": hub.url,
         "JUPYTERHUB_STATE_DIR": str(state_dir),
@@ -166,10 +179,17 @@ def hub_process(live_server, tmp_path_factory, hub_extra_env):
         **hub_extra_env,
     }
     with open(hub.log, "wb") as log:
-        process = subprocess.Popen([str(JUPYTERHUB), "-f", str(CONFIG)], cwd=state_dir,
-                                   env={**os.environ, **hub.env}, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            [str(JUPYTERHUB), "-f", str(CONFIG)],
+            cwd=state_dir,
+            env={**os.environ, **hub.env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            umask=0o077,
+        )
     try:
+
         def healthy():
             if process.poll() is not None:
                 raise AssertionError(f"the hub exited: {hub.log.read_text()[-3000:]}")
@@ -177,10 +197,12 @@ def hub_process(live_server, tmp_path_factory, hub_extra_env):
                 return requests.get(f"{hub.url}/hub/health", timeout=5).ok
             except requests.ConnectionError:
                 return False
-        wait_for(healthy, what="the hub's /hub/health")
+
+        wait_for(healthy, timeout=WAIT, every=0.2, what="the hub's /hub/health")
         yield hub
     finally:
         _stop(process, state_dir)
+        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 @pytest.fixture
@@ -190,7 +212,10 @@ def hub(hub_process, transactional_db, settings, provider_key):
     # As JUPYTERHUB_URL does in the settings: the login form's redirect may go on to the hub.
     csp = settings.PORTAL_CSP
     settings.PORTAL_CSP = {**csp, "form-action": f"{csp['form-action']} {hub_process.url}"}
-    hub_client_register(client_id=hub_process.client_id, client_secret=hub_process.client_secret,
-                        hub_url=hub_process.url)
+    hub_client_register(
+        client_id=hub_process.client_id,
+        client_secret=hub_process.client_secret,
+        hub_url=hub_process.url,
+    )
     yield hub_process
     hub_process.stop_all()

@@ -4,6 +4,7 @@ class) as its spawner, one `portal` service token, optionally jupyterhub-idle-cu
 short timeout. It stands in for the portal's hub (launcher/notebooks/hub/jupyterhub_config.py)
 where a test needs no sign-on: users reach their servers with a hub token of their own.
 No Django."""
+
 from __future__ import annotations
 
 import json
@@ -20,17 +21,21 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-PROXY_HINT = ("configurable-http-proxy is missing: `make install` puts it in .hub/bin "
-              "(scripts/install-hub-proxy.sh), or set JUPYTERHUB_PROXY_CMD")
+PROXY_HINT = (
+    "configurable-http-proxy is missing: `make install` puts it in .hub/bin "
+    "(scripts/install-hub-proxy.sh), or set JUPYTERHUB_PROXY_CMD"
+)
 
 
 def proxy_command() -> str | None:
     """configurable-http-proxy: JUPYTERHUB_PROXY_CMD, this checkout's .hub/bin, the main
     checkout's, then PATH."""
-    candidates = [os.environ.get("JUPYTERHUB_PROXY_CMD", ""),
-                  str(REPO / ".hub" / "bin" / "configurable-http-proxy"),
-                  str(Path(sys.prefix).resolve().parent / ".hub" / "bin" / "configurable-http-proxy"),
-                  shutil.which("configurable-http-proxy") or ""]
+    candidates = [
+        os.environ.get("JUPYTERHUB_PROXY_CMD", ""),
+        str(REPO / ".hub" / "bin" / "configurable-http-proxy"),
+        str(Path(sys.prefix).resolve().parent / ".hub" / "bin" / "configurable-http-proxy"),
+        shutil.which("configurable-http-proxy") or "",
+    ]
     return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
 
 
@@ -39,9 +44,11 @@ def cluster_notebook_env() -> dict[str, str]:
     this virtualenv's site-packages (the venv's own python lives under /root, which the
     cluster user cannot read), so Jupyter is told where the venv keeps its data and config."""
     venv = Path(sys.prefix)
-    return {"JUPYTER_PATH": str(venv / "share" / "jupyter"),
-            "JUPYTER_CONFIG_PATH": str(venv / "etc" / "jupyter"),
-            "JUPYTERLAB_DIR": str(venv / "share" / "jupyter" / "lab")}
+    return {
+        "JUPYTER_PATH": str(venv / "share" / "jupyter"),
+        "JUPYTER_CONFIG_PATH": str(venv / "etc" / "jupyter"),
+        "JUPYTERLAB_DIR": str(venv / "share" / "jupyter" / "lab"),
+    }
 
 
 def free_port() -> int:
@@ -94,7 +101,9 @@ if facts["idle_timeout"]:
 class Hub:
     """A running JupyterHub; `api(method, path, body)` calls its REST API as the portal."""
 
-    def __init__(self, folder: Path, *, spawner: str, idle_timeout: int = 0, extra: str = "") -> None:
+    def __init__(
+        self, folder: Path, *, spawner: str, idle_timeout: int = 0, extra: str = ""
+    ) -> None:
         proxy = proxy_command()
         if proxy is None:
             raise RuntimeError(PROXY_HINT)
@@ -102,17 +111,24 @@ class Hub:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.token = secrets.token_hex(16)
-        facts = {"url": self.url, "hub_url": f"http://127.0.0.1:{free_port()}",
-                 "proxy_api_url": f"http://127.0.0.1:{free_port()}", "proxy": proxy,
-                 "dir": str(folder), "spawner": spawner, "token": self.token,
-                 "idle_timeout": idle_timeout}
+        facts = {
+            "url": self.url,
+            "hub_url": f"http://127.0.0.1:{free_port()}",
+            "proxy_api_url": f"http://127.0.0.1:{free_port()}",
+            "proxy": proxy,
+            "dir": str(folder),
+            "spawner": spawner,
+            "token": self.token,
+            "idle_timeout": idle_timeout,
+        }
         config = folder / "jupyterhub_config.py"
         config.write_text(CONFIG.format(repo=str(REPO), facts=json.dumps(facts)) + extra)
         self.log_path = folder / "hub.log"
         self._log = self.log_path.open("wb")
         hub = Path(sys.executable).with_name("jupyterhub")
-        self.proc = subprocess.Popen([str(hub), "-f", str(config)], cwd=folder,
-                                     stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [str(hub), "-f", str(config)], cwd=folder, stdout=self._log, stderr=subprocess.STDOUT
+        )
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -127,11 +143,16 @@ class Hub:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-6000:]
 
-    def request(self, method: str, url: str, *, token: str, body: Any = None,
-                timeout: float = 30) -> tuple[int, Any]:
+    def request(
+        self, method: str, url: str, *, token: str, body: Any = None, timeout: float = 30
+    ) -> tuple[int, Any]:
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(url, data=data, method=method, headers={
-            "Authorization": f"token {token}", "Content-Type": "application/json"})
+        req = urllib.request.Request(
+            url,
+            data=data,
+            method=method,
+            headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(req, timeout=timeout) as response:
                 text = response.read().decode()

@@ -1,19 +1,14 @@
 """The notebooks API without a hub: opening (201 with the reservation), per-field 400s, 404 for
 others' allocations and sessions, 409 with the shortfall and from a stopped session, the URL
 only for its owner, the list scoped and filtered, and every operation in the OpenAPI document."""
+
 from __future__ import annotations
 
 import pytest
 
 from launcher.notebooks.models import NotebookSession
 from tests.factories import AllocationFactory
-from tests.notebooks.fixtures import (  # noqa: F401  (fixtures)
-    colleague,
-    nb_allocation,
-    nb_dirs,
-    nb_facility,
-    set_state,
-)
+from tests.notebooks.fixtures import colleague, nb_allocation, nb_dirs, nb_facility, set_state  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db
 
@@ -78,8 +73,9 @@ def test_only_the_owner_sees_the_url_and_stops_it_once(api, researcher, colleagu
 
 
 def test_the_list_is_filtered_by_allocation_and_state(api, researcher, nb_allocation, project):
-    other = AllocationFactory(project=project, facility=nb_allocation.facility,
-                              node_type=nb_allocation.node_type)
+    other = AllocationFactory(
+        project=project, facility=nb_allocation.facility, node_type=nb_allocation.node_type
+    )
     a = open_(api, researcher, allocation=nb_allocation.pk, gpus=1, hours=1).json()
     b = open_(api, researcher, allocation=other.pk, gpus=1, hours=1).json()
     listed = api.as_user(researcher).get(f"/api/v1/notebooks/?allocation={other.pk}").json()
@@ -97,4 +93,7 @@ def test_the_operations_are_in_the_openapi_document(api, researcher):
     assert {"200", "403", "404", "409"} <= set(stop["responses"])
     assert {"201", "400", "404", "409"} <= set(paths["/api/v1/notebooks/"]["post"]["responses"])
     assert set(schema["components"]["schemas"]["NotebookInputRequest"]["required"]) == {
-        "allocation", "gpus", "hours"}
+        "allocation",
+        "gpus",
+        "hours",
+    }

@@ -4,6 +4,7 @@ project's dataset and prints CUDA_VISIBLE_DEVICES, stops it from the portal, and
 page shows the session charged its exact seconds from record.json; the PI (a member, not the
 owner) sees no Open link and cannot open the session's URL. A real JupyterHub; the sync beat
 task runs in a thread."""
+
 from __future__ import annotations
 
 import json
@@ -17,29 +18,28 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from allocations.models import Dataset
 from launcher.notebooks.models import NotebookSession
 from tests.browser import login
-from tests.notebooks.fixtures import (  # noqa: F401  (fixtures)
-    hub_sync,
-    nb_allocation,
-    nb_dirs,
-    nb_facility,
-)
-from tests.notebooks.hubfixture import wait_for
+from tests.notebooks.fixtures import hub_sync, nb_allocation, nb_dirs, nb_facility  # noqa: F401  (fixtures)
+from tests.notebooks.hubfixture import WAIT
+from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True),
-              pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(900)]
 LAB_READY = "#jp-main-dock-panel"
-CELL = ('import os\n'
-        'print("DATA", sorted(os.listdir("datasets/chest-ct")))\n'
-        'print("CUDA", repr(os.environ.get("CUDA_VISIBLE_DEVICES")))')
+CELL = (
+    "import os\n"
+    'print("DATA", sorted(os.listdir("datasets/chest-ct")))\n'
+    'print("CUDA", repr(os.environ.get("CUDA_VISIBLE_DEVICES")))'
+)
 
 
 def test_a_researcher_opens_runs_and_stops_a_notebook_from_the_allocation_page(
-        live_server, hub_sync, page, chromium, researcher, pi, project, nb_allocation, nb_dirs):
+    live_server, hub_sync, page, chromium, researcher, pi, project, nb_allocation, nb_dirs
+):
     scans = nb_dirs / "project-data" / project.code / "ct"
     scans.mkdir(parents=True)
     (scans / "patient-001.dcm").write_bytes(b"DICM")
-    Dataset.objects.create(project=project, name="chest-ct", location="ct", modality="ct",
-                           sensitivity="public")
+    Dataset.objects.create(
+        project=project, name="chest-ct", location="ct", modality="ct", sensitivity="public"
+    )
     allocation_page = f"{live_server.url}/allocations/{nb_allocation.pk}/"
 
     login(page, live_server, researcher.username)
@@ -55,7 +55,8 @@ def test_a_researcher_opens_runs_and_stops_a_notebook_from_the_allocation_page(
     def open_link():
         page.reload()
         return page.locator("#open-notebook-link").count() == 1
-    wait_for(open_link, what="the session running (its Open link)")
+
+    wait_for(open_link, timeout=WAIT, every=0.2, what="the session running (its Open link)")
     url = page.locator("#open-notebook-link").get_attribute("href")
 
     # Through the hub's sign-on at the portal's provider: no second password.
@@ -79,7 +80,8 @@ def test_a_researcher_opens_runs_and_stops_a_notebook_from_the_allocation_page(
         except PlaywrightTimeout:
             return False
         return True
-    wait_for(ran, timeout=180, what="the cell's output")
+
+    wait_for(ran, timeout=180, every=0.2, what="the cell's output")
     text = output.inner_text()
     assert "DATA ['patient-001.dcm']" in text and "CUDA '0,1'" in text
 
@@ -102,8 +104,12 @@ def test_a_researcher_opens_runs_and_stops_a_notebook_from_the_allocation_page(
     # Stopped from the portal; charged exactly what the supervisor recorded.
     page.goto(allocation_page)
     page.locator(f"#stop-{pk}").click()
-    session = wait_for(lambda: (s := NotebookSession.objects.get(pk=pk)).charged_at and s,
-                       what="the charge")
+    session = wait_for(
+        lambda: (s := NotebookSession.objects.get(pk=pk)).charged_at and s,
+        timeout=WAIT,
+        every=0.2,
+        what="the charge",
+    )
     record = json.loads((Path(session.run_dir) / "record.json").read_text())
     exact = math.ceil((record["ended"] - record["started"]) * 2)
     assert session.gpu_seconds == exact and record["reason"] == "stopped"

@@ -2,6 +2,7 @@
 API opens a session, the hub spawns the local server, the sync sees it running, the API stops
 it, and the allocation is charged exactly what the supervisor's record.json says; a suspended
 allocation stops its running session. Tasks run in-process after each commit (eager)."""
+
 from __future__ import annotations
 
 import json
@@ -10,17 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from allocations.ledger import Figures, ledger_recomputed, ledger_stored
 from allocations.models import UsageRecord
 from allocations.services import allocation_suspend
-from allocations.ledger import Figures, ledger_recomputed, ledger_stored
 from launcher.notebooks import services, sync
 from launcher.notebooks.models import NotebookSession
-from tests.notebooks.fixtures import (  # noqa: F401  (fixtures)
-    nb_allocation,
-    nb_dirs,
-    nb_facility,
-)
-from tests.notebooks.hubfixture import wait_for
+from tests.notebooks.fixtures import nb_allocation, nb_dirs, nb_facility  # noqa: F401  (fixtures)
+from tests.notebooks.hubfixture import WAIT
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -35,11 +33,13 @@ def portal_hub(hub, settings):
 
 def synced_until(session_id: int, check, what: str) -> NotebookSession:
     """Run the beat task's pass until the session satisfies `check`."""
+
     def passed():
         sync.notebook_sync_all()
         session = NotebookSession.objects.get(pk=session_id)
         return session if check(session) else None
-    return wait_for(passed, what=what)
+
+    return wait_for(passed, timeout=WAIT, every=0.2, what=what)
 
 
 def record_of(session: NotebookSession) -> dict:
@@ -53,10 +53,12 @@ def ledger_agrees(allocation) -> Figures:
 
 
 def test_open_run_stop_and_charge_the_records_exact_seconds(
-        api, portal_hub, researcher, nb_allocation):
+    api, portal_hub, researcher, nb_allocation
+):
     client = api.as_user(researcher)
-    response = client.post("/api/v1/notebooks/", {"allocation": nb_allocation.pk, "gpus": 2,
-                                                   "hours": 1}, format="json")
+    response = client.post(
+        "/api/v1/notebooks/", {"allocation": nb_allocation.pk, "gpus": 2, "hours": 1}, format="json"
+    )
     assert response.status_code == 201, response.json()
     pk = response.json()["id"]
     assert ledger_agrees(nb_allocation).gpu_seconds_reserved == 7200
@@ -88,10 +90,11 @@ def test_open_run_stop_and_charge_the_records_exact_seconds(
 
 
 def test_suspending_the_allocation_stops_its_running_session(
-        api, portal_hub, researcher, admin, nb_allocation):
+    api, portal_hub, researcher, admin, nb_allocation
+):
     response = api.as_user(researcher).post(
-        "/api/v1/notebooks/", {"allocation": nb_allocation.pk, "gpus": 1, "hours": 2},
-        format="json")
+        "/api/v1/notebooks/", {"allocation": nb_allocation.pk, "gpus": 1, "hours": 2}, format="json"
+    )
     pk = response.json()["id"]
     synced_until(pk, lambda s: s.state == "running", "the session running")
 
@@ -104,14 +107,21 @@ def test_suspending_the_allocation_stops_its_running_session(
     assert ledger_agrees(nb_allocation).gpu_seconds_reserved == 0
 
 
-def test_a_server_whose_session_is_over_is_stopped_by_the_sync(portal_hub, researcher,
-                                                               nb_allocation):
-    session = services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk, gpus=1,
-                                      hours=1)  # the hub starts it after the commit
+def test_a_server_whose_session_is_over_is_stopped_by_the_sync(
+    portal_hub, researcher, nb_allocation
+):
+    session = services.notebook_start(
+        actor=researcher, allocation_id=nb_allocation.pk, gpus=1, hours=1
+    )  # the hub starts it after the commit
     name = f"nb-{session.pk}"
     portal_hub.wait_ready(researcher.username, name)
     # Its session is over in the portal while the hub still runs it (a start that raced a stop).
     NotebookSession.objects.filter(pk=session.pk).update(state="failed", reason="raced a stop")
     assert sync.notebook_sync_all() == {"reaped": 1}
-    wait_for(lambda: portal_hub.server(researcher.username, name) is None, what="the orphan gone")
+    wait_for(
+        lambda: portal_hub.server(researcher.username, name) is None,
+        timeout=WAIT,
+        every=0.2,
+        what="the orphan gone",
+    )
     assert sync.notebook_sync_all() == {}

@@ -1,6 +1,7 @@
 """The hub (launcher/notebooks/hub/) against the portal, all real: JupyterHub 6 with its
 configurable-http-proxy, the portal's OpenID Connect provider on the live server, JupyterLab
 in chromium. One hub for the module (tests/notebooks/hubfixture.py)."""
+
 from __future__ import annotations
 
 import json
@@ -8,13 +9,10 @@ import os
 import re
 from pathlib import Path
 
-import pytest
-
 from tests.browser import login
 from tests.factories import UserFactory
-from tests.notebooks.hubfixture import wait_for
-
-pytestmark = [pytest.mark.browser]
+from tests.notebooks.hubfixture import WAIT
+from tests.waiting import wait_for
 
 LAB_READY = "#jp-main-dock-panel"  # JupyterLab's main area: the lab answered and rendered
 
@@ -23,10 +21,16 @@ def options(tmp_path, *, hours: float = 1.0, gpus: int = 0, cuda="") -> dict:
     data = tmp_path / "data" / "mnist"
     data.mkdir(parents=True)
     (data / "train.csv").write_text("label,pixel0\n5,0\n")
-    return {"session": 1, "backend": "local", "gpus": gpus, "hours": hours,
-            "workdir": str(tmp_path / "work"), "datasets": {"mnist": str(data)},
-            "run_dir": str(tmp_path / "run"),
-            "backend_options": {"cuda_visible_devices": cuda}}
+    return {
+        "session": 1,
+        "backend": "local",
+        "gpus": gpus,
+        "hours": hours,
+        "workdir": str(tmp_path / "work"),
+        "datasets": {"mnist": str(data)},
+        "run_dir": str(tmp_path / "run"),
+        "backend_options": {"cuda_visible_devices": cuda},
+    }
 
 
 def server_process(tmp_path) -> tuple[dict[str, str], Path]:
@@ -43,7 +47,8 @@ def record(tmp_path) -> dict:
 
 
 def test_a_portal_user_lands_in_their_lab_with_one_sign_on_and_nobody_else_does(
-        live_server, hub, page, chromium, pi, tmp_path):
+    live_server, hub, page, chromium, pi, tmp_path
+):
     # A username as the portal has it, capitals and all: the hub must not make a stranger of it.
     researcher = UserFactory(username="Rosalind.F")
     login(page, live_server, researcher.username)
@@ -62,11 +67,18 @@ def test_a_portal_user_lands_in_their_lab_with_one_sign_on_and_nobody_else_does(
     page.goto(f"{hub.url}/hub/token")
     cookies = page.context.cookies(f"{hub.url}/hub/token")
     xsrf = next(c["value"] for c in cookies if c["name"] == "_xsrf")
-    own = page.request.post(f"{hub.url}/hub/api/users/{researcher.username}/tokens",
-                            data={"note": "mine"}, headers={"X-XSRFToken": xsrf})
+    own = page.request.post(
+        f"{hub.url}/hub/api/users/{researcher.username}/tokens",
+        data={"note": "mine"},
+        headers={"X-XSRFToken": xsrf},
+    )
     assert own.status == 201, own.text()
-    refused = hub.api("POST", f"/users/{researcher.username}/servers/mine",
-                      token=own.json()["token"], json={"backend": "local"})
+    refused = hub.api(
+        "POST",
+        f"/users/{researcher.username}/servers/mine",
+        token=own.json()["token"],
+        json={"backend": "local"},
+    )
     assert refused.status_code == 403
 
     # The portal starts a named server with the session's user_options.
@@ -105,8 +117,12 @@ def test_a_portal_user_lands_in_their_lab_with_one_sign_on_and_nobody_else_does(
 
     # Stopped by the portal: the supervisor's record has the start and the end.
     hub.stop_server(researcher.username, "nb-1")
-    done = wait_for(lambda: record(tmp_path).get("ended") and record(tmp_path),
-                    what="the record's end")
+    done = wait_for(
+        lambda: record(tmp_path).get("ended") and record(tmp_path),
+        timeout=WAIT,
+        every=0.2,
+        what="the record's end",
+    )
     assert done["reason"] == "stopped"
     assert done["started"] < done["ended"]
     assert hub.server(researcher.username, "nb-1") is None
@@ -117,18 +133,28 @@ def test_the_server_is_stopped_at_its_hours(hub, researcher, tmp_path):
     started = hub.start_server(researcher.username, "nb-2", options(tmp_path, hours=0.004))
     assert started.status_code in (201, 202, 500), started.text
     # No GPU: CUDA_VISIBLE_DEVICES is set, and empty (nothing visible), not left unset.
-    wait_for(lambda: record(tmp_path).get("server_pid"), what="the server's start")
+    wait_for(
+        lambda: record(tmp_path).get("server_pid"),
+        timeout=WAIT,
+        every=0.2,
+        what="the server's start",
+    )
     environ, _ = server_process(tmp_path)
     assert environ["CUDA_VISIBLE_DEVICES"] == ""
-    done = wait_for(lambda: record(tmp_path).get("ended") and record(tmp_path),
-                    what="the hard stop")
+    done = wait_for(
+        lambda: record(tmp_path).get("ended") and record(tmp_path),
+        timeout=WAIT,
+        every=0.2,
+        what="the hard stop",
+    )
     assert done["reason"] == "time limit"
     assert done["ended"] - done["started"] >= 0.004 * 3600
 
 
 def test_an_unknown_backend_is_refused_before_anything_starts(hub, researcher, tmp_path):
-    response = hub.start_server(researcher.username, "nb-3",
-                                {**options(tmp_path), "backend": "quantum"})
+    response = hub.start_server(
+        researcher.username, "nb-3", {**options(tmp_path), "backend": "quantum"}
+    )
     assert response.status_code == 400
     assert "unknown notebook backend 'quantum'" in response.json()["message"]
     assert not (tmp_path / "run").exists()

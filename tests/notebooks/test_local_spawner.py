@@ -1,5 +1,6 @@
 """The local spawner's session folder: the dataset links in the lasting workdir, and the GPUs
 the server sees (launcher/notebooks/hub/local.py); the server itself: test_hub_signon.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -36,12 +37,15 @@ def test_dataset_links_follow_the_sessions_datasets_and_spare_the_users_files(tm
     assert refused.value.status_code == 400
 
 
-@pytest.mark.parametrize(("given", "seen"), [
-    ({"cuda_visible_devices": "0,1"}, "0,1"),
-    ({"cuda_visible_devices": [2, 3]}, "2,3"),
-    ({"cuda_visible_devices": ""}, ""),
-    ({}, ""),
-])
+@pytest.mark.parametrize(
+    ("given", "seen"),
+    [
+        ({"cuda_visible_devices": "0,1"}, "0,1"),
+        ({"cuda_visible_devices": [2, 3]}, "2,3"),
+        ({"cuda_visible_devices": ""}, ""),
+        ({}, ""),
+    ],
+)
 def test_the_server_sees_the_gpus_it_was_given_and_none_without(given, seen):
     assert cuda_visible_devices(given) == seen
 

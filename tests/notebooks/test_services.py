@@ -1,6 +1,7 @@
 """Opening, refusing, stopping and charging notebook sessions through the services, against
 the real PostgreSQL ledger (the hub is not involved here: the start and stop tasks run after
 the commit, which these transactional tests never reach; test_hub_e2e.py drives a real hub)."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -8,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from allocations.errors import Forbidden, Invalid
-from allocations.models import Dataset, Event, UsageRecord
 from allocations.ledger import Figures, ledger_recomputed, ledger_stored
+from allocations.models import Dataset, Event, UsageRecord
 from allocations.transitions import InvalidTransition
+from core.errors import Forbidden, Invalid
+from launcher.backends.contract import NotebookUsage
 from launcher.backends.registry import backend_for
 from launcher.notebooks import services, sync
 from launcher.notebooks.hubapi import ServerView
 from launcher.notebooks.models import NotebookSession
-from launcher.runners import NotebookUsage
 from launcher.selectors import NotVisible
 from tests.factories import AllocationFactory, FacilityFactory
 from tests.notebooks.fixtures import (  # noqa: F401  (fixtures)
@@ -40,8 +41,9 @@ def columns_agree(allocation) -> Figures:
 
 
 def test_a_member_opens_a_session_that_reserves_gpus_times_hours(researcher, nb_allocation):
-    session = services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk,
-                                      gpus=2, hours="1.5")
+    session = services.notebook_start(
+        actor=researcher, allocation_id=nb_allocation.pk, gpus=2, hours="1.5"
+    )
     assert session.state == S.STARTING and session.user == researcher
     assert session.reserved_gpu_seconds == 2 * 5400
     assert session.reserved_cost == Decimal("6.0000")  # 3 GPU-hours at 2.00
@@ -65,7 +67,8 @@ def test_a_session_that_does_not_fit_is_refused_with_the_shortfall(researcher, n
 
 
 def test_others_allocations_are_not_found_and_non_members_are_refused(
-        outsider, reviewer, admin, nb_allocation):
+    outsider, reviewer, admin, nb_allocation
+):
     with pytest.raises(NotVisible):
         services.notebook_start(actor=outsider, allocation_id=nb_allocation.pk, gpus=1, hours=1)
     with pytest.raises(NotVisible):
@@ -76,20 +79,31 @@ def test_others_allocations_are_not_found_and_non_members_are_refused(
     assert not NotebookSession.objects.exists()
 
 
-@pytest.mark.parametrize("gpus, hours, fields", [
-    (3, 1, {"gpus"}), (0, 1, {"gpus"}), ("two", 1, {"gpus"}), (1, 0, {"hours"}),
-    (1, 13, {"hours"}), (1, "1.234", {"hours"}), (1, "soon", {"hours"}), (9, -1, {"gpus", "hours"}),
-])
+@pytest.mark.parametrize(
+    "gpus, hours, fields",
+    [
+        (3, 1, {"gpus"}),
+        (0, 1, {"gpus"}),
+        ("two", 1, {"gpus"}),
+        (1, 0, {"hours"}),
+        (1, 13, {"hours"}),
+        (1, "1.234", {"hours"}),
+        (1, "soon", {"hours"}),
+        (9, -1, {"gpus", "hours"}),
+    ],
+)
 def test_bad_gpus_and_hours_are_refused_per_field(researcher, nb_allocation, gpus, hours, fields):
     with pytest.raises(Invalid) as refused:
-        services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk, gpus=gpus,
-                                hours=hours)
+        services.notebook_start(
+            actor=researcher, allocation_id=nb_allocation.pk, gpus=gpus, hours=hours
+        )
     assert set(refused.value.field_errors) == fields
     assert not NotebookSession.objects.exists()
 
 
 def test_an_inactive_allocation_or_a_facility_without_notebooks_is_a_conflict(
-        researcher, project, nb_allocation):
+    researcher, project, nb_allocation
+):
     nb_allocation.status = "suspended"
     nb_allocation.save()
     with pytest.raises(services.NotebookConflict, match="suspended"):
@@ -101,12 +115,19 @@ def test_an_inactive_allocation_or_a_facility_without_notebooks_is_a_conflict(
 
 
 def test_a_stopped_session_is_charged_its_records_exact_seconds_once(researcher, nb_allocation):
-    session = services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk,
-                                      gpus=2, hours=1)
-    options = backend_for(nb_allocation.facility).notebook_options(allocation=nb_allocation,
-                                                                   session=session)
-    session = set_state(session, S.RUNNING, run_dir=options["run_dir"], started_at=ago(seconds=40),
-                        spawned_at=ago(seconds=45))
+    session = services.notebook_start(
+        actor=researcher, allocation_id=nb_allocation.pk, gpus=2, hours=1
+    )
+    options = backend_for(nb_allocation.facility).notebook_options(
+        allocation=nb_allocation, session=session
+    )
+    session = set_state(
+        session,
+        S.RUNNING,
+        run_dir=options["run_dir"],
+        started_at=ago(seconds=40),
+        spawned_at=ago(seconds=45),
+    )
     finish_run(session, seconds=37.25)
     assert sync.notebook_observe(session=session, view=None) == "charged"
     session.refresh_from_db()
@@ -114,7 +135,9 @@ def test_a_stopped_session_is_charged_its_records_exact_seconds_once(researcher,
     assert session.wall_seconds == 38
     record = UsageRecord.objects.get()
     assert (record.source, record.gpu_seconds) == ("local", 75)
-    assert record.external_id == f"notebook/{session.pk}/{nb_allocation.facility_id}/nb-{session.pk}"
+    assert (
+        record.external_id == f"notebook/{session.pk}/{nb_allocation.facility_id}/nb-{session.pk}"
+    )
     assert record.cost == Decimal("0.0417")
     figures = columns_agree(nb_allocation)
     assert (figures.gpu_seconds_used, figures.gpu_seconds_reserved) == (75, 0)
@@ -125,12 +148,20 @@ def test_a_stopped_session_is_charged_its_records_exact_seconds_once(researcher,
 
 
 def test_a_session_that_left_no_record_fails_and_releases_its_reservation(
-        researcher, nb_allocation, settings):
+    researcher, nb_allocation, settings
+):
     settings.NOTEBOOK_RECORD_GRACE_SECONDS = 60
-    session = services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk,
-                                      gpus=1, hours=2)
-    session = set_state(session, S.STOPPED, started_at=ago(minutes=5), stopped_at=ago(seconds=30),
-                        spawned_at=ago(minutes=6), run_dir=str(Path(settings.NOTEBOOKS_DIR) / "none"))
+    session = services.notebook_start(
+        actor=researcher, allocation_id=nb_allocation.pk, gpus=1, hours=2
+    )
+    session = set_state(
+        session,
+        S.STOPPED,
+        started_at=ago(minutes=5),
+        stopped_at=ago(seconds=30),
+        spawned_at=ago(minutes=6),
+        run_dir=str(Path(settings.NOTEBOOKS_DIR) / "none"),
+    )
     assert sync.notebook_charge(session=session) == "waiting"
     assert columns_agree(nb_allocation).gpu_seconds_reserved == 7200
     session = set_state(session, S.STOPPED, stopped_at=ago(seconds=61))
@@ -141,9 +172,11 @@ def test_a_session_that_left_no_record_fails_and_releases_its_reservation(
 
 
 def test_only_the_owner_or_staff_stops_a_session_and_never_twice(
-        researcher, colleague, outsider, admin, nb_allocation):
-    session = services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk,
-                                      gpus=1, hours=1)
+    researcher, colleague, outsider, admin, nb_allocation
+):
+    session = services.notebook_start(
+        actor=researcher, allocation_id=nb_allocation.pk, gpus=1, hours=1
+    )
     with pytest.raises(NotVisible):
         services.notebook_stop(actor=outsider, session_id=session.pk)
     with pytest.raises(Forbidden):
@@ -158,29 +191,44 @@ def test_only_the_owner_or_staff_stops_a_session_and_never_twice(
 
 
 def view(session, **fields) -> ServerView:
-    values = dict(name=session.server_name, ready=True, pending="", url="", started=ago(minutes=1),
-                  last_activity=ago(seconds=10), state={})
+    values = dict(
+        name=session.server_name,
+        ready=True,
+        pending="",
+        url="",
+        started=ago(minutes=1),
+        last_activity=ago(seconds=10),
+        state={},
+    )
     return ServerView(**{**values, **fields})
 
 
 def test_the_sync_follows_the_hub_and_enforces_hours_idle_and_the_allocation(
-        researcher, nb_allocation):
-    start = lambda: services.notebook_start(
-        actor=researcher, allocation_id=nb_allocation.pk, gpus=1, hours="0.5")
+    researcher, nb_allocation
+):
+    def start():
+        return services.notebook_start(
+            actor=researcher, allocation_id=nb_allocation.pk, gpus=1, hours="0.5"
+        )
+
     ready = set_state(start(), S.STARTING, spawned_at=ago(seconds=5))
     assert sync.notebook_observe(session=ready, view=view(ready)) == S.RUNNING
     assert NotebookSession.objects.get(pk=ready.pk).state == S.RUNNING
 
     late = set_state(start(), S.RUNNING, started_at=ago(minutes=31), spawned_at=ago(minutes=31))
-    assert sync.notebook_observe(session=late, view=view(late, started=ago(minutes=31))) == "stopping"
+    assert (
+        sync.notebook_observe(session=late, view=view(late, started=ago(minutes=31))) == "stopping"
+    )
     assert NotebookSession.objects.get(pk=late.pk).reason == "stopped at its limit of 0.5 h"
 
     idle = set_state(start(), S.RUNNING, started_at=ago(minutes=20), spawned_at=ago(minutes=20))
     nb_allocation.facility.notebook_idle_minutes = 15
     nb_allocation.facility.save()
     idle.allocation.facility.notebook_idle_minutes = 15
-    assert sync.notebook_observe(session=idle, view=view(idle, last_activity=ago(minutes=16))) \
+    assert (
+        sync.notebook_observe(session=idle, view=view(idle, last_activity=ago(minutes=16)))
         == "stopping"
+    )
     assert "idle for 15 minutes" in NotebookSession.objects.get(pk=idle.pk).reason
 
     pending = start()  # the spawn task has not reached the hub: not judged gone
@@ -190,17 +238,32 @@ def test_the_sync_follows_the_hub_and_enforces_hours_idle_and_the_allocation(
     # the words go once it stops waiting.
     queued = set_state(start(), S.STARTING, spawned_at=ago(seconds=5))
     waits = {"child_state": {"job_state": "PENDING", "reason": "Resources"}}
-    assert sync.notebook_observe(session=queued, view=view(
-        queued, ready=False, pending="spawn", state=waits)) == S.STARTING
-    assert NotebookSession.objects.get(pk=queued.pk).reason == "waiting in the Slurm queue: Resources"
-    sync.notebook_observe(session=queued, view=view(queued, ready=False, pending="spawn", state={
-        "child_state": {"job_state": "RUNNING", "reason": ""}}))
+    assert (
+        sync.notebook_observe(
+            session=queued, view=view(queued, ready=False, pending="spawn", state=waits)
+        )
+        == S.STARTING
+    )
+    assert (
+        NotebookSession.objects.get(pk=queued.pk).reason == "waiting in the Slurm queue: Resources"
+    )
+    sync.notebook_observe(
+        session=queued,
+        view=view(
+            queued,
+            ready=False,
+            pending="spawn",
+            state={"child_state": {"job_state": "RUNNING", "reason": ""}},
+        ),
+    )
     assert NotebookSession.objects.get(pk=queued.pk).reason == ""
 
 
 def test_a_suspended_allocation_stops_its_live_sessions(researcher, nb_allocation):
-    running = set_state(services.notebook_start(
-        actor=researcher, allocation_id=nb_allocation.pk, gpus=1, hours=1), S.RUNNING)
+    running = set_state(
+        services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk, gpus=1, hours=1),
+        S.RUNNING,
+    )
     nb_allocation.status = "suspended"
     nb_allocation.save()
     assert sync.notebook_stop_allocation(allocation_id=nb_allocation.pk) == 1
@@ -210,22 +273,27 @@ def test_a_suspended_allocation_stops_its_live_sessions(researcher, nb_allocatio
 
 def _started_with_options(researcher, allocation, *, gpus: int):
     """A session opened by `researcher` and the local backend's options for it."""
-    session = services.notebook_start(actor=researcher, allocation_id=allocation.pk,
-                                      gpus=gpus, hours=1)
-    return session, backend_for(allocation.facility).notebook_options(allocation=allocation,
-                                                                      session=session)
+    session = services.notebook_start(
+        actor=researcher, allocation_id=allocation.pk, gpus=gpus, hours=1
+    )
+    return session, backend_for(allocation.facility).notebook_options(
+        allocation=allocation, session=session
+    )
 
 
 def test_local_options_give_a_lasting_workdir_and_the_confined_datasets(
-        researcher, nb_allocation, nb_dirs, project):
+    researcher, nb_allocation, nb_dirs, project
+):
     folder = nb_dirs / "project-data" / project.code
     (folder / "ct" / "scans").mkdir(parents=True)
     (nb_dirs / "elsewhere").mkdir()
     (folder / "escape").symlink_to(nb_dirs / "elsewhere")
-    Dataset.objects.create(project=project, name="ct-scans", location="ct/scans", modality="ct",
-                           sensitivity="public")
-    Dataset.objects.create(project=project, name="escape", location="escape", modality="ct",
-                           sensitivity="public")
+    Dataset.objects.create(
+        project=project, name="ct-scans", location="ct/scans", modality="ct", sensitivity="public"
+    )
+    Dataset.objects.create(
+        project=project, name="escape", location="escape", modality="ct", sensitivity="public"
+    )
     session, options = _started_with_options(researcher, nb_allocation, gpus=2)
     assert options["workdir"] == str(folder / "notebooks" / "rosalind")
     assert Path(options["workdir"]).is_dir() and Path(options["run_dir"]).is_dir()
@@ -238,13 +306,15 @@ def test_local_options_give_a_lasting_workdir_and_the_confined_datasets(
 
 
 def test_a_dataset_of_a_tier_the_facility_refuses_is_left_out_of_a_session(
-        researcher, nb_allocation, nb_dirs, project):
+    researcher, nb_allocation, nb_dirs, project
+):
     """A session reads only what a job on the facility could (allocations.policy
     dataset_refusal): the facility takes public and internal data, not special."""
     folder = nb_dirs / "project-data" / project.code
     (folder / "wards").mkdir(parents=True)
-    Dataset.objects.create(project=project, name="wards", location="wards", modality="ct",
-                           sensitivity="special")
+    Dataset.objects.create(
+        project=project, name="wards", location="wards", modality="ct", sensitivity="special"
+    )
     _, options = _started_with_options(researcher, nb_allocation, gpus=1)
     assert options["datasets"] == {}
     assert "does not accept" in options["datasets_left_out"]["wards"]
@@ -252,8 +322,9 @@ def test_a_dataset_of_a_tier_the_facility_refuses_is_left_out_of_a_session(
 
 
 def test_the_local_record_is_read_exactly(researcher, nb_allocation):
-    session = services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk,
-                                      gpus=2, hours=1)
+    session = services.notebook_start(
+        actor=researcher, allocation_id=nb_allocation.pk, gpus=2, hours=1
+    )
     backend = backend_for(nb_allocation.facility)
     session.run_dir = backend.notebook_options(allocation=nb_allocation, session=session)["run_dir"]
     assert backend.notebook_usage(session=session) is None
@@ -265,11 +336,14 @@ def test_the_local_record_is_read_exactly(researcher, nb_allocation):
 
 
 def test_a_session_stopped_before_the_hub_started_it_fails_at_once(researcher, nb_allocation):
-    session = services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk,
-                                      gpus=1, hours=1)
+    session = services.notebook_start(
+        actor=researcher, allocation_id=nb_allocation.pk, gpus=1, hours=1
+    )
     services.notebook_stop(actor=researcher, session_id=session.pk)
-    assert sync.notebook_observe(session=NotebookSession.objects.get(pk=session.pk),
-                                 view=None) == "failed"
+    assert (
+        sync.notebook_observe(session=NotebookSession.objects.get(pk=session.pk), view=None)
+        == "failed"
+    )
     session.refresh_from_db()
     assert session.state == S.FAILED and "before the hub started it" in session.reason
     assert columns_agree(nb_allocation) == Figures()

@@ -16,6 +16,7 @@ Everything comes from the environment (docs/configuration.md), with `make run`'s
   JUPYTERHUB_IDLE_TIMEOUT   seconds idle before jupyterhub-idle-culler stops a server  1800
   JUPYTERHUB_START_TIMEOUT  seconds a server may take to answer                        120
 """
+
 import os
 import sys
 from pathlib import Path
@@ -52,7 +53,9 @@ def with_port(url: str, offset: int) -> str:
 hub_url = env("JUPYTERHUB_URL", "http://127.0.0.1:8081").rstrip("/")
 portal_url = env("PORTAL_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 portal_internal = env("PORTAL_INTERNAL_URL", portal_url).rstrip("/")
-state_dir = Path(env("JUPYTERHUB_STATE_DIR", str(Path(env("PORTAL_VAR_DIR", str(REPO / "var"))) / "hub")))
+state_dir = Path(
+    env("JUPYTERHUB_STATE_DIR", str(Path(env("PORTAL_VAR_DIR", str(REPO / "var"))) / "hub"))
+)
 state_dir.mkdir(parents=True, exist_ok=True)
 
 # Where it listens and keeps its state.
@@ -61,8 +64,10 @@ c.JupyterHub.hub_bind_url = env("JUPYTERHUB_HUB_BIND_URL", with_port(hub_url, 1)
 c.ConfigurableHTTPProxy.api_url = env("JUPYTERHUB_PROXY_API_URL", with_port(hub_url, 2))
 proxy_cmd = env("JUPYTERHUB_PROXY_CMD", str(REPO / ".hub" / "bin" / "configurable-http-proxy"))
 if "/" in proxy_cmd and not Path(proxy_cmd).exists():
-    sys.exit(f"jupyterhub_config.py: {proxy_cmd} is missing: run `make install` "
-             "(or bash scripts/install-hub-proxy.sh)")
+    sys.exit(
+        f"jupyterhub_config.py: {proxy_cmd} is missing: run `make install` "
+        "(or bash scripts/install-hub-proxy.sh)"
+    )
 c.ConfigurableHTTPProxy.command = [proxy_cmd]
 c.ConfigurableHTTPProxy.pid_file = str(state_dir / "proxy.pid")
 c.JupyterHub.db_url = f"sqlite:///{state_dir / 'jupyterhub.sqlite'}"
@@ -88,22 +93,49 @@ c.Authenticator.admin_users = set()
 # Only the portal starts and stops servers (the ledger is never bypassed): a user may open,
 # read and keep tokens for their own servers, nothing more.
 c.JupyterHub.load_roles = [
-    {"name": "user", "description": "A portal user: opens their own servers only",
-     "scopes": ["access:servers!user", "read:users!user", "read:servers!user",
-                "users:activity!user", "tokens!user"]},
-    {"name": "portal", "description": "The portal: starts, stops and reads every server",
-     "scopes": ["admin:users", "admin:servers", "admin:server_state", "list:users",
-                "read:users", "servers", "users:activity"],
-     "services": ["portal"]},
-    {"name": "idle-culler", "description": "Stops servers idle past JUPYTERHUB_IDLE_TIMEOUT",
-     "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
-     "services": ["idle-culler"]},
+    {
+        "name": "user",
+        "description": "A portal user: opens their own servers only",
+        "scopes": [
+            "access:servers!user",
+            "read:users!user",
+            "read:servers!user",
+            "users:activity!user",
+            "tokens!user",
+        ],
+    },
+    {
+        "name": "portal",
+        "description": "The portal: starts, stops and reads every server",
+        "scopes": [
+            "admin:users",
+            "admin:servers",
+            "admin:server_state",
+            "list:users",
+            "read:users",
+            "servers",
+            "users:activity",
+        ],
+        "services": ["portal"],
+    },
+    {
+        "name": "idle-culler",
+        "description": "Stops servers idle past JUPYTERHUB_IDLE_TIMEOUT",
+        "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+        "services": ["idle-culler"],
+    },
 ]
 c.JupyterHub.services = [
     {"name": "portal", "api_token": required("JUPYTERHUB_API_TOKEN")},
-    {"name": "idle-culler",
-     "command": [sys.executable, "-m", "jupyterhub_idle_culler",
-                 f"--timeout={int(env('JUPYTERHUB_IDLE_TIMEOUT', '1800'))}"]},
+    {
+        "name": "idle-culler",
+        "command": [
+            sys.executable,
+            "-m",
+            "jupyterhub_idle_culler",
+            f"--timeout={int(env('JUPYTERHUB_IDLE_TIMEOUT', '1800'))}",
+        ],
+    },
 ]
 
 # Servers: named (nb-<session id>), started by PortalSpawner on the session's backend.

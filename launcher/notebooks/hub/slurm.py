@@ -11,14 +11,22 @@ What the portal sends (user_options; docs/notebooks-slurm.md): `session`, `gpus`
 partition, the member's cluster login, the session's `workdir`, `run_dir` and `datasets` on the
 cluster, the compute-side `python` and extra `env`.
 
-On the cluster, in `run_dir` (mode 700): `env.sh` (the hub's JUPYTERHUB_* variables and the
-session's settings, one `export K=<shlex.quote(v)>` a line, mode 600), `notebook.sh` (fixed text:
-it sources env.sh, picks a free port, writes `<host> <port>` to `endpoint-<job id>` and execs the
-single-user server in `workdir`), and Slurm's log `slurm-<job id>.out`. The job is
-`portal-nb-<session>-<token>` under `--account=<allocation account> --gres=gpu:N --time=<minutes>`;
-Slurm sets CUDA_VISIBLE_DEVICES for the GPUs it gives. While it is pending, `reason` (Slurm's:
-Resources, Priority, ...) is in the server's state and in the progress messages.
+The job runs as the member's cluster login (`login`): it is submitted with `sudo -n -u <login>
+sbatch` through the site's narrow sudoers rule (docs/security.md), never as the service
+account, and a session with no login, or one sudo refuses, fails with that reason.
+
+On the cluster, in `run_dir` (owned by the service account, mode 700, shared with the member
+alone by an ACL): `env.sh` (the hub's JUPYTERHUB_* variables and the session's settings, one
+`export K=<shlex.quote(v)>` a line, mode 640), `notebook.sh` (fixed text: it sources env.sh,
+makes the workdir's datasets/ as the member (`datasets.sh`), picks a free port, writes `<host>
+<port>` to `endpoint-<job id>` and execs the single-user server in `workdir`), and Slurm's log
+`slurm-<job id>.out`. What the job writes (the endpoint, the log) is read as the member. The job
+is `portal-nb-<session>-<token>` under `--account=<allocation account> --gres=gpu:N
+--time=<minutes>`; Slurm sets CUDA_VISIBLE_DEVICES for the GPUs it gives. While it is pending,
+`reason` (Slurm's: Resources, Priority, ...) is in the server's state and in the progress
+messages.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -27,6 +35,7 @@ import re
 import secrets
 import shlex
 import threading
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -34,12 +43,13 @@ from typing import Any
 from jupyterhub.spawner import Spawner
 from traitlets import Float, Integer, default
 
-from launcher.backends.base import BackendError, JobSpec, JobState, check_name
+from launcher.backends.errors import BackendError, check_name
 from launcher.slurm.client import NOTEBOOK_JOB_PREFIX, SlurmClient
 from launcher.slurm.parse import map_state
+from launcher.slurm.records import JobSpec, JobState
 from launcher.slurm.ssh import SSHConnection, SSHTarget
 
-from .slurm_scripts import BATCH_SCRIPT, LOOK_SCRIPT, PREPARE_SCRIPT
+from .slurm_scripts import BATCH_SCRIPT, DATASETS_SCRIPT, LOOK_SCRIPT, PREPARE_SCRIPT
 
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 DATASET_RE = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,79}$")  # allocations Dataset.name
@@ -47,6 +57,7 @@ DATASET_RE = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,79}$")  # allocations Datase
 PATH_RE = re.compile(r"^/?[A-Za-z0-9_][A-Za-z0-9_./-]{0,399}$")
 MAX_GPUS = 64
 MAX_HOURS = 24 * 14
+
 
 class SessionError(ValueError):
     """user_options the spawner refuses (the portal sent something it never sends)."""
@@ -67,6 +78,8 @@ class SessionOptions:
     workdir: str
     run_dir: str
     python: str
+    jobs_dir: str = "portal-jobs"
+    make_workdir: bool = False  # a workdir beside the jobs, which the service account makes
     datasets: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     readonly: bool = True  # datasets bind-mounted read-only (unprivileged namespaces)
@@ -95,19 +108,36 @@ def session_options(options: dict[str, Any]) -> SessionOptions:
     if not isinstance(datasets, dict):
         raise SessionError("datasets must be an object")
     env = backend.get("env") or {}
-    if not isinstance(env, dict) or not all(ENV_KEY_RE.match(str(k)) and isinstance(v, str)
-                                            for k, v in env.items()):
+    if not isinstance(env, dict) or not all(
+        ENV_KEY_RE.match(str(k)) and isinstance(v, str) for k, v in env.items()
+    ):
         raise SessionError("env must map variable names to strings")
     try:
-        target = SSHTarget(host=str(ssh["host"]), port=_int(ssh.get("port", 22), "port", 1, 65535),
-                           user=check_name(str(ssh["user"]), "user"),
-                           key_path=Path(str(ssh["key_path"])), host_key=str(ssh["host_key"]),
-                           connect_timeout=float(ssh.get("connect_timeout", 10)),
-                           retries=int(ssh.get("retries", 2)))
+        target = SSHTarget(
+            host=str(ssh["host"]),
+            port=_int(ssh.get("port", 22), "port", 1, 65535),
+            user=check_name(str(ssh["user"]), "user"),
+            key_path=Path(str(ssh["key_path"])),
+            host_key=str(ssh["host_key"]),
+            connect_timeout=float(ssh.get("connect_timeout", 10)),
+            retries=int(ssh.get("retries", 2)),
+        )
         cluster = check_name(str(backend["cluster"]), "cluster")
         account = check_name(str(backend["account"]), "account")
-        partition = check_name(str(backend["partition"]), "partition") if backend.get("partition") else None
-        login = check_name(str(backend.get("login") or target.user), "login")
+        partition = (
+            check_name(str(backend["partition"]), "partition") if backend.get("partition") else None
+        )
+        if not backend.get("login"):
+            raise SessionError(
+                "backend_options has no login: a session runs as its member's "
+                "cluster login, never as the service account"
+            )
+        login = check_name(str(backend["login"]), "login")
+        if login == target.user:
+            raise SessionError(
+                f"login {login!r} is the service account: a session runs as its "
+                "member's own cluster login"
+            )
     except KeyError as missing:
         raise SessionError(f"backend_options has no {missing}") from None
     except BackendError as error:
@@ -115,14 +145,21 @@ def session_options(options: dict[str, Any]) -> SessionOptions:
     return SessionOptions(
         session=_int(options.get("session"), "session", 1, 2**62),
         gpus=_int(options.get("gpus"), "gpus", 0, MAX_GPUS),
-        minutes=max(1, math.ceil(hours * 60 - 1e-9)), target=target, cluster=cluster,
-        account=account, partition=partition, login=login,
+        minutes=max(1, math.ceil(hours * 60 - 1e-9)),
+        target=target,
+        cluster=cluster,
+        account=account,
+        partition=partition,
+        login=login,
         workdir=_path(backend.get("workdir", options.get("workdir")), "workdir"),
         run_dir=_path(backend.get("run_dir"), "run_dir"),
+        jobs_dir=_path(backend.get("jobs_dir") or "portal-jobs", "jobs_dir"),
+        make_workdir=backend.get("make_workdir") is True,
         python=_path(backend.get("python") or "python3", "python"),
         datasets={_dataset(k): _path(v, f"dataset {k}") for k, v in datasets.items()},
         env={str(k): v for k, v in env.items()},
-        readonly=backend.get("readonly_datasets", True) is not False)
+        readonly=backend.get("readonly_datasets", True) is not False,
+    )
 
 
 def _absolute(home: str, path: str) -> str:
@@ -145,8 +182,9 @@ def slurm_client_for(options: SessionOptions) -> SlurmClient:
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
-            client = _clients[key] = SlurmClient(SSHConnection(options.target), cluster=options.cluster,
-                                                 partition=options.partition)
+            client = _clients[key] = SlurmClient(
+                SSHConnection(options.target), cluster=options.cluster, partition=options.partition
+            )
         return client
 
 
@@ -164,15 +202,20 @@ def env_script(env: dict[str, str], args: list[str], datasets: dict[str, str]) -
             raise SessionError(f"invalid environment variable name {key!r}")
         lines.append(f"export {key}={shlex.quote(value)}")
     names = sorted(datasets)
-    lines += [_array("portal_nb_args", args), _array("portal_nb_ds_names", names),
-              _array("portal_nb_ds_paths", [datasets[n] for n in names])]
+    lines += [
+        _array("portal_nb_args", args),
+        _array("portal_nb_ds_names", names),
+        _array("portal_nb_ds_paths", [datasets[n] for n in names]),
+    ]
     return "\n".join(lines) + "\n"
 
 
 class SlurmNotebookSpawner(Spawner):
     """A notebook session as a Slurm job under the allocation's account (see the module doc)."""
 
-    status_interval = Float(0.5, help="Seconds between looks at the job while it starts.").tag(config=True)
+    status_interval = Float(0.5, help="Seconds between looks at the job while it starts.").tag(
+        config=True
+    )
     stop_wait = Integer(30, help="Seconds stop() waits for Slurm to end the job.").tag(config=True)
 
     @default("start_timeout")
@@ -207,10 +250,16 @@ class SlurmNotebookSpawner(Spawner):
     def get_state(self) -> dict[str, Any]:
         state = super().get_state()
         if self.job_id or self.job_name:
-            state.update(job_id=self.job_id, job_name=self.job_name, job_state=self.job_state,
-                         reason=self.reason, node=self.node, devices=self.devices,
-                         account=self.account,
-                         run_dir=self.run_dir)
+            state.update(
+                job_id=self.job_id,
+                job_name=self.job_name,
+                job_state=self.job_state,
+                reason=self.reason,
+                node=self.node,
+                devices=self.devices,
+                account=self.account,
+                run_dir=self.run_dir,
+            )
         return state
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -246,27 +295,70 @@ class SlurmNotebookSpawner(Spawner):
     def _job_env(self, options: SessionOptions) -> dict[str, str]:
         env = {k: v for k, v in self.get_env().items() if k.startswith(("JUPYTERHUB_", "JPY_"))}
         env.update(options.env)
-        env.update(PORTAL_NB_PYTHON=options.python, PORTAL_NB_WORKDIR=options.workdir,
-                   PORTAL_NB_SESSION=str(options.session),
-                   PORTAL_NB_READONLY="1" if options.readonly else "0")
+        env.update(
+            PORTAL_NB_PYTHON=options.python,
+            PORTAL_NB_WORKDIR=options.workdir,
+            PORTAL_NB_SESSION=str(options.session),
+            PORTAL_NB_READONLY="1" if options.readonly else "0",
+        )
         return env
 
     def _prepare(self, client: SlurmClient, options: SessionOptions) -> None:
-        pairs = [part for name, path in sorted(options.datasets.items()) for part in (name, path)]
-        result = client.ssh.run(["bash", "-c", PREPARE_SCRIPT, "portal-nb-prepare", options.run_dir,
-                                 options.workdir, "ro" if options.readonly else "link", *pairs])
+        """The session's run_dir (and a fallback workdir), shared with the member alone, and
+        its three files. The member's workdir in project storage is the job's own business."""
+        result = client.ssh.run(
+            [
+                "bash",
+                "-c",
+                PREPARE_SCRIPT,
+                "portal-nb-prepare",
+                options.run_dir,
+                options.jobs_dir,
+                options.login,
+                options.workdir if options.make_workdir else "",
+            ]
+        )
+        if result.rc == 78:
+            raise BackendError(
+                f"could not share the session's folder with {options.login} "
+                f"({' '.join(result.stderr.split())[:200]}): the portal's jobs folder on the "
+                "cluster must be on a file system with POSIX ACLs (docs/security.md)",
+                permanent=True,
+            )
         if not result.ok():
-            raise BackendError(f"preparing the session folders failed: {result.stderr.strip()[:300]}",
-                               permanent=True)
-        script = env_script(self._job_env(options), [str(a) for a in self.get_args()],
-                            options.datasets)
-        client.ssh.write_file(f"{options.run_dir}/env.sh", script.encode())
-        client.ssh.write_file(f"{options.run_dir}/notebook.sh", BATCH_SCRIPT.encode(), mode=0o700)
+            raise BackendError(
+                f"preparing the session folders failed: {result.stderr.strip()[:300]}",
+                permanent=True,
+            )
+        script = env_script(
+            self._job_env(options), [str(a) for a in self.get_args()], options.datasets
+        )
+        # Group bits are the ACL's mask: 640/750 let the member read them, and nobody else.
+        client.ssh.write_file(f"{options.run_dir}/env.sh", script.encode(), mode=0o640)
+        client.ssh.write_file(
+            f"{options.run_dir}/datasets.sh", DATASETS_SCRIPT.encode(), mode=0o640
+        )
+        client.ssh.write_file(f"{options.run_dir}/notebook.sh", BATCH_SCRIPT.encode(), mode=0o750)
+
+    def _login(self) -> str:
+        if self._options is None:
+            self._options = session_options(self.user_options or {})
+        return self._options.login
 
     def _look(self, client: SlurmClient) -> tuple[str, str, str, str]:
-        """(Slurm state word, reason, node, endpoint file text) in one SSH round trip."""
-        result = client.ssh.run(["bash", "-c", LOOK_SCRIPT, "portal-nb-look", self.job_id,
-                                 f"{self.run_dir}/endpoint-{self.job_id}"])
+        """(Slurm state word, reason, node, endpoint file text) in one SSH round trip; the
+        endpoint (which the job wrote) is read as the member."""
+        result = client.ssh.run(
+            [
+                "bash",
+                "-c",
+                LOOK_SCRIPT,
+                "portal-nb-look",
+                self.job_id,
+                f"{self.run_dir}/endpoint-{self.job_id}",
+                self._login(),
+            ]
+        )
         queue, _, endpoint = result.stdout.partition("--\n")
         line = queue.strip().splitlines()[0] if queue.strip() else ""
         state, reason, node = (line.split("|") + ["", "", ""])[:3]
@@ -282,8 +374,12 @@ class SlurmNotebookSpawner(Spawner):
         # run_dir (Slurm reads --output relative to it), and cds to workdir from there.
         home = await asyncio.to_thread(client.ssh.home)
         self._options = options = replace(
-            options, run_dir=_absolute(home, options.run_dir), workdir=_absolute(home, options.workdir),
-            datasets={k: _absolute(home, v) for k, v in options.datasets.items()})
+            options,
+            run_dir=_absolute(home, options.run_dir),
+            workdir=_absolute(home, options.workdir),
+            jobs_dir=_absolute(home, options.jobs_dir),
+            datasets={k: _absolute(home, v) for k, v in options.datasets.items()},
+        )
         self._starting, self._events = True, []
         self.account, self.run_dir = options.account, options.run_dir
         self.target = {"host": options.target.host, "port": options.target.port}
@@ -291,14 +387,25 @@ class SlurmNotebookSpawner(Spawner):
         self.job_state, self.reason = "SUBMITTING", ""
         try:
             await asyncio.to_thread(self._prepare, client, options)
-            spec = JobSpec(token=self.job_name, account=options.account, bundle_dir=Path("."),
-                           workdir=options.run_dir, script="notebook.sh", args=(options.run_dir,),
-                           gpus=options.gpus, time_limit_minutes=options.minutes,
-                           checkpoint_signal_seconds=0, partition=options.partition,
-                           comment=f"portal notebook {options.session} for {options.login}")
+            spec = JobSpec(
+                token=self.job_name,
+                account=options.account,
+                bundle_dir=Path("."),
+                workdir=options.run_dir,
+                script="notebook.sh",
+                args=(options.run_dir,),
+                gpus=options.gpus,
+                time_limit_minutes=options.minutes,
+                checkpoint_signal_seconds=0,
+                partition=options.partition,
+                comment=f"portal notebook {options.session} for {options.login}",
+            )
             # A stop that interrupts the start cannot stop sbatch's thread: let it finish, so
             # the job it made is known and stop() cancels it instead of leaving it queued.
-            submitting = asyncio.ensure_future(asyncio.to_thread(client.submit, spec))
+            # As the member (sudo); a refusal is a permanent error that says so.
+            submitting = asyncio.ensure_future(
+                asyncio.to_thread(client.submit, spec, user=options.login)
+            )
             try:
                 submitted = await asyncio.shield(submitting)
             except asyncio.CancelledError:
@@ -323,17 +430,34 @@ class SlurmNotebookSpawner(Spawner):
             elif word is JobState.RUNNING and endpoint:
                 host, port, self.devices = (endpoint.split(" ") + ["", ""])[:3]
                 if not port.isdigit():
-                    raise BackendError(f"job {self.job_id} wrote a bad endpoint {endpoint!r}", permanent=True)
+                    raise BackendError(
+                        f"job {self.job_id} wrote a bad endpoint {endpoint!r}", permanent=True
+                    )
                 self.reason = ""
-                self._event(f"Slurm job {self.job_id} is running on {host}; JupyterLab is starting", 70)
+                self._event(
+                    f"Slurm job {self.job_id} is running on {host}; JupyterLab is starting", 70
+                )
                 return f"http://{host}:{int(port)}"
             elif word.final or word is JobState.PREEMPTED:
+                log = f"{self.run_dir}/slurm-{self.job_id}.out"
+                last = await asyncio.to_thread(self._last_words, client, log)
                 raise BackendError(
-                    f"Slurm job {self.job_id} ended before the notebook started ({state} {reason}); "
-                    f"its log: {self.run_dir}/slurm-{self.job_id}.out", permanent=True)
+                    f"Slurm job {self.job_id} ended before the notebook started ({state} {reason})"
+                    f"{f': {last}' if last else ''}; its log: {log}",
+                    permanent=True,
+                )
             await asyncio.sleep(self.status_interval)
 
-    async def progress(self):  # type: ignore[no-untyped-def]
+    def _last_words(self, client: SlurmClient, log: str) -> str:
+        """The last line of the job's log (read as the member), or "" if none can be read."""
+        try:
+            text = client.tail_as(self._login(), log, lines=5) or ""
+        except BackendError:
+            return ""
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return lines[-1][:300] if lines else ""
+
+    async def progress(self) -> AsyncIterator[dict[str, Any]]:
         """The start's events as they happen (the queue reason while the job is pending)."""
         sent = 0
         while True:
@@ -367,7 +491,8 @@ class SlurmNotebookSpawner(Spawner):
             return  # never submitted (refused options, or stopped before)
         client = self._client()
         if not self.job_id:  # stopped while submitting: find it by name
-            self.job_id = await asyncio.to_thread(client.find_job_by_token, self.job_name) or ""
+            found = await asyncio.to_thread(client.find_job_by_token, self.job_name)
+            self.job_id = found or ""
         if not self.job_id:
             return
         await asyncio.to_thread(client.cancel, self.job_id)

@@ -6,6 +6,7 @@ Backends are named in `PortalSpawner.backends`, "module:Class" strings resolved 
 only when a server of that backend starts (or is polled after a hub restart), so a backend whose
 module is missing breaks only its own servers. Adding a backend: write its Spawner subclass and
 add `c.PortalSpawner.backends = {..., "name": "package.module:Class"}` (docs/notebooks-hub.md)."""
+
 from __future__ import annotations
 
 import importlib
@@ -44,8 +45,7 @@ def resolve(spec: str) -> type[Spawner]:
 
 
 class PortalSpawner(Spawner):
-    backends = Dict(BACKENDS, config=True,
-                    help="Backend name -> 'module:Class' of its Spawner.")
+    backends = Dict(BACKENDS, config=True, help="Backend name -> 'module:Class' of its Spawner.")
     backend = Unicode("", help="The backend of the current server ('' when none).")
     child = Any(None, allow_none=True, help="The backend's Spawner of the current server.")
     child_state = Dict(help="The backend spawner's state, kept across hub restarts.")
@@ -55,6 +55,7 @@ class PortalSpawner(Spawner):
         def check(spawner, user_options):
             # Before anything starts: an unknown backend is the caller's 400.
             spawner._child_class(str((user_options or {}).get("backend", "")))
+
         return check
 
     def __init__(self, **kwargs):
@@ -66,13 +67,17 @@ class PortalSpawner(Spawner):
         if not backend:
             raise web.HTTPError(400, "user_options must name the backend (local, slurm ...)")
         if spec is None:
-            raise web.HTTPError(400, f"unknown notebook backend {backend!r}; this hub knows "
-                                     f"{', '.join(sorted(self.backends)) or 'none'}")
+            raise web.HTTPError(
+                400,
+                f"unknown notebook backend {backend!r}; this hub knows "
+                f"{', '.join(sorted(self.backends)) or 'none'}",
+            )
         try:
             return resolve(spec)
         except (ImportError, AttributeError, TypeError) as error:
-            raise web.HTTPError(500, f"notebook backend {backend!r} ({spec}) cannot be "
-                                     f"loaded: {error}") from error
+            raise web.HTTPError(
+                500, f"notebook backend {backend!r} ({spec}) cannot be loaded: {error}"
+            ) from error
 
     def _make_child(self, backend: str) -> Spawner:
         child = self._child_class(backend)(**self._child_kwargs)

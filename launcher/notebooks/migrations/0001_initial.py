@@ -7,44 +7,80 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('allocations', '0011_facility_notebook_idle_minutes'),
+        ("allocations", "0011_facility_notebook_idle_minutes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='NotebookSession',
+            name="NotebookSession",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('gpus', models.PositiveSmallIntegerField(default=0)),
-                ('hours', models.DecimalField(decimal_places=2, max_digits=6)),
-                ('state', models.CharField(choices=[('starting', 'Starting'), ('running', 'Running'), ('stopping', 'Stopping'), ('stopped', 'Stopped'), ('failed', 'Failed')], db_index=True, default='starting', max_length=10)),
-                ('reason', models.CharField(blank=True, max_length=300)),
-                ('server_name', models.CharField(blank=True, max_length=64)),
-                ('url', models.CharField(blank=True, max_length=500)),
-                ('workdir', models.CharField(blank=True, max_length=500)),
-                ('run_dir', models.CharField(blank=True, max_length=500)),
-                ('options', models.JSONField(blank=True, default=dict)),
-                ('external_id', models.CharField(blank=True, max_length=120)),
-                ('reserved_gpu_seconds', models.BigIntegerField(default=0)),
-                ('gpu_seconds', models.BigIntegerField(default=0)),
-                ('wall_seconds', models.BigIntegerField(default=0)),
-                ('charged_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('stopped_at', models.DateTimeField(blank=True, null=True)),
-                ('last_activity', models.DateTimeField(blank=True, null=True)),
-                ('synced_at', models.DateTimeField(blank=True, null=True)),
-                ('allocation', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='notebook_sessions', to='allocations.allocation')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='notebook_sessions', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("gpus", models.PositiveSmallIntegerField(default=0)),
+                ("hours", models.DecimalField(decimal_places=2, max_digits=6)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("starting", "Starting"),
+                            ("running", "Running"),
+                            ("stopping", "Stopping"),
+                            ("stopped", "Stopped"),
+                            ("failed", "Failed"),
+                        ],
+                        db_index=True,
+                        default="starting",
+                        max_length=10,
+                    ),
+                ),
+                ("reason", models.CharField(blank=True, max_length=300)),
+                ("server_name", models.CharField(blank=True, max_length=64)),
+                ("url", models.CharField(blank=True, max_length=500)),
+                ("workdir", models.CharField(blank=True, max_length=500)),
+                ("run_dir", models.CharField(blank=True, max_length=500)),
+                ("options", models.JSONField(blank=True, default=dict)),
+                ("external_id", models.CharField(blank=True, max_length=120)),
+                ("reserved_gpu_seconds", models.BigIntegerField(default=0)),
+                ("gpu_seconds", models.BigIntegerField(default=0)),
+                ("wall_seconds", models.BigIntegerField(default=0)),
+                ("charged_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("stopped_at", models.DateTimeField(blank=True, null=True)),
+                ("last_activity", models.DateTimeField(blank=True, null=True)),
+                ("synced_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "allocation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="notebook_sessions",
+                        to="allocations.allocation",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="notebook_sessions",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['allocation', 'state'], name='notebooks_n_allocat_8b8a4f_idx')],
+                "ordering": ["-created_at", "-id"],
+                "indexes": [
+                    models.Index(
+                        fields=["allocation", "state"], name="notebooks_n_allocat_8b8a4f_idx"
+                    )
+                ],
             },
-        ),
+        )
     ]

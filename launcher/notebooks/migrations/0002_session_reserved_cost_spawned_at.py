@@ -4,20 +4,15 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
-    dependencies = [
-        ('notebooks', '0001_initial'),
-    ]
+    dependencies = [("notebooks", "0001_initial")]
 
     operations = [
         migrations.RenameField(
-            model_name='notebooksession',
-            old_name='synced_at',
-            new_name='spawned_at',
+            model_name="notebooksession", old_name="synced_at", new_name="spawned_at"
         ),
         migrations.AddField(
-            model_name='notebooksession',
-            name='reserved_cost',
+            model_name="notebooksession",
+            name="reserved_cost",
             field=models.DecimalField(decimal_places=4, default=0, max_digits=12),
         ),
     ]

@@ -7,27 +7,41 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-        migrations.swappable_dependency(settings.AUTH_USER_MODEL),
-    ]
+    dependencies = [migrations.swappable_dependency(settings.AUTH_USER_MODEL)]
 
     operations = [
         migrations.CreateModel(
-            name='ExternalIdentity',
+            name="ExternalIdentity",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('issuer', models.CharField(max_length=255)),
-                ('subject', models.CharField(max_length=255)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('last_sign_in', models.DateTimeField(default=django.utils.timezone.now)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='external_identities', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("issuer", models.CharField(max_length=255)),
+                ("subject", models.CharField(max_length=255)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("last_sign_in", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="external_identities",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'external identities',
-                'constraints': [models.UniqueConstraint(fields=('issuer', 'subject'), name='identity_subject_unique'), models.UniqueConstraint(fields=('issuer', 'user'), name='identity_user_unique')],
+                "verbose_name_plural": "external identities",
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("issuer", "subject"), name="identity_subject_unique"
+                    ),
+                    models.UniqueConstraint(fields=("issuer", "user"), name="identity_user_unique"),
+                ],
             },
-        ),
+        )
     ]

@@ -1,4 +1,5 @@
 """manage.py provider_key: create the provider's RS256 key file once (make run, make services)."""
+
 from __future__ import annotations
 
 from django.conf import settings
