@@ -20,10 +20,14 @@
     // form.dataset would be the input named "dataset", hence getAttribute for data-*.
     var params = {dataset: form.elements.dataset.value};
     if (num('synthetic_n') !== undefined) { params.synthetic_n = num('synthetic_n'); }
+    var grid = {models: models, lrs: list('lrs', Number), lr_steps: list('lr_steps', Number),
+                weight_decays: list('weight_decays', Number), folds: num('folds'), fixed: fixed};
+    var stop = form.elements.early_stop;
+    if (stop && stop.checked) {
+      grid.early_stopping = {method: 'asha', eta: num('eta') || 3, min_epochs: num('min_epochs') || 1};
+    }
     return {allocation: Number(form.getAttribute('data-allocation')), gpus: num('gpus'), wall_time_minutes: num('wall_time_minutes'),
-            concurrency: num('concurrency'), params: params,
-            grid: {models: models, lrs: list('lrs', Number), lr_steps: list('lr_steps', Number),
-                   weight_decays: list('weight_decays', Number), folds: num('folds'), fixed: fixed}};
+            concurrency: num('concurrency'), params: params, grid: grid};
   }
   function show(text, bad) {
     box.textContent = '';
@@ -47,8 +51,13 @@
       .then(function (res) {
         var e = res.data;
         if (!res.ok) { show('Not launchable yet: ' + flat(e, ''), true); return; }
+        var expected = e.expected_gpu_hours === null || e.expected_gpu_hours === undefined ? '' :
+          ': the worst case, every cell to its last epoch. Expected with early stopping: ' + e.expected_gpu_hours +
+          ' GPU-hours (' + e.expected_basis + ', an estimate)';
         show(e.total_gpu_hours + ' GPU-hours in total, ' + e.currency + ' ' + Number(e.total_cost).toFixed(2) +
-             ': ' + e.basis + ' (' + e.source + '). ' + e.remaining_gpu_hours + ' GPU-hours are left on the allocation' +
+             ': ' + e.basis + ' (' + e.source + ')' + expected + '. ' +
+             (e.staged ? 'Launching reserves only the cells that run at once. ' : '') +
+             e.remaining_gpu_hours + ' GPU-hours are left on the allocation' +
              (e.fits ? '.' : ': this sweep does not fit.'), !e.fits);
       }).catch(function () { /* keep the last estimate; the Estimate button still works */ });
   }

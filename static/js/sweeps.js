@@ -5,7 +5,7 @@
   var root = document.getElementById('sweep');
   if (!root || !window.fetch || root.dataset.final === 'true') { return; }
   var every = parseInt(root.dataset.pollMs || '3000', 10);
-  var FINAL = ['succeeded', 'failed', 'cancelled', 'timeout'];
+  var FINAL = ['succeeded', 'failed', 'cancelled', 'timeout', 'stopped_early'];
   var last = null;
   function get(url, type) {
     return fetch(url, {credentials: 'same-origin', headers: {'Accept': type || 'application/json'}})
@@ -26,7 +26,8 @@
     get(root.dataset.apiUrl).then(function (sweep) {
       var counts = sweep.counts || {};
       var finished = FINAL.reduce(function (n, s) { return n + (counts[s] || 0); }, 0);
-      done = finished >= sweep.size;
+      // A staged sweep (early stopping, a search) may end below its size: the API says.
+      done = sweep.finished === undefined ? finished >= sweep.size : sweep.finished;
       var key = JSON.stringify(counts);
       if (key !== last || done) { last = key; return swap(); }
     }).catch(function () { done = false; /* retried on the next tick */ })
