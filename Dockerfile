@@ -9,6 +9,10 @@ RUN pip install -r requirements.txt
 COPY . .
 # JupyterHub's proxy (the `hub` service): configurable-http-proxy and a Node >= 20 from npm.
 RUN bash scripts/install-hub-proxy.sh /app/.hub
+# The pages' plotly.js (the pinned basic bundle, from npm); then every static file under a hashed
+# name with its .gz, served by WhiteNoise and cached for a year (docs/operations.md).
+RUN bash scripts/install-plotly.sh /app/.vendor
+ENV PORTAL_STATIC_MANIFEST=true
 RUN SECRET_KEY=build-only python manage.py collectstatic --noinput
 RUN useradd --system --create-home portal && mkdir -p /app/var/hub /app/var/provider \
     && chown -R portal /app/var

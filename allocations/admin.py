@@ -3,44 +3,28 @@ is a view on the services: projects, members, requests, allocations, usage, data
 are read-only here; every change is an action or a form that calls the same service as the
 pages and the API (with its checks, audit event and backend side effects). Members change on
 the project page; hours and dates through a request; the ledger by a correction record."""
+
 from __future__ import annotations
 
 from django import forms
-from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from core.admin import ReadOnlyMixin, run_action
 
 from . import services
 from .models import (
-    Allocation, AllocationRequest, Dataset, Event, Facility, NodeType, Project, ProjectMembership,
+    Allocation,
+    AllocationRequest,
+    Dataset,
+    Event,
+    Facility,
+    NodeType,
+    Project,
+    ProjectMembership,
     UsageRecord,
 )
-from .transitions import InvalidTransition
-
-
-def _run_each(modeladmin, request, queryset, action, verb: str) -> None:
-    done = 0
-    for obj in queryset:
-        try:
-            action(obj)
-            done += 1
-        except (InvalidTransition, PermissionDenied, ValidationError) as error:
-            modeladmin.message_user(request, f"#{obj.pk}: {error}", messages.WARNING)
-    if done:
-        modeladmin.message_user(request, f"{verb} {done} item(s).", messages.SUCCESS)
-
-
-class ReadOnlyMixin:
-    """Nothing added, changed or deleted by hand in the admin: the services own every write
-    (admin actions call them). Used by every read-only admin and inline of the portal."""
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class ReadOnly(ReadOnlyMixin, admin.ModelAdmin):
@@ -50,15 +34,32 @@ class ReadOnly(ReadOnlyMixin, admin.ModelAdmin):
 class NodeTypeInline(admin.TabularInline):
     model = NodeType
     extra = 0
-    fields = ["name", "accelerator", "accelerator_memory_gb", "accelerators_per_node",
-              "peak_tflops_bf16", "peak_tflops_fp32", "instance_type", "price_on_demand",
-              "price_spot"]
+    fields = [
+        "name",
+        "accelerator",
+        "accelerator_memory_gb",
+        "accelerators_per_node",
+        "peak_tflops_bf16",
+        "peak_tflops_fp32",
+        "instance_type",
+        "price_on_demand",
+        "price_spot",
+    ]
 
 
 @admin.register(Facility)
 class FacilityAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "kind", "backend", "trial_gpu_hours_cap", "trial_auto_approve",
-                    "latest_end_date", "gpu_hour_rate", "is_active"]
+    list_display = [
+        "name",
+        "slug",
+        "kind",
+        "backend",
+        "trial_gpu_hours_cap",
+        "trial_auto_approve",
+        "latest_end_date",
+        "gpu_hour_rate",
+        "is_active",
+    ]
     list_filter = ["kind", "backend", "trial_auto_approve", "is_active"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
@@ -67,8 +68,15 @@ class FacilityAdmin(admin.ModelAdmin):
 
 @admin.register(NodeType)
 class NodeTypeAdmin(admin.ModelAdmin):
-    list_display = ["name", "facility", "accelerator", "accelerator_memory_gb",
-                    "accelerators_per_node", "peak_tflops_bf16", "price_spot"]
+    list_display = [
+        "name",
+        "facility",
+        "accelerator",
+        "accelerator_memory_gb",
+        "accelerators_per_node",
+        "peak_tflops_bf16",
+        "price_spot",
+    ]
     list_filter = ["facility"]
     search_fields = ["name", "accelerator", "instance_type"]
 
@@ -79,8 +87,7 @@ class MembershipInline(ReadOnlyMixin, admin.TabularInline):
 
     model = ProjectMembership
     extra = 0
-    fields = ["user", "role", "cluster_username", "sync_error", "added_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("user", "role", "cluster_username", "sync_error", "added_at")
 
 
 @admin.register(Project)
@@ -94,8 +101,17 @@ class ProjectAdmin(ReadOnly):
 
 @admin.register(AllocationRequest)
 class AllocationRequestAdmin(ReadOnly):
-    list_display = ["id", "project", "facility", "kind", "purpose", "gpu_hours", "status",
-                    "requested_by", "submitted_at"]
+    list_display = [
+        "id",
+        "project",
+        "facility",
+        "kind",
+        "purpose",
+        "gpu_hours",
+        "status",
+        "requested_by",
+        "submitted_at",
+    ]
     list_filter = ["status", "kind", "purpose", "facility", "data_sensitivity"]
     search_fields = ["project__code", "project__title", "requested_by__username", "justification"]
     date_hierarchy = "created_at"
@@ -104,9 +120,14 @@ class AllocationRequestAdmin(ReadOnly):
     actions = ["approve_selected"]
 
     @admin.action(description="Approve selected submitted requests in full")
-    def approve_selected(self, request, queryset):
-        _run_each(self, request, queryset.filter(status="submitted"),
-                  lambda r: services.request_approve(request=r, by=request.user), "Approved")
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[AllocationRequest]) -> None:
+        run_action(
+            self,
+            request,
+            queryset.filter(status="submitted"),
+            lambda r: services.request_approve(request=r, by=request.user),
+            verb="Approved",
+        )
 
 
 @admin.register(Allocation)
@@ -123,36 +144,61 @@ class AllocationAdmin(ReadOnly):
         return allocation.project.code
 
     @admin.action(description="Mark provisioned allocations active (manual facilities)")
-    def activate(self, request, queryset):
-        _run_each(self, request, queryset.filter(status="provisioning"),
-                  lambda a: services.allocation_activate(allocation=a, by=request.user),
-                  "Activated")
+    def activate(self, request: HttpRequest, queryset: QuerySet[Allocation]) -> None:
+        run_action(
+            self,
+            request,
+            queryset.filter(status="provisioning"),
+            lambda a: services.allocation_activate(allocation=a, by=request.user),
+            verb="Activated",
+        )
 
     @admin.action(description="Suspend (block new work, stop running work)")
-    def suspend(self, request, queryset):
-        _run_each(self, request, queryset,
-                  lambda a: services.allocation_suspend(allocation=a, by=request.user), "Suspended")
+    def suspend(self, request: HttpRequest, queryset: QuerySet[Allocation]) -> None:
+        run_action(
+            self,
+            request,
+            queryset,
+            lambda a: services.allocation_suspend(allocation=a, by=request.user),
+            verb="Suspended",
+        )
 
     @admin.action(description="Resume suspended allocations")
-    def resume(self, request, queryset):
-        _run_each(self, request, queryset,
-                  lambda a: services.allocation_resume(allocation=a, by=request.user), "Resumed")
+    def resume(self, request: HttpRequest, queryset: QuerySet[Allocation]) -> None:
+        run_action(
+            self,
+            request,
+            queryset,
+            lambda a: services.allocation_resume(allocation=a, by=request.user),
+            verb="Resumed",
+        )
 
     @admin.action(description="Close")
-    def close(self, request, queryset):
-        _run_each(self, request, queryset,
-                  lambda a: services.allocation_close(allocation=a, by=request.user), "Closed")
+    def close(self, request: HttpRequest, queryset: QuerySet[Allocation]) -> None:
+        run_action(
+            self,
+            request,
+            queryset,
+            lambda a: services.allocation_close(allocation=a, by=request.user),
+            verb="Closed",
+        )
 
     @admin.action(description="Retry provisioning of failed allocations")
-    def retry_provisioning(self, request, queryset):
-        _run_each(self, request, queryset,
-                  lambda a: services.allocation_reprovision(allocation=a, by=request.user),
-                  "Re-queued")
+    def retry_provisioning(self, request: HttpRequest, queryset: QuerySet[Allocation]) -> None:
+        run_action(
+            self,
+            request,
+            queryset,
+            lambda a: services.allocation_reprovision(allocation=a, by=request.user),
+            verb="Re-queued",
+        )
 
 
 class UsageCorrectionForm(forms.ModelForm):
-    reason = forms.CharField(widget=forms.Textarea, help_text="Why (kept with the record and "
-                             "in the allocation's audit trail).")
+    reason = forms.CharField(
+        widget=forms.Textarea,
+        help_text="Why (kept with the record and in the allocation's audit trail).",
+    )
 
     class Meta:
         model = UsageRecord
@@ -180,9 +226,13 @@ class UsageRecordAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change) -> None:
         data = form.cleaned_data
-        record = services.usage_correct(allocation=data["allocation"], by=request.user,
-                                        gpu_seconds=data["gpu_seconds"], cost=data["cost"],
-                                        reason=data["reason"])
+        record = services.usage_correct(
+            allocation=data["allocation"],
+            by=request.user,
+            gpu_seconds=data["gpu_seconds"],
+            cost=data["cost"],
+            reason=data["reason"],
+        )
         obj.pk, obj.source, obj.external_id = record.pk, record.source, record.external_id
 
 
@@ -191,8 +241,15 @@ class DatasetAdmin(ReadOnly):
     """Read-only: datasets are registered, changed and removed through their services (the
     project's datasets page or the API), which check the rules and audit every change."""
 
-    list_display = ["name", "project", "location", "modality", "sensitivity", "created_by",
-                    "updated_at"]
+    list_display = [
+        "name",
+        "project",
+        "location",
+        "modality",
+        "sensitivity",
+        "created_by",
+        "updated_at",
+    ]
     list_filter = ["modality", "sensitivity"]
     search_fields = ["name", "location", "project__code"]
     list_select_related = ["project", "created_by"]

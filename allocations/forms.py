@@ -1,29 +1,57 @@
 """The request form, in the sections of the Turing's request form."""
+
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any, cast
 
 from django import forms
+from django.http import QueryDict
 from django.utils import timezone
 
-from .bounds import COUNT_MAX, ID_MAX
+from core import form_tokens
+from core.bounds import COUNT_MAX, ID_MAX
+
 from .connection import connection_note
 from .models import Allocation, AllocationRequest, Facility, NodeType, Sensitivity
-from .selectors import visible_allocation_rows, visible_allocations, visible_projects
+from .selectors import User, visible_allocation_rows, visible_allocations, visible_projects
 
 SECTIONS = (
     ("Project", ("project",)),
-    ("Service", ("facility", "node_type", "kind", "purpose", "extends", "cpu_hours", "gpu_hours",
-                 "cloud_budget", "start_date", "end_date")),
+    (
+        "Service",
+        (
+            "facility",
+            "node_type",
+            "kind",
+            "purpose",
+            "extends",
+            "cpu_hours",
+            "gpu_hours",
+            "cloud_budget",
+            "start_date",
+            "end_date",
+        ),
+    ),
     ("Information", ("data_sensitivity", "justification")),
 )
-
 
 
 def _facility_label(facility: Facility) -> str:
     """The facility's name, and "not connected: ..." where staff must set it up by hand."""
     note = connection_note(facility)
     return f"{facility.name} ({note})" if note else facility.name
+
+
+class _FacilityChoice(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Facility) -> str:
+        return _facility_label(obj)
+
+
+class _NodeTypeChoice(forms.ModelChoiceField):
+    def label_from_instance(self, obj: NodeType) -> str:
+        return f"{obj.facility.name}: {obj}"
+
 
 class DateInput(forms.DateInput):
     """An HTML date picker; its value must be ISO 8601 whatever the site's locale."""
@@ -37,43 +65,64 @@ class DateInput(forms.DateInput):
 class RequestForm(forms.ModelForm):
     class Meta:
         model = AllocationRequest
-        fields = ["project", "facility", "node_type", "kind", "purpose", "extends", "cpu_hours",
-                  "gpu_hours", "cloud_budget", "start_date", "end_date", "data_sensitivity",
-                  "justification"]
+        fields = [
+            "project",
+            "facility",
+            "node_type",
+            "kind",
+            "purpose",
+            "extends",
+            "cpu_hours",
+            "gpu_hours",
+            "cloud_budget",
+            "start_date",
+            "end_date",
+            "data_sensitivity",
+            "justification",
+        ]
         widgets = {
-            "start_date": DateInput(), "end_date": DateInput(),
+            "start_date": DateInput(),
+            "end_date": DateInput(),
             "justification": forms.Textarea(attrs={"rows": 6}),
-            "kind": forms.RadioSelect, "data_sensitivity": forms.Select,
+            "kind": forms.RadioSelect,
+            "data_sensitivity": forms.Select,
         }
+        field_classes = {"facility": _FacilityChoice, "node_type": _NodeTypeChoice}
         labels = {
-            "facility": "Which facility?", "cpu_hours": "CPU hours requested",
-            "gpu_hours": "GPU hours requested", "justification": "Platform justification",
-            "extends": "Existing allocation", "cloud_budget": "Cloud budget (cloud facilities)",
+            "facility": "Which facility?",
+            "cpu_hours": "CPU hours requested",
+            "gpu_hours": "GPU hours requested",
+            "justification": "Platform justification",
+            "extends": "Existing allocation",
+            "cloud_budget": "Cloud budget (cloud facilities)",
         }
         help_texts = {
             "kind": "A trial is small (capped per facility), needs one sentence, and is approved "
-                    "at once where the facility allows it. A full request goes to reviewers.",
+            "at once where the facility allows it. A full request goes to reviewers.",
             "extends": "For a renewal, top-up or trial conversion: the allocation it builds on.",
             "justification": "What the hours are for and why this system. A full request needs "
-                             "at least a short paragraph.",
+            "at least a short paragraph.",
         }
 
-    def __init__(self, *args, user, **kwargs):
+    def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["project"].queryset = visible_projects(user).filter(memberships__user=user)
-        self.fields["facility"].queryset = Facility.objects.filter(is_active=True)
-        self.fields["facility"].to_field_name = "slug"
-        self.fields["facility"].label_from_instance = _facility_label
-        self.fields["node_type"].queryset = NodeType.objects.select_related("facility")
-        self.fields["node_type"].label_from_instance = lambda n: f"{n.facility.name}: {n}"
+        fields = self.fields
+        project = cast(forms.ModelChoiceField, fields["project"])
+        facility = cast(_FacilityChoice, fields["facility"])  # labels: Meta.field_classes
+        node_type = cast(_NodeTypeChoice, fields["node_type"])
+        extends = cast(forms.ModelChoiceField, fields["extends"])
+        project.queryset = visible_projects(user).filter(memberships__user=user.pk)
+        facility.queryset = Facility.objects.filter(is_active=True)
+        facility.to_field_name = "slug"
+        node_type.queryset = NodeType.objects.select_related("facility")
         # The rows without the ledger: the choice needs only what the user may see, and
         # building the ledger's annotations was a third of a form post (docs/performance.md).
-        self.fields["extends"].queryset = visible_allocation_rows(user).filter(
+        extends.queryset = visible_allocation_rows(user).filter(
             # Closed ones too: a closed allocation can still be renewed for a new period.
             status__in=Allocation.LIVE + (Allocation.Status.EXPIRED, Allocation.Status.CLOSED)
         )
-        self.fields["data_sensitivity"].choices = Sensitivity.choices
-        self.fields["kind"].choices = AllocationRequest.Kind.choices
+        cast(forms.ChoiceField, fields["data_sensitivity"]).choices = Sensitivity.choices
+        cast(forms.ChoiceField, fields["kind"]).choices = AllocationRequest.Kind.choices
         if self.instance.pk and not self.is_bound:
             # The facility field is keyed by slug: an instance's initial value is its pk, which
             # matches no option and came back empty after "changes requested".
@@ -91,7 +140,8 @@ class RequestForm(forms.ModelForm):
         if facility is not None:
             self.fields["gpu_hours"].help_text = (
                 f"A trial on {facility.name} is capped at {facility.trial_gpu_hours_cap} GPU-hours "
-                f"and {facility.trial_days} days.")
+                f"and {facility.trial_days} days."
+            )
 
     def clean_start_date(self):
         value = self.cleaned_data["start_date"]
@@ -101,6 +151,22 @@ class RequestForm(forms.ModelForm):
 
     def sections(self):
         return [(title, [self[name] for name in names]) for title, names in SECTIONS]
+
+
+class NewRequestForm(RequestForm):
+    """The request form for a new request, with its one-time token (core/form_tokens.py): the
+    same form sent twice makes one request."""
+
+    form_token = forms.CharField(
+        widget=forms.HiddenInput, required=False, max_length=form_tokens.MAX_LENGTH
+    )
+
+    def renew_token(self, token: str) -> None:
+        """Send the form back with a new token (the one it came with is no longer good)."""
+        assert isinstance(self.data, QueryDict)  # a POST's
+        data = self.data.copy()
+        data[form_tokens.FIELD] = token
+        self.data = data
 
 
 class _PrefillNumbers(forms.Form):
@@ -132,8 +198,9 @@ def initial_from_query(params, user) -> dict:
     if facility:
         initial["facility"] = facility.slug
         nodes = facility.node_types.all()
-        node = (nodes.filter(pk=whole["node_type"]).first() if "node_type" in whole else None) \
-            or nodes.filter(name=params.get("node_type", "")).first()
+        node = (
+            nodes.filter(pk=whole["node_type"]).first() if "node_type" in whole else None
+        ) or nodes.filter(name=params.get("node_type", "")).first()
         only = list(nodes[:2])
         node = node or (only[0] if len(only) == 1 else None)  # one node type: no choice to make
         if node:
@@ -143,10 +210,14 @@ def initial_from_query(params, user) -> dict:
             initial.setdefault("gpu_hours", facility.trial_gpu_hours_cap)
             if "end_date" not in initial:
                 initial["end_date"] = timezone.localdate() + dt.timedelta(
-                    days=min(facility.trial_days, 90))
+                    days=min(facility.trial_days, 90)
+                )
     projects = visible_projects(user).filter(memberships__user=user)
-    project = (projects.filter(pk=whole["project"]).first() if "project" in whole else
-               projects.filter(code=params.get("project", "")).first())
+    project = (
+        projects.filter(pk=whole["project"]).first()
+        if "project" in whole
+        else projects.filter(code=params.get("project", "")).first()
+    )
     if project is None and projects.count() == 1:
         project = projects.first()
     if project:
@@ -155,8 +226,13 @@ def initial_from_query(params, user) -> dict:
         initial["extends"] = whole["extends"]
         base = visible_allocations(user).filter(pk=initial["extends"]).first()
         if base is not None and initial.get("purpose") in CHANGE_PURPOSES:
-            initial.update({k: v for k, v in change_initial(base, initial["purpose"]).items()
-                            if k not in params})
+            initial.update(
+                {
+                    k: v
+                    for k, v in change_initial(base, initial["purpose"]).items()
+                    if k not in params
+                }
+            )
     return initial
 
 
@@ -169,18 +245,29 @@ def change_initial(base: Allocation, purpose: str) -> dict:
     today = timezone.localdate()
     last = base.requests.filter(status="approved").order_by("-reviewed_at").first()
     initial = {
-        "project": base.project_id, "facility": base.facility.slug, "node_type": base.node_type_id,
-        "kind": "full", "purpose": purpose, "extends": base.pk, "cpu_hours": 0, "gpu_hours": 0,
+        "project": base.project_id,
+        "facility": base.facility.slug,
+        "node_type": base.node_type_id,
+        "kind": "full",
+        "purpose": purpose,
+        "extends": base.pk,
+        "cpu_hours": 0,
+        "gpu_hours": 0,
         "data_sensitivity": last.data_sensitivity if last else "public",
-        "start_date": today, "end_date": base.end_date,
+        "start_date": today,
+        "end_date": base.end_date,
     }
     latest = base.facility.latest_end_date
     if purpose == "renewal":
         start = max(base.end_date + dt.timedelta(days=1), today)
         end = start + (base.end_date - base.start_date)
-        initial.update(start_date=start, end_date=min(end, latest) if latest else end,
-                       gpu_hours=int(base.gpu_hours), cpu_hours=base.cpu_hours,
-                       justification=last.justification if last else "")
+        initial.update(
+            start_date=start,
+            end_date=min(end, latest) if latest else end,
+            gpu_hours=int(base.gpu_hours),
+            cpu_hours=base.cpu_hours,
+            justification=last.justification if last else "",
+        )
     elif purpose == "extension":
         end = max(base.end_date, today) + dt.timedelta(days=90)
         initial["end_date"] = min(end, latest) if latest and latest > base.end_date else end

@@ -32,19 +32,25 @@ UPDATE`, the lock a launch takes) by the service that causes it:
 `ledger_reconcile` (the `allocations.reconcile_ledger` beat task) recomputes the columns from
 the records and corrects, logs and audits any drift.
 """
+
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import DecimalField, F, Sum
+from django.utils.module_loading import import_string
+
+from core.versions import projects_bump
 
 from .models import Allocation, UsageRecord
-from .transitions import projects_bump, record_event
+from .transitions import record_event
 
 log = logging.getLogger(__name__)
 ZERO = Decimal(0)
@@ -53,35 +59,38 @@ MONEY = DecimalField(max_digits=16, decimal_places=4)
 
 # provider(allocation_ids=..., <selects>=...) -> {allocation id: (GPU-seconds, money)} reserved
 # by the selected unfinished work of its kind (None selects all of it): jobs (`job_ids`), notebook
-# sessions (`session_ids`).
+# sessions (`session_ids`). The apps that own the work name their providers in the settings
+# (`PORTAL_RESERVATION_PROVIDERS`): this floor never imports them.
 ReservationProvider = Callable[..., dict[int, tuple[Decimal, Decimal]]]
-SELECTORS = ("job_ids", "session_ids")
-_providers: list[tuple[str, ReservationProvider]] = []
 
 
-def register_reservations(provider: ReservationProvider, *, selects: str = "job_ids") -> None:
-    """Add a source of outstanding reservations (idempotent per provider). `selects` names the
-    keyword that picks its rows by id: `job_ids` (jobs) or `session_ids` (notebook sessions)."""
-    if selects not in SELECTORS:
-        raise ValueError(f"selects must be one of {SELECTORS}")
-    if (selects, provider) not in _providers:
-        _providers.append((selects, provider))
+@functools.cache
+def _providers() -> tuple[tuple[str, ReservationProvider], ...]:
+    return tuple(
+        (selects, import_string(path))
+        for selects, path in settings.PORTAL_RESERVATION_PROVIDERS.items()
+    )
 
 
-def reservations(*, allocation_ids: Collection[int] | None = None,
-                 job_ids: Collection[int] | None = None,
-                 session_ids: Collection[int] | None = None) -> dict[int, tuple[Decimal, Decimal]]:
+def reservations(
+    *,
+    allocation_ids: Collection[int] | None = None,
+    job_ids: Collection[int] | None = None,
+    session_ids: Collection[int] | None = None,
+) -> dict[int, tuple[Decimal, Decimal]]:
     """{allocation id: (reserved GPU-seconds, reserved money)} of the selected unfinished work,
     from the records (the recomputation's and the write paths' one definition). With no ids,
     all the work (of `allocation_ids`); with ids of one kind, only those rows of that kind."""
     chosen = {"job_ids": job_ids, "session_ids": session_ids}
     picking = any(ids is not None for ids in chosen.values())
     totals: dict[int, tuple[Decimal, Decimal]] = {}
-    for selects, provider in _providers:
+    for selects, provider in _providers():
         ids = chosen[selects]
         if picking and ids is None:
             continue
-        for pk, (seconds, cost) in provider(allocation_ids=allocation_ids, **{selects: ids}).items():
+        for pk, (seconds, cost) in provider(
+            allocation_ids=allocation_ids, **{selects: ids}
+        ).items():
             old = totals.get(pk, (Decimal(0), Decimal(0)))
             totals[pk] = (old[0] + seconds, old[1] + cost)
     return totals
@@ -100,8 +109,9 @@ class Ledger:
 
     @property
     def gpu_seconds_remaining(self) -> Decimal:
-        return max(self.gpu_seconds_granted - self.gpu_seconds_used - self.gpu_seconds_reserved,
-                   Decimal(0))
+        return max(
+            self.gpu_seconds_granted - self.gpu_seconds_used - self.gpu_seconds_reserved, Decimal(0)
+        )
 
     @property
     def gpu_hours_used(self) -> Decimal:
@@ -124,11 +134,14 @@ class Ledger:
 
 def ledger_of(allocation) -> Ledger:
     """The ledger of an allocation row, from its columns (no query)."""
-    return Ledger(gpu_seconds_granted=Decimal(allocation.gpu_hours) * 3600,
-                  gpu_seconds_used=int(allocation.gpu_seconds_used),
-                  gpu_seconds_reserved=Decimal(allocation.gpu_seconds_reserved),
-                  budget=allocation.budget, spend=Decimal(allocation.spend),
-                  cost_reserved=Decimal(allocation.cost_reserved))
+    return Ledger(
+        gpu_seconds_granted=Decimal(allocation.gpu_hours) * 3600,
+        gpu_seconds_used=int(allocation.gpu_seconds_used),
+        gpu_seconds_reserved=Decimal(allocation.gpu_seconds_reserved),
+        budget=allocation.budget,
+        spend=Decimal(allocation.spend),
+        cost_reserved=Decimal(allocation.cost_reserved),
+    )
 
 
 @dataclass(frozen=True)
@@ -145,15 +158,20 @@ def _lock(allocation_ids: Iterable[int]) -> None:
     """The allocations' row locks, in id order (two writers never wait on each other in turn)."""
     ids = sorted({pk for pk in allocation_ids if pk is not None})
     if ids:
-        list(Allocation.objects.select_for_update().filter(pk__in=ids).order_by("pk")
-             .values_list("pk", flat=True))
+        list(
+            Allocation.objects.select_for_update()
+            .filter(pk__in=ids)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
 
 
 def _bump(allocation_ids: Collection[int]) -> None:
     """The pages' cached fragments of these allocations' projects go stale (versions.py)."""
     if allocation_ids:
-        projects_bump(Allocation.objects.filter(pk__in=allocation_ids)
-                      .values_list("project_id", flat=True))
+        projects_bump(
+            Allocation.objects.filter(pk__in=allocation_ids).values_list("project_id", flat=True)
+        )
 
 
 def _add(deltas: dict[int, Figures], *, touched: Collection[int] = ()) -> None:
@@ -168,27 +186,38 @@ def _add(deltas: dict[int, Figures], *, touched: Collection[int] = ()) -> None:
                 gpu_seconds_used=F("gpu_seconds_used") + d.gpu_seconds_used,
                 spend=F("spend") + d.spend,
                 gpu_seconds_reserved=F("gpu_seconds_reserved") + d.gpu_seconds_reserved,
-                cost_reserved=F("cost_reserved") + d.cost_reserved)
+                cost_reserved=F("cost_reserved") + d.cost_reserved,
+            )
 
 
 def _reserved_delta(before: dict, after: dict) -> dict[int, Figures]:
     zero = (ZERO, ZERO)
-    return {pk: Figures(gpu_seconds_reserved=after.get(pk, zero)[0] - before.get(pk, zero)[0],
-                        cost_reserved=after.get(pk, zero)[1] - before.get(pk, zero)[1])
-            for pk in {*before, *after}}
+    return {
+        pk: Figures(
+            gpu_seconds_reserved=after.get(pk, zero)[0] - before.get(pk, zero)[0],
+            cost_reserved=after.get(pk, zero)[1] - before.get(pk, zero)[1],
+        )
+        for pk in {*before, *after}
+    }
 
 
 def _measure(job_ids: Collection[int], session_ids: Collection[int]) -> dict:
     """What the chosen jobs and notebook sessions reserve now, per allocation."""
     if not job_ids and not session_ids:
         return {}
-    return reservations(job_ids=list(job_ids) if job_ids else None,
-                        session_ids=list(session_ids) if session_ids else None)
+    return reservations(
+        job_ids=list(job_ids) if job_ids else None,
+        session_ids=list(session_ids) if session_ids else None,
+    )
 
 
 @contextmanager
-def ledger_jobs_change(*, allocation_ids: Collection[int], job_ids: Collection[int] = (),
-                       session_ids: Collection[int] = ()) -> Iterator[None]:
+def ledger_jobs_change(
+    *,
+    allocation_ids: Collection[int],
+    job_ids: Collection[int] = (),
+    session_ids: Collection[int] = (),
+) -> Iterator[None]:
     """Around a change to existing jobs (or notebook sessions) that may move what they reserve
     (a state move, a copied charge, a re-based estimate, a session's charge): lock their
     allocations, and add what they reserve after less what they reserved before. Nothing is
@@ -202,8 +231,9 @@ def ledger_jobs_change(*, allocation_ids: Collection[int], job_ids: Collection[i
 
 
 @transaction.atomic
-def ledger_reserve(*, allocation_id: int, job_ids: Collection[int] = (),
-                   session_ids: Collection[int] = ()) -> None:
+def ledger_reserve(
+    *, allocation_id: int, job_ids: Collection[int] = (), session_ids: Collection[int] = ()
+) -> None:
     """New jobs or notebook sessions (just created in the caller's transaction) reserve their
     estimates (a session: gpus x hours)."""
     _lock([allocation_id])
@@ -216,8 +246,11 @@ def ledger_charge(*, records: list[UsageRecord], batch_size: int = 2000) -> int:
     them to their allocations' charged seconds and spend; the jobs they are attributed to
     reserve less in the same step. Returns the number of records new to the ledger."""
     _lock(r.allocation_id for r in records)
-    seen = set(UsageRecord.objects.filter(external_id__in={r.external_id for r in records})
-               .values_list("source", "external_id"))
+    seen = set(
+        UsageRecord.objects.filter(external_id__in={r.external_id for r in records}).values_list(
+            "source", "external_id"
+        )
+    )
     new = []
     for record in records:
         if (record.source, record.external_id) not in seen:
@@ -232,8 +265,10 @@ def ledger_charge(*, records: list[UsageRecord], batch_size: int = 2000) -> int:
         old = deltas.get(record.allocation_id, Figures())
         deltas[record.allocation_id] = Figures(
             gpu_seconds_used=old.gpu_seconds_used + int(record.gpu_seconds),
-            spend=old.spend + Decimal(record.cost), gpu_seconds_reserved=old.gpu_seconds_reserved,
-            cost_reserved=old.cost_reserved)
+            spend=old.spend + Decimal(record.cost),
+            gpu_seconds_reserved=old.gpu_seconds_reserved,
+            cost_reserved=old.cost_reserved,
+        )
     _add(deltas, touched={r.allocation_id for r in new})
     return len(new)
 
@@ -244,14 +279,22 @@ def ledger_recomputed(*, allocation_ids: Collection[int] | None = None) -> dict[
     usage = UsageRecord.objects.order_by()
     if allocation_ids is not None:
         usage = usage.filter(allocation_id__in=allocation_ids)
-    charged = {row[0]: row[1:] for row in usage.values("allocation_id").annotate(
-        s=Sum("gpu_seconds"), c=Sum("cost")).values_list("allocation_id", "s", "c")}
+    charged = {
+        row[0]: row[1:]
+        for row in usage.values("allocation_id")
+        .annotate(s=Sum("gpu_seconds"), c=Sum("cost"))
+        .values_list("allocation_id", "s", "c")
+    }
     reserved = reservations(allocation_ids=allocation_ids)
-    return {pk: Figures(gpu_seconds_used=int(charged.get(pk, (0, ZERO))[0]),
-                        spend=Decimal(charged.get(pk, (0, ZERO))[1]),
-                        gpu_seconds_reserved=reserved.get(pk, (ZERO, ZERO))[0],
-                        cost_reserved=reserved.get(pk, (ZERO, ZERO))[1])
-            for pk in {*charged, *reserved}}
+    return {
+        pk: Figures(
+            gpu_seconds_used=int(charged.get(pk, (0, ZERO))[0]),
+            spend=Decimal(charged.get(pk, (0, ZERO))[1]),
+            gpu_seconds_reserved=reserved.get(pk, (ZERO, ZERO))[0],
+            cost_reserved=reserved.get(pk, (ZERO, ZERO))[1],
+        )
+        for pk in {*charged, *reserved}
+    }
 
 
 def ledger_stored(*, allocation_ids: Collection[int] | None = None) -> dict[int, Figures]:
@@ -287,10 +330,17 @@ def ledger_reconcile(*, allocation_ids: Collection[int] | None = None) -> list[D
             Allocation.objects.filter(pk=pk).update(**asdict(truth))
             comment = "Ledger corrected from the records: " + "; ".join(
                 f"{name} {getattr(now, name)} -> {getattr(truth, name)}"
-                for name in Allocation.LEDGER_FIELDS if getattr(now, name) != getattr(truth, name))
+                for name in Allocation.LEDGER_FIELDS
+                if getattr(now, name) != getattr(truth, name)
+            )
             log.warning("allocation %s: %s", pk, comment)
-            record_event(allocation, actor=None, from_state=allocation.status,
-                         to_state=allocation.status, comment=comment)
+            record_event(
+                allocation,
+                actor=None,
+                from_state=allocation.status,
+                to_state=allocation.status,
+                comment=comment,
+            )
             drifts.append(Drift(allocation_id=pk, stored=now, recomputed=truth))
     return drifts
 
@@ -299,11 +349,13 @@ def ledger_rebuild(*, allocation_ids: Collection[int] | None = None) -> int:
     """Set the columns from the records, silently: for rows loaded in bulk around the services
     (benchmark and demo seeding, an import). Returns the allocations written."""
     recomputed = ledger_recomputed(allocation_ids=allocation_ids)
-    rows = Allocation.objects.all() if allocation_ids is None else Allocation.objects.filter(
-        pk__in=allocation_ids)
+    rows = (
+        Allocation.objects.all()
+        if allocation_ids is None
+        else Allocation.objects.filter(pk__in=allocation_ids)
+    )
     written, ids = 0, list(rows.values_list("pk", flat=True))
     for pk in ids:
-        written += Allocation.objects.filter(pk=pk).update(
-            **asdict(recomputed.get(pk, Figures())))
+        written += Allocation.objects.filter(pk=pk).update(**asdict(recomputed.get(pk, Figures())))
     _bump(ids)
     return written

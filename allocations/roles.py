@@ -9,12 +9,16 @@ and reports, the admin). Nothing else reads `is_staff` or the reviewers' group.
   decide on requests.
 - Everyone else sees and acts on the projects they are a member of.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractUser, AnonymousUser
 
-User = AbstractBaseUser | AnonymousUser
+# The portal's users (auth.User) and the anonymous one: what `request.user` is.
+User = AbstractUser | AnonymousUser
+
+_REVIEWER_CACHE = "_is_reviewer"  # the attribute is_reviewer keeps its answer in, on the user
 
 
 def is_reviewer(user: User | None) -> bool:
@@ -23,18 +27,17 @@ def is_reviewer(user: User | None) -> bool:
         return False
     if user.is_superuser:
         return True
-    cached = getattr(user, "_is_reviewer", None)
+    cached = getattr(user, _REVIEWER_CACHE, None)
     if cached is None:
         # Asked on every page (navigation, scoping): one query per request, kept on the user.
         cached = user.groups.filter(name=settings.PORTAL_REVIEWERS_GROUP).exists()
-        user._is_reviewer = cached
+        setattr(user, _REVIEWER_CACHE, cached)
     return cached
 
 
 def is_staff(user: User | None) -> bool:
     """Research-computing staff: `is_staff` or a superuser."""
-    return bool(user is not None and user.is_authenticated
-                and (user.is_staff or user.is_superuser))
+    return bool(user is not None and user.is_authenticated and (user.is_staff or user.is_superuser))
 
 
 def sees_all_projects(user: User | None) -> bool:

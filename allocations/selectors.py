@@ -1,31 +1,41 @@
 """Reads scoped to what a user may see. Objects outside the scope are simply absent (404)."""
+
 from __future__ import annotations
 
 from decimal import Decimal
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractUser, AnonymousUser
 from django.contrib.contenttypes.models import ContentType
-from django.db.models import Q, QuerySet, Sum, Value
+from django.db.models import Model, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
 from .ledger import Ledger, ledger_of
 from .models import (
-    Allocation, AllocationRequest, Dataset, Event, Project, ProjectMembership, UsageRecord,
+    Allocation,
+    AllocationRequest,
+    Dataset,
+    Event,
+    Project,
+    ProjectMembership,
+    UsageRecord,
 )
+
 # Who is staff or a reviewer is decided in roles.py alone; these names are re-exported here.
 from .roles import acts_on_all_projects, is_reviewer, is_staff, sees_all_projects  # noqa: F401
 
-User = AbstractBaseUser | AnonymousUser
+User = AbstractUser | AnonymousUser
+
+_MEMBER_CACHE = "_member_project_ids"  # where member_project_ids keeps its answer, on the user
 
 
 def _allocation_rows() -> QuerySet[Allocation]:
     return Allocation.objects.select_related("project", "facility", "node_type")
 
 
-def _events(type_id, object_id) -> QuerySet[Event]:
-    return Event.objects.filter(content_type_id=type_id, object_id=object_id).select_related("actor")
-
-
+def _events(type_id: int, object_id: int) -> QuerySet[Event]:
+    return Event.objects.filter(content_type_id=type_id, object_id=object_id).select_related(
+        "actor"
+    )
 
 
 def _visible_project_ids(user: User) -> list[int] | None:
@@ -56,12 +66,11 @@ def can_manage_project(user: User, project: Project) -> bool:
 def belongs_to(user: User, project_id: int) -> bool:
     """Whether `user` is a member (any role, PI included) of the project: asked fresh, never
     from a per-request cache, because a conflict of interest must not be missed."""
-    return bool(user is not None and user.is_authenticated and ProjectMembership.objects.filter(
-        project_id=project_id, user_id=user.pk).exists())
-
-
-def _member_filter(user: User, prefix: str = "") -> Q:
-    return Q(**{f"{prefix}project__memberships__user": user})
+    return bool(
+        user is not None
+        and user.is_authenticated
+        and ProjectMembership.objects.filter(project_id=project_id, user_id=user.pk).exists()
+    )
 
 
 def is_member(user: User, project_id: int) -> bool:
@@ -72,11 +81,12 @@ def member_project_ids(user: User) -> list[int]:
     """Ids of the projects the user is a member of (one small query, cached per request)."""
     if not user.is_authenticated:
         return []
-    cached = getattr(user, "_member_project_ids", None)
+    cached = getattr(user, _MEMBER_CACHE, None)
     if cached is None:
-        cached = list(ProjectMembership.objects.filter(user_id=user.pk)
-                      .values_list("project_id", flat=True))
-        user._member_project_ids = cached
+        cached = list(
+            ProjectMembership.objects.filter(user_id=user.pk).values_list("project_id", flat=True)
+        )
+        setattr(user, _MEMBER_CACHE, cached)
     return cached
 
 
@@ -92,8 +102,10 @@ def review_queue(user: User) -> QuerySet[AllocationRequest]:
     """Submitted requests, oldest first: the order reviewers should work through them."""
     if not is_reviewer(user):
         return AllocationRequest.objects.none()
-    return visible_requests(user).filter(status=AllocationRequest.Status.SUBMITTED).order_by(
-        "submitted_at", "id"
+    return (
+        visible_requests(user)
+        .filter(status=AllocationRequest.Status.SUBMITTED)
+        .order_by("submitted_at", "id")
     )
 
 
@@ -101,8 +113,11 @@ def allocation_ledger(allocation_id: int) -> Ledger:
     """Granted, charged, reserved and remaining of one allocation, exact: its ledger columns
     (one query). Inside a transaction that holds the allocation row lock, this is the figure a
     launch checks."""
-    return ledger_of(Allocation.objects.only("gpu_hours", "budget", *Allocation.LEDGER_FIELDS)
-                     .get(pk=allocation_id))
+    return ledger_of(
+        Allocation.objects.only("gpu_hours", "budget", *Allocation.LEDGER_FIELDS).get(
+            pk=allocation_id
+        )
+    )
 
 
 def visible_allocations(user: User) -> QuerySet[Allocation]:
@@ -139,12 +154,12 @@ def allocation_usage_totals(allocation_id: int) -> dict[str, Decimal]:
     return {"gpu_hours": Decimal(totals["gpu_seconds"]) / 3600, "cost": totals["cost"]}
 
 
-def timeline(obj) -> QuerySet[Event]:
+def timeline(obj: Model) -> QuerySet[Event]:
     """The audit events of one object, oldest first."""
     return _events(ContentType.objects.get_for_model(type(obj)).pk, obj.pk)
 
 
-def timeline_events(obj) -> list[Event]:
+def timeline_events(obj: Model) -> list[Event]:
     """`timeline(obj)`, evaluated."""
     return list(timeline(obj))
 
@@ -189,17 +204,26 @@ def project_history(project: Project, limit: int = 40) -> list[Event]:
     types = ContentType.objects.get_for_models(Project, AllocationRequest, Allocation)
     requests = AllocationRequest.objects.filter(project=project).values("pk")
     allocations = Allocation.objects.filter(project=project).values("pk")
-    events = list(Event.objects.filter(
-        Q(content_type=types[Project], object_id=project.pk)
-        | Q(content_type=types[AllocationRequest], object_id__in=requests)
-        | Q(content_type=types[Allocation], object_id__in=allocations),
-    ).select_related("actor").order_by("-created_at", "-pk")[:limit])
+    events = list(
+        Event.objects.filter(
+            Q(content_type=types[Project], object_id=project.pk)
+            | Q(content_type=types[AllocationRequest], object_id__in=requests)
+            | Q(content_type=types[Allocation], object_id__in=allocations)
+        )
+        .select_related("actor")
+        .order_by("-created_at", "-pk")[:limit]
+    )
     for event in events:
         if event.content_type_id == types[AllocationRequest].pk:
-            event.about, event.about_url = f"Request #{event.object_id}", f"/requests/{event.object_id}/"
+            event.about, event.about_url = (
+                f"Request #{event.object_id}",
+                f"/requests/{event.object_id}/",
+            )
         elif event.content_type_id == types[Allocation].pk:
-            event.about, event.about_url = (f"Allocation #{event.object_id}",
-                                                f"/allocations/{event.object_id}/")
+            event.about, event.about_url = (
+                f"Allocation #{event.object_id}",
+                f"/allocations/{event.object_id}/",
+            )
         else:
             event.about, event.about_url = "Project", ""
     return events

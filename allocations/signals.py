@@ -1,6 +1,7 @@
 """Signals that let higher apps (the launcher) react to allocation facts without an import
 cycle. Each is sent after the transaction commits, with ids only. See docs/architecture.md.
 """
+
 from django.dispatch import Signal
 
 # An allocation changed state (suspended, exhausted, expired, closed, active again).

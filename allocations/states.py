@@ -1,4 +1,5 @@
 """The allowed moves of each state machine (DESIGN.md), as tables rather than scattered ifs."""
+
 from __future__ import annotations
 
 from .models import Allocation, AllocationRequest

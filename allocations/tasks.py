@@ -1,4 +1,5 @@
 """Celery tasks: thin wrappers that load by id and call a service."""
+
 from __future__ import annotations
 
 import logging
@@ -10,14 +11,18 @@ from django.utils import timezone
 from .digests import digest_send
 from .models import Allocation, Event, NotificationPreference
 from .notifications import send_event_email
-from .services import allocation_expire, ledger_reconcile
+from .services import allocation_expire, ledger_reconcile, usage_check_all
 from .transitions import InvalidTransition
 
 log = logging.getLogger(__name__)
 
 
-@shared_task(name="allocations.send_notification", autoretry_for=(smtplib.SMTPException, OSError),
-             retry_backoff=True, max_retries=5)
+@shared_task(
+    name="allocations.send_notification",
+    autoretry_for=(smtplib.SMTPException, OSError),
+    retry_backoff=True,
+    max_retries=5,
+)
 def send_notification(kind: str, event_id: int) -> int:
     event = Event.objects.select_related("actor").filter(pk=event_id).first()
     if event is None:
@@ -40,13 +45,18 @@ def expire_allocations() -> int:
     return expired
 
 
-@shared_task(name="allocations.send_usage_digests", autoretry_for=(smtplib.SMTPException, OSError),
-             retry_backoff=True, max_retries=5)
+@shared_task(
+    name="allocations.send_usage_digests",
+    autoretry_for=(smtplib.SMTPException, OSError),
+    retry_backoff=True,
+    max_retries=5,
+)
 def send_usage_digests() -> int:
     """Beat (daily): send each weekly-digest person their digest once a week is up."""
     sent = 0
     for preference in NotificationPreference.objects.filter(
-            usage_alerts=NotificationPreference.Usage.WEEKLY).select_related("user"):
+        usage_alerts=NotificationPreference.Usage.WEEKLY
+    ).select_related("user"):
         sent += digest_send(preference=preference)
     return sent
 
@@ -56,3 +66,11 @@ def reconcile_ledger() -> int:
     """Beat: recompute every allocation's ledger columns from the records; drifts are corrected,
     logged and audited (allocations/ledger.py). Returns the number corrected."""
     return len(ledger_reconcile())
+
+
+@shared_task(name="allocations.check_usage_alerts")
+def check_usage_alerts() -> int:
+    """Beat (hourly): the projection alert for active allocations whose 7-day rate, which moves
+    at midnight, now says they run out early (allocations/services/usage.py). Returns the
+    number checked."""
+    return usage_check_all()

@@ -9,6 +9,7 @@
 
 Uses its own database (created, migrated, dropped). Run: python bench/bench_ledger.py
 """
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 DB_NAME = "portal_bench_ledger"
-ADMIN_URL = os.environ.get("BENCH_ADMIN_DATABASE_URL", "postgres://portal:portal@127.0.0.1:5432/portal")
+ADMIN_URL = os.environ.get(
+    "BENCH_ADMIN_DATABASE_URL", "postgres://portal:portal@127.0.0.1:5432/portal"
+)
 os.environ["DATABASE_URL"] = f"postgres://portal:portal@127.0.0.1:5432/{DB_NAME}"
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 os.environ.setdefault("SECRET_KEY", "bench-only")
@@ -31,7 +34,9 @@ os.environ["CELERY_TASK_ALWAYS_EAGER"] = "true"
 def _db(sql: str) -> None:
     import psycopg
 
-    with psycopg.connect(ADMIN_URL.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+    with psycopg.connect(
+        ADMIN_URL.replace("postgres://", "postgresql://"), autocommit=True
+    ) as conn:
         conn.execute(sql)
 
 
@@ -69,38 +74,75 @@ def _run() -> int:
     from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
 
+    from allocations.ledger import ledger_rebuild
     from allocations.models import Allocation, Facility, Project, ProjectMembership, UsageRecord
     from allocations.selectors import allocation_ledger, visible_allocations
-    from allocations.ledger import ledger_rebuild
     from launcher import services, tasks
     from launcher.models import Job
     from launcher.services import LaunchConflict
 
     tasks.submit_job.delay = lambda job_id: None  # submission is not measured here
     user = get_user_model().objects.create(username="bench", is_superuser=True)
-    facility = Facility.objects.create(slug="bench-manual", name="Bench", kind="hpc",
-                                       backend="local", gpu_hour_rate=Decimal("0.5"))
+    facility = Facility.objects.create(
+        slug="bench-manual", name="Bench", kind="hpc", backend="local", gpu_hour_rate=Decimal("0.5")
+    )
     project = Project.objects.create(code="BEN-CH-001", title="Bench", pi=user)
     ProjectMembership.objects.create(project=project, user=user, role="pi")
     today = timezone.localdate()
-    allocations = Allocation.objects.bulk_create([
-        Allocation(project=project, facility=facility, gpu_hours=Decimal("100000"),
-                   start_date=today, end_date=today + dt.timedelta(days=30), status="active")
-        for _ in range(200)])
+    allocations = Allocation.objects.bulk_create(
+        [
+            Allocation(
+                project=project,
+                facility=facility,
+                gpu_hours=Decimal("100000"),
+                start_date=today,
+                end_date=today + dt.timedelta(days=30),
+                status="active",
+            )
+            for _ in range(200)
+        ]
+    )
     big = allocations[0]
     # A CLAIRE-sized sweep still running on one allocation (540 open cells), and on every other
     # allocation 50 jobs, half of them unfinished; each job charged in five records.
     specs = [(big, i, "pending") for i in range(540)]
-    specs += [(a, i, "running" if i % 2 else "succeeded") for a in allocations[1:] for i in range(50)]
-    jobs = Job.objects.bulk_create([
-        Job(allocation=a, created_by=user, gpus=1, wall_time_minutes=60,
-            estimate_gpu_hours=Decimal("1"), estimate_cost=Decimal("0.5"), token=f"b{a.pk}-{i}",
-            state=state) for a, i, state in specs], batch_size=5000)
+    specs += [
+        (a, i, "running" if i % 2 else "succeeded") for a in allocations[1:] for i in range(50)
+    ]
+    jobs = Job.objects.bulk_create(
+        [
+            Job(
+                allocation=a,
+                created_by=user,
+                gpus=1,
+                wall_time_minutes=60,
+                estimate_gpu_hours=Decimal("1"),
+                estimate_cost=Decimal("0.5"),
+                token=f"b{a.pk}-{i}",
+                state=state,
+            )
+            for a, i, state in specs
+        ],
+        batch_size=5000,
+    )
     start = timezone.now()
-    UsageRecord.objects.bulk_create([
-        UsageRecord(allocation_id=job.allocation_id, source="local", external_id=f"u{job.pk}-{k}",
-                    period_start=start, period_end=start, gpu_seconds=120, cost=Decimal("0.0167"),
-                    job_id=job.pk) for job in jobs for k in range(5)], batch_size=5000)
+    UsageRecord.objects.bulk_create(
+        [
+            UsageRecord(
+                allocation_id=job.allocation_id,
+                source="local",
+                external_id=f"u{job.pk}-{k}",
+                period_start=start,
+                period_end=start,
+                gpu_seconds=120,
+                cost=Decimal("0.0167"),
+                job_id=job.pk,
+            )
+            for job in jobs
+            for k in range(5)
+        ],
+        batch_size=5000,
+    )
     ledger_rebuild()  # the ledger columns of rows loaded around the services
     connection.cursor().execute("ANALYZE")
     if os.environ.get("BENCH_EXPLAIN"):
@@ -111,8 +153,10 @@ def _run() -> int:
         t0 = time.perf_counter()
         ledger = allocation_ledger(big.pk)
         times.append(time.perf_counter() - t0)
-    print(f"allocation_ledger (540 open jobs, 2,700 records): {_ms(times)}; "
-          f"used {ledger.gpu_seconds_used} s, reserved {ledger.gpu_seconds_reserved} s")
+    print(
+        f"allocation_ledger (540 open jobs, 2,700 records): {_ms(times)}; "
+        f"used {ledger.gpu_seconds_used} s, reserved {ledger.gpu_seconds_reserved} s"
+    )
 
     times = []
     for _ in range(20):
@@ -120,8 +164,10 @@ def _run() -> int:
             t0 = time.perf_counter()
             rows = list(visible_allocations(user))
             times.append(time.perf_counter() - t0)
-    print(f"allocation list with ledger, {len(rows)} allocations, {len(jobs)} jobs, "
-          f"{len(jobs) * 5} records: {_ms(times)}, {len(queries)} queries")
+    print(
+        f"allocation list with ledger, {len(rows)} allocations, {len(jobs)} jobs, "
+        f"{len(jobs) * 5} records: {_ms(times)}, {len(queries)} queries"
+    )
 
     target = allocations[1]
     Allocation.objects.filter(pk=target.pk).update(gpu_hours=Decimal("200"))
@@ -135,8 +181,13 @@ def _run() -> int:
         while True:
             t0 = time.perf_counter()
             try:
-                services.job_launch(by=user, allocation=target, gpus=1, wall_time_minutes=60,
-                                    params={"model": "resnet18"})
+                services.job_launch(
+                    by=user,
+                    allocation=target,
+                    gpus=1,
+                    wall_time_minutes=60,
+                    params={"model": "resnet18"},
+                )
             except LaunchConflict:
                 with lock:
                     refused.append(time.perf_counter() - t0)
@@ -153,10 +204,12 @@ def _run() -> int:
         t.join()
     wall = time.perf_counter() - t0
     ledger = allocation_ledger(target.pk)
-    print(f"8 threads racing job_launch for the {room} GPU-hours left (1 each): {len(accepted)} accepted, "
-          f"{len(refused)} refused, {len(accepted) / wall:.0f} launches/s, latency "
-          f"{_ms(accepted)}; reserved {ledger.gpu_hours_reserved} of {target.gpu_hours} GPU-hours "
-          f"less {ledger.gpu_hours_used} used")
+    print(
+        f"8 threads racing job_launch for the {room} GPU-hours left (1 each): {len(accepted)} accepted, "
+        f"{len(refused)} refused, {len(accepted) / wall:.0f} launches/s, latency "
+        f"{_ms(accepted)}; reserved {ledger.gpu_hours_reserved} of {target.gpu_hours} GPU-hours "
+        f"less {ledger.gpu_hours_used} used"
+    )
     return 0 if len(accepted) == room and ledger.gpu_seconds_remaining < 3600 else 1
 
 

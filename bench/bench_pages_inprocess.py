@@ -9,6 +9,7 @@ request detail, the API's allocation list and a request form POST. Uses its own 
 
     python bench/bench_pages_inprocess.py            # N=200 per page
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,9 @@ DB = os.environ.get("BENCH_DB", "portal_bench_pages")
 
 
 def _database() -> str:
-    url = urllib.parse.urlparse(os.environ.get(
-        "DATABASE_URL", "postgres://portal:portal@127.0.0.1:5432/portal"))
+    url = urllib.parse.urlparse(
+        os.environ.get("DATABASE_URL", "postgres://portal:portal@127.0.0.1:5432/portal")
+    )
     admin = url._replace(path="/postgres").geturl()
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
@@ -43,10 +45,17 @@ def _drop() -> None:
 
 
 def main() -> None:
-    os.environ.update({"DATABASE_URL": _database(), "DEBUG": "false",
-                       "SECRET_KEY": os.environ.get("SECRET_KEY", "bench"),
-                       "EMAIL_URL": "locmem://", "CELERY_TASK_ALWAYS_EAGER": "true",
-                       "DJANGO_SETTINGS_MODULE": "portal.settings", "DB_CONN_MAX_AGE": "600"})
+    os.environ.update(
+        {
+            "DATABASE_URL": _database(),
+            "DEBUG": "false",
+            "SECRET_KEY": os.environ.get("SECRET_KEY", "bench"),
+            "EMAIL_URL": "locmem://",
+            "CELERY_TASK_ALWAYS_EAGER": "true",
+            "DJANGO_SETTINGS_MODULE": "portal.settings",
+            "DB_CONN_MAX_AGE": "600",
+        }
+    )
     import django
 
     django.setup()
@@ -68,14 +77,25 @@ def main() -> None:
     client = Client()
     assert client.login(username="bench", password="bench-password")
     today = time.strftime("%Y-%m-%d")
-    form = {"project": project.pk, "facility": "jade2", "kind": "full", "purpose": "new",
-            "cpu_hours": 0, "gpu_hours": 100, "start_date": today, "end_date": "2027-03-01",
-            "data_sensitivity": "public", "justification": "Benchmark " + "word " * 30}
-    pages = [("dashboard (project list)", lambda: client.get("/")),
-             ("allocation page", lambda: client.get(f"/allocations/{allocation.pk}/")),
-             ("request detail", lambda: client.get(f"/requests/{detail.pk}/")),
-             ("API allocations", lambda: client.get("/api/v1/allocations/")),
-             ("request POST", lambda: client.post("/requests/new/", form))]
+    form = {
+        "project": project.pk,
+        "facility": "jade2",
+        "kind": "full",
+        "purpose": "new",
+        "cpu_hours": 0,
+        "gpu_hours": 100,
+        "start_date": today,
+        "end_date": "2027-03-01",
+        "data_sensitivity": "public",
+        "justification": "Benchmark " + "word " * 30,
+    }
+    pages = [
+        ("dashboard (project list)", lambda: client.get("/")),
+        ("allocation page", lambda: client.get(f"/allocations/{allocation.pk}/")),
+        ("request detail", lambda: client.get(f"/requests/{detail.pk}/")),
+        ("API allocations", lambda: client.get("/api/v1/allocations/")),
+        ("request POST", lambda: client.post("/requests/new/", form)),
+    ]
     print(f"In-process, Django test client, N={N} per page after 20 warm-up requests; ms")
     print(f"{'page':<26}{'p50':>8}{'p95':>8}{'mean':>8}{'req/s':>8}")
     for name, request in pages:
@@ -89,8 +109,10 @@ def main() -> None:
             times.append((time.perf_counter() - start) * 1000)
         times.sort()
         mean = statistics.fmean(times)
-        print(f"{name:<26}{times[N // 2]:>8.2f}{times[int(N * 0.95)]:>8.2f}{mean:>8.2f}"
-              f"{1000 / mean:>8.0f}")
+        print(
+            f"{name:<26}{times[N // 2]:>8.2f}{times[int(N * 0.95)]:>8.2f}{mean:>8.2f}"
+            f"{1000 / mean:>8.0f}"
+        )
     connection.close()
     _drop()
 

@@ -7,6 +7,7 @@ how much of the framework's floor each page keeps. The comparison with ColdFront
 bench_vs_coldfront.py: both portals in the same run, with the same server, database and data
 shape (a figure of ColdFront's from another setup says nothing either way).
 """
+
 from __future__ import annotations
 
 import json
@@ -25,6 +26,8 @@ import psycopg
 import requests
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -39,8 +42,9 @@ N_REQUESTS = 10_000
 
 
 def bench_db_url() -> str:
-    url = urllib.parse.urlparse(os.environ.get(
-        "DATABASE_URL", "postgres://portal:portal@127.0.0.1:5432/portal"))
+    url = urllib.parse.urlparse(
+        os.environ.get("DATABASE_URL", "postgres://portal:portal@127.0.0.1:5432/portal")
+    )
     return url._replace(path="/portal_bench").geturl()
 
 
@@ -113,9 +117,22 @@ def run(cmd: list[str], env: dict) -> str:
 
 def start_gunicorn(env: dict) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "portal.wsgi:application", "--bind",
-         f"127.0.0.1:{PORT}", "--workers", str(WORKERS), "--log-level", "warning"],
-        cwd=ROOT, env=env, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "portal.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{PORT}",
+            "--workers",
+            str(WORKERS),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+    )
     for _ in range(100):
         if proc.poll() is not None:
             sys.exit("gunicorn exited during start-up")
@@ -128,14 +145,31 @@ def start_gunicorn(env: dict) -> subprocess.Popen:
     sys.exit("gunicorn did not start")
 
 
-def wrk(path: str, connections: int, headers: dict, script: str = "wrk_report.lua",
-        env_extra: dict | None = None) -> dict:
-    cmd = ["wrk", "-t", str(min(connections, 2)), "-c", str(connections), "-d", DURATION,
-           "-s", str(ROOT / "bench" / script)]
+def wrk(
+    path: str,
+    connections: int,
+    headers: dict,
+    script: str = "wrk_report.lua",
+    env_extra: dict | None = None,
+) -> dict:
+    cmd = [
+        "wrk",
+        "-t",
+        str(min(connections, 2)),
+        "-c",
+        str(connections),
+        "-d",
+        DURATION,
+        "-s",
+        str(ROOT / "bench" / script),
+    ]
     for key, value in headers.items():
         cmd += ["-H", f"{key}: {value}"]
-    env = {**os.environ, "BENCH_REPORT_LUA": str(ROOT / "bench" / "wrk_report.lua"),
-           **(env_extra or {})}
+    env = {
+        **os.environ,
+        "BENCH_REPORT_LUA": str(ROOT / "bench" / "wrk_report.lua"),
+        **(env_extra or {}),
+    }
     out = subprocess.run(cmd + [BASE + path], capture_output=True, text=True, env=env).stdout
     match = re.search(r"RESULT (.*)", out)
     if not match:
@@ -148,9 +182,16 @@ def main() -> None:
         sys.exit("wrk is not installed: run `make services` (it installs wrk)")
     url = bench_db_url()
     recreate_database(url)
-    env = {**os.environ, "DATABASE_URL": url, "DEBUG": "false", "SECRET_KEY": "bench",
-           "EMAIL_URL": "dummy://", "CELERY_TASK_ALWAYS_EAGER": "true",
-           "ALLOWED_HOSTS": "127.0.0.1,localhost", "DB_CONN_MAX_AGE": "600"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "DEBUG": "false",
+        "SECRET_KEY": "bench",
+        "EMAIL_URL": "dummy://",
+        "CELERY_TASK_ALWAYS_EAGER": "true",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DB_CONN_MAX_AGE": "600",
+    }
     run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], env)
     ids = run([sys.executable, "manage.py", "shell", "-c", SEED], env)
     detail_id, project_id = re.search(r"DETAIL (\d+) PROJECT (\d+)", ids).groups()
@@ -158,23 +199,47 @@ def main() -> None:
     try:
         session = requests.Session()
         login = session.get(f"{BASE}/accounts/login/")
-        session.post(f"{BASE}/accounts/login/", data={
-            "username": "bench", "password": "bench-password",
-            "csrfmiddlewaretoken": session.cookies["csrftoken"]}, headers={"Referer": login.url})
+        session.post(
+            f"{BASE}/accounts/login/",
+            data={
+                "username": "bench",
+                "password": "bench-password",
+                "csrfmiddlewaretoken": session.cookies["csrftoken"],
+            },
+            headers={"Referer": login.url},
+        )
         cookie = "; ".join(f"{k}={v}" for k, v in session.cookies.items())
-        token = session.post(f"{BASE}/api/v1/auth/token/", json={
-            "username": "bench", "password": "bench-password"}).json()["token"]
+        token = session.post(
+            f"{BASE}/api/v1/auth/token/", json={"username": "bench", "password": "bench-password"}
+        ).json()["token"]
         today = time.strftime("%Y-%m-%d")
-        body = json.dumps({"project": int(project_id), "facility": "jade2", "gpu_hours": 100,
-                           "start_date": today, "end_date": "2027-03-01",
-                           "justification": "Benchmark " + "word " * 30})
+        body = json.dumps(
+            {
+                "project": int(project_id),
+                "facility": "jade2",
+                "gpu_hours": 100,
+                "start_date": today,
+                "end_date": "2027-03-01",
+                "justification": "Benchmark " + "word " * 30,
+            }
+        )
         targets = [
             ("healthz (baseline)", "/healthz", {}, "wrk_report.lua", None),
             ("dashboard", "/", {"Cookie": cookie}, "wrk_report.lua", None),
-            ("request detail", f"/requests/{detail_id}/", {"Cookie": cookie},
-             "wrk_report.lua", None),
-            ("POST requests/", "/api/v1/requests/", {}, "wrk_post.lua",
-             {"BENCH_BODY": body, "BENCH_TOKEN": token}),
+            (
+                "request detail",
+                f"/requests/{detail_id}/",
+                {"Cookie": cookie},
+                "wrk_report.lua",
+                None,
+            ),
+            (
+                "POST requests/",
+                "/api/v1/requests/",
+                {},
+                "wrk_post.lua",
+                {"BENCH_BODY": body, "BENCH_TOKEN": token},
+            ),
         ]
         rows = []
         for name, path, headers, script, extra in targets:
@@ -192,14 +257,20 @@ def main() -> None:
 
 def report(rows) -> None:
     base_rps = rows[0][2]["rps"]
-    print(f"Portal under gunicorn ({WORKERS} workers) on PostgreSQL, {N_REQUESTS:,} requests in "
-          f"the database; wrk {DURATION} per cell; latencies in ms")
-    print(f"{'target':<20}{'seq p50':>9}{'seq p95':>9}{'seq p99':>9}{'seq r/s':>9}"
-          f"{'c8 p50':>9}{'c8 p95':>9}{'c8 p99':>9}{'c8 r/s':>9}{'vs base':>9}{'errors':>8}")
+    print(
+        f"Portal under gunicorn ({WORKERS} workers) on PostgreSQL, {N_REQUESTS:,} requests in "
+        f"the database; wrk {DURATION} per cell; latencies in ms"
+    )
+    print(
+        f"{'target':<20}{'seq p50':>9}{'seq p95':>9}{'seq p99':>9}{'seq r/s':>9}"
+        f"{'c8 p50':>9}{'c8 p95':>9}{'c8 p99':>9}{'c8 r/s':>9}{'vs base':>9}{'errors':>8}"
+    )
     for name, seq, c8 in rows:
-        print(f"{name:<20}{seq['p50']:>9.2f}{seq['p95']:>9.2f}{seq['p99']:>9.2f}"
-              f"{seq['rps']:>9.1f}{c8['p50']:>9.2f}{c8['p95']:>9.2f}{c8['p99']:>9.2f}"
-              f"{c8['rps']:>9.1f}{c8['rps'] / base_rps:>9.2f}{int(seq['errors'] + c8['errors']):>8}")
+        print(
+            f"{name:<20}{seq['p50']:>9.2f}{seq['p95']:>9.2f}{seq['p99']:>9.2f}"
+            f"{seq['rps']:>9.1f}{c8['p50']:>9.2f}{c8['p95']:>9.2f}{c8['p99']:>9.2f}"
+            f"{c8['rps']:>9.1f}{c8['rps'] / base_rps:>9.2f}{int(seq['errors'] + c8['errors']):>8}"
+        )
 
 
 if __name__ == "__main__":

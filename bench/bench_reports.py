@@ -5,6 +5,7 @@ ratio peer does the same aggregation naively in Python (fetch every row, sum in 
 waits for the p90). Both must give the same figures (checked). On PostgreSQL, in its own
 database `portal_bench_reports` (dropped and re-created). Run: python bench/bench_reports.py
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -26,8 +27,9 @@ N_USAGE, N_JOBS = 100_000, 10_000
 
 
 def bench_db_url() -> str:
-    url = urllib.parse.urlparse(os.environ.get(
-        "DATABASE_URL", "postgres://portal:portal@127.0.0.1:5432/portal"))
+    url = urllib.parse.urlparse(
+        os.environ.get("DATABASE_URL", "postgres://portal:portal@127.0.0.1:5432/portal")
+    )
     admin = url._replace(path="/postgres").geturl()
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute("DROP DATABASE IF EXISTS portal_bench_reports WITH (FORCE)")
@@ -60,40 +62,74 @@ def seed() -> object:
     group, _ = Group.objects.get_or_create(name="reviewers")
     staff.groups.add(group)
     users = [User.objects.create_user(f"u{i}", f"u{i}@example.org", "x") for i in range(60)]
-    facilities = [Facility.objects.create(slug=f"f{i}", name=f"Facility {i}", kind="hpc",
-                                          gpu_hour_rate=Decimal("1.5") + i) for i in range(6)]
+    facilities = [
+        Facility.objects.create(
+            slug=f"f{i}", name=f"Facility {i}", kind="hpc", gpu_hour_rate=Decimal("1.5") + i
+        )
+        for i in range(6)
+    ]
     projects, allocations = [], []
     for i in range(40):
         pi = users[i % 20]
-        project = Project.objects.create(code=f"PRJ-{i:04d}", title="t", research_area="a", pi=pi,
-                                         pi_name=pi.username, pi_email=pi.email)
+        project = Project.objects.create(
+            code=f"PRJ-{i:04d}",
+            title="t",
+            research_area="a",
+            pi=pi,
+            pi_name=pi.username,
+            pi_email=pi.email,
+        )
         ProjectMembership.objects.create(project=project, user=pi, role="pi")
         for j in range(3):
             ProjectMembership.objects.create(project=project, user=users[20 + (i + j) % 40])
         projects.append(project)
         for k in range(2):
-            allocations.append(Allocation.objects.create(
-                project=project, facility=facilities[(i + k) % 6], gpu_hours=Decimal(10_000),
-                start_date=dt.date(2025, 1, 1), end_date=dt.date(2026, 12, 31), status="active"))
+            allocations.append(
+                Allocation.objects.create(
+                    project=project,
+                    facility=facilities[(i + k) % 6],
+                    gpu_hours=Decimal(10_000),
+                    start_date=dt.date(2025, 1, 1),
+                    end_date=dt.date(2026, 12, 31),
+                    status="active",
+                )
+            )
     start = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
-    UsageRecord.objects.bulk_create([UsageRecord(
-        allocation=allocations[n % len(allocations)], source="slurm", external_id=f"u{n}",
-        period_start=start + dt.timedelta(minutes=7 * n),
-        period_end=start + dt.timedelta(minutes=7 * n + 5),
-        gpu_seconds=rng.randint(60, 36_000), cost=Decimal(rng.randint(1, 9_999)) / 100,
-    ) for n in range(N_USAGE)], batch_size=5000)
+    UsageRecord.objects.bulk_create(
+        [
+            UsageRecord(
+                allocation=allocations[n % len(allocations)],
+                source="slurm",
+                external_id=f"u{n}",
+                period_start=start + dt.timedelta(minutes=7 * n),
+                period_end=start + dt.timedelta(minutes=7 * n + 5),
+                gpu_seconds=rng.randint(60, 36_000),
+                cost=Decimal(rng.randint(1, 9_999)) / 100,
+            )
+            for n in range(N_USAGE)
+        ],
+        batch_size=5000,
+    )
     jobs = []
     for n in range(N_JOBS):
         created = start + dt.timedelta(minutes=70 * n)
         started = created + dt.timedelta(seconds=rng.randint(0, 7200))
-        jobs.append(Job(
-            allocation=allocations[n % len(allocations)], created_by=users[20 + n % 40],
-            token=f"portal-job-{n}", gpus=rng.choice([1, 1, 1, 2, 4, 8]),
-            state=rng.choice(["succeeded"] * 8 + ["failed", "timeout"]), created_at=created,
-            submitted_at=created, started_at=started,
-            finished_at=started + dt.timedelta(seconds=rng.randint(5, 20_000)),
-            gpu_seconds=rng.randint(0, 80_000), utilisation_mean=rng.uniform(5, 99),
-            utilisation_source="gpu"))
+        jobs.append(
+            Job(
+                allocation=allocations[n % len(allocations)],
+                created_by=users[20 + n % 40],
+                token=f"portal-job-{n}",
+                gpus=rng.choice([1, 1, 1, 2, 4, 8]),
+                state=rng.choice(["succeeded"] * 8 + ["failed", "timeout"]),
+                created_at=created,
+                submitted_at=created,
+                started_at=started,
+                finished_at=started + dt.timedelta(seconds=rng.randint(5, 20_000)),
+                gpu_seconds=rng.randint(0, 80_000),
+                utilisation_mean=rng.uniform(5, 99),
+                utilisation_source="gpu",
+            )
+        )
     Job.objects.bulk_create(jobs, batch_size=2000)
     return staff
 
@@ -105,18 +141,23 @@ def naive(group_by: str) -> dict:
 
     cells: dict = defaultdict(lambda: [0, Decimal(0), 0])
     for code, when, seconds, cost in UsageRecord.objects.values_list(
-            "allocation__project__code", "period_start", "gpu_seconds", "cost").iterator():
+        "allocation__project__code", "period_start", "gpu_seconds", "cost"
+    ).iterator():
         cell = cells[(code, when.date().replace(day=1))]
         cell[0] += seconds
         cell[1] += cost
     waits = []
     for code, created, submitted, started in Job.objects.values_list(
-            "allocation__project__code", "created_at", "submitted_at", "started_at").iterator():
+        "allocation__project__code", "created_at", "submitted_at", "started_at"
+    ).iterator():
         cells[(code, created.date().replace(day=1))][2] += 1
         waits.append((started - submitted).total_seconds())
     waits.sort()
-    return {"cells": dict(cells), "mean": sum(waits) / len(waits),
-            "p90": waits[math.ceil(0.9 * len(waits)) - 1]}
+    return {
+        "cells": dict(cells),
+        "mean": sum(waits) / len(waits),
+        "p90": waits[math.ceil(0.9 * len(waits)) - 1],
+    }
 
 
 def best_of(fn, repeat: int = 3) -> tuple[float, object]:
@@ -149,13 +190,19 @@ def main() -> None:
     assert len(report.rows) == len(peer["cells"])
     assert math.isclose(report.wait["mean_seconds"], peer["mean"], rel_tol=1e-9)
     assert report.wait["p90_seconds"] == peer["p90"]
-    print(f"usage report by project and month: {N_USAGE:,} usage rows, {N_JOBS:,} jobs "
-          f"(best of 3, PostgreSQL, this machine)")
+    print(
+        f"usage report by project and month: {N_USAGE:,} usage rows, {N_JOBS:,} jobs "
+        f"(best of 3, PostgreSQL, this machine)"
+    )
     print(f"{'method':<52}{'seconds':>10}{'queries':>10}{'rows out':>10}")
-    print(f"{'portal: SQL aggregation (usage_report)':<52}{t_sql:>10.3f}{len(queries):>10}"
-          f"{len(report.rows):>10}")
-    print(f"{'baseline: every row into Python, sums in dicts':<52}{t_py:>10.3f}{2:>10}"
-          f"{len(peer['cells']):>10}")
+    print(
+        f"{'portal: SQL aggregation (usage_report)':<52}{t_sql:>10.3f}{len(queries):>10}"
+        f"{len(report.rows):>10}"
+    )
+    print(
+        f"{'baseline: every row into Python, sums in dicts':<52}{t_py:>10.3f}{2:>10}"
+        f"{len(peer['cells']):>10}"
+    )
     print(f"ratio baseline/portal: {t_py / t_sql:.1f}x (above 1: the SQL report is faster)")
 
 

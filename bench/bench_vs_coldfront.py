@@ -27,6 +27,7 @@ median of the rounds' own ratios, with their range; so a change in the machine's
 one side's turn and the other's moves a round's ratio, not the result (before the twelfth round
 ColdFront was measured whole, then ours, minutes later: docs/performance.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -72,9 +73,11 @@ KEEP_DATA = os.environ.get("BENCH_KEEP_DATA", "") == "1"
 # between web processes and which costs a network round trip per read (docs/performance.md).
 BROKER = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/14")
 EAGER = os.environ.get("BENCH_EAGER", "") == "1"
-JUSTIFICATION = ("We train DenseNet and ResNet classifiers on chest CT and X-ray images to detect "
-                 "COVID-19, sweeping learning rates and folds, then compare sensitivity, "
-                 "specificity and calibration across three hospitals.")
+JUSTIFICATION = (
+    "We train DenseNet and ResNet classifiers on chest CT and X-ray images to detect "
+    "COVID-19, sweeping learning rates and folds, then compare sensitivity, "
+    "specificity and calibration across three hospitals."
+)
 
 
 def sh(cmd: list[str], *, cwd: Path, env: dict[str, str]) -> str:
@@ -99,6 +102,7 @@ def free_port() -> int:
 
 # ---- the two sides ---------------------------------------------------------------------------
 
+
 class Side:
     name: str
     db: Path
@@ -119,10 +123,24 @@ class Side:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
-            [str(self.python), "-m", "gunicorn", self.wsgi, "--bind", f"127.0.0.1:{self.port}",
-             "--workers", str(WORKERS), "--log-level", "warning"],
-            cwd=self.cwd, env=self.server_env, start_new_session=True, stderr=subprocess.STDOUT,
-            stdout=open(self.log, "w"))  # noqa: SIM115: closed with the process
+            [
+                str(self.python),
+                "-m",
+                "gunicorn",
+                self.wsgi,
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                str(WORKERS),
+                "--log-level",
+                "warning",
+            ],
+            cwd=self.cwd,
+            env=self.server_env,
+            start_new_session=True,
+            stderr=subprocess.STDOUT,
+            stdout=open(self.log, "w"),
+        )  # the log closes with the process
         for _ in range(300):
             if self.proc.poll() is not None:
                 sys.exit(f"{self.name}: gunicorn exited during start-up")
@@ -148,10 +166,18 @@ class Side:
         session = requests.Session()
         page = session.get(self.base + self.login_path)
         csrf = session.cookies.get("csrftoken") or re.search(
-            r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-        reply = session.post(self.base + self.login_path, allow_redirects=False, data={
-            "username": self.username, "password": self.password,
-            "csrfmiddlewaretoken": csrf}, headers={"Referer": self.base + self.login_path})
+            r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text
+        ).group(1)
+        reply = session.post(
+            self.base + self.login_path,
+            allow_redirects=False,
+            data={
+                "username": self.username,
+                "password": self.password,
+                "csrfmiddlewaretoken": csrf,
+            },
+            headers={"Referer": self.base + self.login_path},
+        )
         sessionid = reply.cookies.get("sessionid")
         if reply.status_code != 302 or not sessionid:
             sys.exit(f"{self.name}: login as {self.username} failed ({reply.status_code})")
@@ -159,8 +185,9 @@ class Side:
         self.cookie = f"sessionid={sessionid}; csrftoken={self.csrf}"
 
     def get(self, path: str) -> requests.Response:
-        return requests.get(self.base + path, headers={"Cookie": self.cookie},
-                            allow_redirects=False, timeout=60)
+        return requests.get(
+            self.base + path, headers={"Cookie": self.cookie}, allow_redirects=False, timeout=60
+        )
 
     @property
     def log(self) -> Path:
@@ -181,17 +208,28 @@ class Ours(Side):
     def __init__(self, folder: Path):
         self.db = folder / "ours.sqlite3"
         self.cwd, self.python = ROOT, Path(sys.executable)
-        self.env = {**os.environ, "DATABASE_URL": f"sqlite:///{self.db}", "DEBUG": "false",
-                    "SECRET_KEY": "bench-only-secret-key-" + "x" * 40, "EMAIL_URL": "dummy://",
-                    "CELERY_TASK_ALWAYS_EAGER": "true", "CELERY_BROKER_URL": "memory://",
-                    "ALLOWED_HOSTS": "127.0.0.1,localhost", "DB_CONN_MAX_AGE": "600"}
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": f"sqlite:///{self.db}",
+            "DEBUG": "false",
+            "SECRET_KEY": "bench-only-secret-key-" + "x" * 40,
+            "EMAIL_URL": "dummy://",
+            "CELERY_TASK_ALWAYS_EAGER": "true",
+            "CELERY_BROKER_URL": "memory://",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "DB_CONN_MAX_AGE": "600",
+        }
 
     @property
     def server_env(self) -> dict[str, str]:
         if EAGER:
             return self.env
-        return {**self.env, "CELERY_TASK_ALWAYS_EAGER": "false", "CELERY_BROKER_URL": BROKER,
-                "CACHE_URL": ""}
+        return {
+            **self.env,
+            "CELERY_TASK_ALWAYS_EAGER": "false",
+            "CELERY_BROKER_URL": BROKER,
+            "CACHE_URL": "",
+        }
 
     def manage(self, *args: str) -> str:
         return sh([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env)
@@ -205,19 +243,33 @@ class Ours(Side):
         return ids
 
     def pages(self, ids: dict[str, int]) -> dict[str, str | None]:
-        return {"project list": "/", "allocation detail": f"/allocations/{ids['allocation']}/",
-                "request detail": f"/requests/{ids['request']}/",
-                "API allocations": "/api/v1/allocations/", "API requests": "/api/v1/requests/",
-                "API jobs": "/api/v1/jobs/"}
+        return {
+            "project list": "/",
+            "allocation detail": f"/allocations/{ids['allocation']}/",
+            "request detail": f"/requests/{ids['request']}/",
+            "API allocations": "/api/v1/allocations/",
+            "API requests": "/api/v1/requests/",
+            "API jobs": "/api/v1/jobs/",
+        }
 
     def post(self, ids: dict[str, int]) -> tuple[str, str]:
         today = time.strftime("%Y-%m-%d")
         end = time.strftime("%Y-%m-%d", time.localtime(time.time() + 80 * 86400))
-        return "/requests/new/", urllib.parse.urlencode({
-            "csrfmiddlewaretoken": self.csrf, "project": ids["project"], "facility": "jade2",
-            "kind": "full", "purpose": "new", "cpu_hours": 0, "gpu_hours": 100,
-            "start_date": today, "end_date": end, "data_sensitivity": "public",
-            "justification": JUSTIFICATION})
+        return "/requests/new/", urllib.parse.urlencode(
+            {
+                "csrfmiddlewaretoken": self.csrf,
+                "project": ids["project"],
+                "facility": "jade2",
+                "kind": "full",
+                "purpose": "new",
+                "cpu_hours": 0,
+                "gpu_hours": 100,
+                "start_date": today,
+                "end_date": end,
+                "data_sensitivity": "public",
+                "justification": JUSTIFICATION,
+            }
+        )
 
 
 class ColdFront(Side):
@@ -233,10 +285,15 @@ class ColdFront(Side):
         self.db = self.cwd / "coldfront.db"
         self.python = CF_VENV / "bin" / "python"
         env_file = self.cwd / "coldfront.env"
-        env_file.write_text("SECRET_KEY=bench-only-secret-key-" + "y" * 40 + "\nDEBUG=False\n"
-                            "PLUGIN_API=True\nALLOWED_HOSTS=127.0.0.1,localhost\n")
-        self.env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
-                    "COLDFRONT_ENV": str(env_file)}
+        env_file.write_text(
+            "SECRET_KEY=bench-only-secret-key-" + "y" * 40 + "\nDEBUG=False\n"
+            "PLUGIN_API=True\nALLOWED_HOSTS=127.0.0.1,localhost\n"
+        )
+        self.env = {
+            "PATH": os.environ["PATH"],
+            "HOME": os.environ.get("HOME", "/root"),
+            "COLDFRONT_ENV": str(env_file),
+        }
 
     def manage(self, *args: str) -> str:
         return sh([str(CF_VENV / "bin" / "coldfront"), *args], cwd=self.cwd, env=self.env)
@@ -250,18 +307,30 @@ class ColdFront(Side):
         return ids
 
     def pages(self, ids: dict[str, int]) -> dict[str, str | None]:
-        return {"project list": "/project/", "allocation detail": f"/allocation/{ids['allocation']}/",
-                "request detail": f"/allocation/{ids['request']}/",
-                "API allocations": "/api/allocations/", "API requests": None, "API jobs": None}
+        return {
+            "project list": "/project/",
+            "allocation detail": f"/allocation/{ids['allocation']}/",
+            "request detail": f"/allocation/{ids['request']}/",
+            "API allocations": "/api/allocations/",
+            "API requests": None,
+            "API jobs": None,
+        }
 
     def post(self, ids: dict[str, int]) -> tuple[str, str]:
         path = f"/allocation/project/{ids['project']}/create"
         # The first resource its own form offers this PI (the form refuses any other).
         select = re.search(r'<select name="resource".*?</select>', self.get(path).text, re.S)
         resource = re.search(r'<option value="(\d+)"', select.group(0)).group(1)
-        return path, urllib.parse.urlencode({
-            "csrfmiddlewaretoken": self.csrf, "resource": resource, "quantity": 1,
-            "justification": JUSTIFICATION, "project": ids["project"], "is_changeable": "True"})
+        return path, urllib.parse.urlencode(
+            {
+                "csrfmiddlewaretoken": self.csrf,
+                "resource": resource,
+                "quantity": 1,
+                "justification": JUSTIFICATION,
+                "project": ids["project"],
+                "is_changeable": "True",
+            }
+        )
 
 
 def ensure_coldfront() -> None:
@@ -271,22 +340,44 @@ def ensure_coldfront() -> None:
         return
     VAR.mkdir(parents=True, exist_ok=True)
     sh([sys.executable, "-m", "venv", "--clear", str(CF_VENV)], cwd=ROOT, env=dict(os.environ))
-    sh([str(CF_VENV / "bin" / "pip"), "install", "-q", f"coldfront=={CF_VERSION}", GUNICORN],
-       cwd=ROOT, env=dict(os.environ))
+    sh(
+        [str(CF_VENV / "bin" / "pip"), "install", "-q", f"coldfront=={CF_VERSION}", GUNICORN],
+        cwd=ROOT,
+        env=dict(os.environ),
+    )
     marker.touch()
 
 
 # ---- measuring -------------------------------------------------------------------------------
 
-def wrk(side: Side, path: str, connections: int, duration: str, *,
-        body: str | None = None) -> dict[str, float]:
+
+def wrk(
+    side: Side, path: str, connections: int, duration: str, *, body: str | None = None
+) -> dict[str, float]:
     script = "wrk_form_post.lua" if body is not None else "wrk_report.lua"
-    cmd = ["wrk", "-t", str(min(connections, 2)), "-c", str(connections), "-d", duration,
-           "--timeout", "30s",
-           "-s", str(ROOT / "bench" / script), "-H", f"Cookie: {side.cookie}",
-           "-H", f"Referer: {side.base}{path}", side.base + path]
-    env = {**os.environ, "BENCH_REPORT_LUA": str(ROOT / "bench" / "wrk_report.lua"),
-           "BENCH_BODY": body or ""}
+    cmd = [
+        "wrk",
+        "-t",
+        str(min(connections, 2)),
+        "-c",
+        str(connections),
+        "-d",
+        duration,
+        "--timeout",
+        "30s",
+        "-s",
+        str(ROOT / "bench" / script),
+        "-H",
+        f"Cookie: {side.cookie}",
+        "-H",
+        f"Referer: {side.base}{path}",
+        side.base + path,
+    ]
+    env = {
+        **os.environ,
+        "BENCH_REPORT_LUA": str(ROOT / "bench" / "wrk_report.lua"),
+        "BENCH_BODY": body or "",
+    }
     out = subprocess.run(cmd, capture_output=True, text=True, env=env).stdout
     match = re.search(r"RESULT (.*)", out)
     if not match:
@@ -298,14 +389,21 @@ def measure(side: Side, path: str, *, body: str | None = None) -> dict[str, floa
     before = side.count_requests() if body is not None else 0
     seq = wrk(side, path, 1, SEQ_DURATION, body=body)
     c8 = wrk(side, path, 8, DURATION, body=body)
-    result = {"seq_p50": seq["p50"], "seq_p95": seq["p95"], "c8_rps": c8["rps"],
-              "c8_p99": c8["p99"], "errors": seq["errors"] + c8["errors"]}
+    result = {
+        "seq_p50": seq["p50"],
+        "seq_p95": seq["p95"],
+        "c8_rps": c8["rps"],
+        "c8_p99": c8["p99"],
+        "errors": seq["errors"] + c8["errors"],
+    }
     if body is not None:
         sent = seq["requests"] + c8["requests"]
         created = side.count_requests() - before
         if created < 0.95 * sent:  # wrk may count a few in flight when it stops
-            sys.exit(f"{side.name}: {int(sent)} POSTs created only {created} rows: the form "
-                     "was refused, so the timing would not be a request being made")
+            sys.exit(
+                f"{side.name}: {int(sent)} POSTs created only {created} rows: the form "
+                "was refused, so the timing would not be a request being made"
+            )
         result["created"] = created
     return result
 
@@ -319,8 +417,14 @@ def check_page(side: Side, path: str) -> None:
 def run_scale(scale: str) -> list[dict]:
     folder = VAR / scale
     saved = folder / "ids.json"
-    reuse = KEEP_DATA and saved.exists() and all(
-        (folder / name).exists() for name in ("ours.sqlite3.loaded", "coldfront/coldfront.db.loaded"))
+    reuse = (
+        KEEP_DATA
+        and saved.exists()
+        and all(
+            (folder / name).exists()
+            for name in ("ours.sqlite3.loaded", "coldfront/coldfront.db.loaded")
+        )
+    )
     if not reuse:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
@@ -348,7 +452,8 @@ def run_scale(scale: str) -> list[dict]:
                 check_page(side, path)
             plans[side.name] = (pages, side.post(ids[side.name]))
         rounds: list[dict[str, dict[str, dict]]] = [
-            {side.name: {} for side in sides} for _ in range(ROUNDS)]
+            {side.name: {} for side in sides} for _ in range(ROUNDS)
+        ]
         # The reads first, every round of them, then the POSTs: a POST adds rows (hundreds)
         # that the list pages would otherwise read in the next round, on either side.
         for phase in ([row for row in ROWS if row != "request POST"], ["request POST"]):
@@ -361,8 +466,11 @@ def run_scale(scale: str) -> list[dict]:
                             results[side.name][row] = measure(side, post_path, body=body)
                         elif row in pages:
                             results[side.name][row] = measure(side, pages[row])
-                print(f"[{scale}] {'POST' if phase == ['request POST'] else 'reads'}: round "
-                      f"{number + 1} of {ROUNDS} done", flush=True)
+                print(
+                    f"[{scale}] {'POST' if phase == ['request POST'] else 'reads'}: round "
+                    f"{number + 1} of {ROUNDS} done",
+                    flush=True,
+                )
     finally:
         for side in sides:
             if side.proc is not None:
@@ -390,16 +498,29 @@ def main() -> None:
         rows = [row for scale in SCALES for row in run_scale(scale)]
     finally:
         empty_broker()
-    report(rows, f"gunicorn {WORKERS} sync workers each, SQLite each, logged in as a PI; "
-                 f"{ROUNDS} paired rounds of wrk -c8 {DURATION} and -c1 {SEQ_DURATION}")
+    report(
+        rows,
+        f"gunicorn {WORKERS} sync workers each, SQLite each, logged in as a PI; "
+        f"{ROUNDS} paired rounds of wrk -c8 {DURATION} and -c1 {SEQ_DURATION}",
+    )
     out = ROOT / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)
-    meta = {"workers": WORKERS, "rounds": ROUNDS, "duration": DURATION, "seq_duration": SEQ_DURATION,
-            "coldfront": CF_VERSION, "cpus": os.cpu_count(), "loadavg_before": load_before,
-            "loadavg_after": os.getloadavg(), "shape": data.SHAPE}
+    meta = {
+        "workers": WORKERS,
+        "rounds": ROUNDS,
+        "duration": DURATION,
+        "seq_duration": SEQ_DURATION,
+        "coldfront": CF_VERSION,
+        "cpus": os.cpu_count(),
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+        "shape": data.SHAPE,
+    }
     (out / "vs_coldfront.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    print(f"Load average before/after: {load_before[0]:.2f} / {meta['loadavg_after'][0]:.2f}; "
-          f"written to {out / 'vs_coldfront.json'}")
+    print(
+        f"Load average before/after: {load_before[0]:.2f} / {meta['loadavg_after'][0]:.2f}; "
+        f"written to {out / 'vs_coldfront.json'}"
+    )
 
 
 if __name__ == "__main__":

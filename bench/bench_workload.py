@@ -35,8 +35,14 @@ from launcher.workloads.ctxray.sources import discover
 from launcher.workloads.ctxray.synth import synthesize
 
 # Dense bf16 tensor-core peaks (vendor datasheets), by a substring of the device name.
-PEAK_BF16 = (("H200", 989.4e12), ("H100 PCIe", 756.0e12), ("H100", 989.4e12), ("A100", 312.0e12),
-             ("L40S", 362.05e12), ("V100", 125.0e12))
+PEAK_BF16 = (
+    ("H200", 989.4e12),
+    ("H100 PCIe", 756.0e12),
+    ("H100", 989.4e12),
+    ("A100", 312.0e12),
+    ("L40S", 362.05e12),
+    ("V100", 125.0e12),
+)
 
 
 def _cpu_has_bf16() -> bool:
@@ -49,7 +55,9 @@ def _cpu_has_bf16() -> bool:
 
 
 def _args() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--model", default="resnet18")
     p.add_argument("--size", type=int, default=64)
@@ -58,11 +66,21 @@ def _args() -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--images", type=int, default=96, help="synthetic files for the pipeline test")
-    p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
-                   help="default: on for CUDA; off for CPU (inductor's C++ build takes minutes there)")
-    p.add_argument("--amp", action=argparse.BooleanOptionalAction, default=None,
-                   help="bf16 autocast; default: on for CUDA, on CPU only with native bf16 (AVX512-BF16/AMX)")
-    p.add_argument("--threads", type=int, default=0, help="CPU intra-op threads (0: PyTorch's default)")
+    p.add_argument(
+        "--compile",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="default: on for CUDA; off for CPU (inductor's C++ build takes minutes there)",
+    )
+    p.add_argument(
+        "--amp",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="bf16 autocast; default: on for CUDA, on CPU only with native bf16 (AVX512-BF16/AMX)",
+    )
+    p.add_argument(
+        "--threads", type=int, default=0, help="CPU intra-op threads (0: PyTorch's default)"
+    )
     p.add_argument("--peak-tflops", type=float, help="override the dense bf16 peak for MFU")
     return p.parse_args()
 
@@ -72,7 +90,9 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def _step_fn(model: nn.Module, device: torch.device, amp: bool, fmt: torch.memory_format) -> Callable:
+def _step_fn(
+    model: nn.Module, device: torch.device, amp: bool, fmt: torch.memory_format
+) -> Callable:
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, amsgrad=True)
     loss_fn = nn.CrossEntropyLoss()
 
@@ -84,10 +104,13 @@ def _step_fn(model: nn.Module, device: torch.device, amp: bool, fmt: torch.memor
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
+
     return step
 
 
-def _time(step: Callable, batches: Iterator, steps: int, warmup: int, device: torch.device, batch: int) -> float:
+def _time(
+    step: Callable, batches: Iterator, steps: int, warmup: int, device: torch.device, batch: int
+) -> float:
     """Images/s over `steps` steps after `warmup` untimed ones (per-step median, robust to the
     noise of a shared machine)."""
     for _ in range(warmup):
@@ -119,7 +142,9 @@ def _file_batches(loader_factory: Callable[[int], DataLoader]) -> Iterator:
         epoch += 1
 
 
-def _model(args: argparse.Namespace, device: torch.device, fmt: torch.memory_format, compiled: bool) -> nn.Module:
+def _model(
+    args: argparse.Namespace, device: torch.device, fmt: torch.memory_format, compiled: bool
+) -> nn.Module:
     torch.manual_seed(0)
     model = build_model(args.model, 2).to(device, memory_format=fmt).train()
     return torch.compile(model) if compiled else model
@@ -140,17 +165,40 @@ def main() -> None:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     rows: list[tuple[str, str]] = []
-    base = _time(_step_fn(_model(args, device, torch.contiguous_format, False), device, False, torch.contiguous_format),
-                 _memory_batches(args, device), args.steps, args.warmup, device, args.batch_size)
+    base = _time(
+        _step_fn(
+            _model(args, device, torch.contiguous_format, False),
+            device,
+            False,
+            torch.contiguous_format,
+        ),
+        _memory_batches(args, device),
+        args.steps,
+        args.warmup,
+        device,
+        args.batch_size,
+    )
     model = _model(args, device, torch.channels_last, compiled)
     fast_step = _step_fn(model, device, amp, torch.channels_last)
     warm = args.warmup + (3 if compiled else 0)  # compilation happens in the first calls
-    fast = _time(fast_step, _memory_batches(args, device), args.steps, warm, device, args.batch_size)
-    active = [n for n, on in (("bf16 autocast", amp), ("channels-last", True), ("torch.compile", compiled),
-                              ("pinned non-blocking copies", cuda)) if on]
-    rows += [("(a) baseline step: fp32, eager, contiguous", f"{base:,.1f} img/s"),
-             (f"(a) optimised step: {', '.join(active)}", f"{fast:,.1f} img/s"),
-             ("(a) optimised / baseline", f"{fast / base:.2f}x")]
+    fast = _time(
+        fast_step, _memory_batches(args, device), args.steps, warm, device, args.batch_size
+    )
+    active = [
+        n
+        for n, on in (
+            ("bf16 autocast", amp),
+            ("channels-last", True),
+            ("torch.compile", compiled),
+            ("pinned non-blocking copies", cuda),
+        )
+        if on
+    ]
+    rows += [
+        ("(a) baseline step: fp32, eager, contiguous", f"{base:,.1f} img/s"),
+        (f"(a) optimised step: {', '.join(active)}", f"{fast:,.1f} img/s"),
+        ("(a) optimised / baseline", f"{fast / base:.2f}x"),
+    ]
     rows += _pipeline_rows(args, device, fast_step, fast)
     flops = flops_per_sample(build_model(args.model, 2), (1, args.size, args.size))
     rows.append(("forward GFLOPs per image (conv + linear)", f"{flops / 1e9:.3f}"))
@@ -161,16 +209,25 @@ def main() -> None:
     _print(args, device, rows)
 
 
-def _pipeline_rows(args: argparse.Namespace, device: torch.device, fast_step: Callable, fast: float) -> list:
+def _pipeline_rows(
+    args: argparse.Namespace, device: torch.device, fast_step: Callable, fast: float
+) -> list:
     with tempfile.TemporaryDirectory() as tmp:
         synthesize(tmp, "ct", n=args.images, size=max(128, args.size), seed=0)
         cfg = TrainConfig(data=tmp, out=tmp, size=args.size, workers=args.workers)
         dataset = CtXrayDataset(discover(tmp).items, cfg, train=True)
 
         def loader(epoch: int) -> DataLoader:
-            return DataLoader(dataset, batch_size=args.batch_size, num_workers=args.workers, drop_last=True,
-                              sampler=EpochSampler(len(dataset), 0, epoch), pin_memory=device.type == "cuda",
-                              prefetch_factor=4 if args.workers else None, persistent_workers=False)
+            return DataLoader(
+                dataset,
+                batch_size=args.batch_size,
+                num_workers=args.workers,
+                drop_last=True,
+                sampler=EpochSampler(len(dataset), 0, epoch),
+                pin_memory=device.type == "cuda",
+                prefetch_factor=4 if args.workers else None,
+                persistent_workers=False,
+            )
 
         batches = _file_batches(loader)
         next(batches)  # start the workers before timing
@@ -179,11 +236,21 @@ def _pipeline_rows(args: argparse.Namespace, device: torch.device, fast_step: Ca
         for _ in range(n_batches):
             next(batches)
         alone = n_batches * args.batch_size / (time.perf_counter() - t)
-        fed = _time(fast_step, _file_batches(loader), args.steps, args.warmup, device, args.batch_size)
-    return [(f"(b) pipeline alone: files -> augmented tensors, {args.workers} workers", f"{alone:,.1f} img/s"),
-            ("(b) optimised step fed by the pipeline", f"{fed:,.1f} img/s"),
-            ("(b) fed by pipeline / in-memory input", f"{fed / fast:.2f}x"),
-            ("(b) pipeline headroom (alone / step speed; >1: not the bottleneck)", f"{alone / fast:.2f}x")]
+        fed = _time(
+            fast_step, _file_batches(loader), args.steps, args.warmup, device, args.batch_size
+        )
+    return [
+        (
+            f"(b) pipeline alone: files -> augmented tensors, {args.workers} workers",
+            f"{alone:,.1f} img/s",
+        ),
+        ("(b) optimised step fed by the pipeline", f"{fed:,.1f} img/s"),
+        ("(b) fed by pipeline / in-memory input", f"{fed / fast:.2f}x"),
+        (
+            "(b) pipeline headroom (alone / step speed; >1: not the bottleneck)",
+            f"{alone / fast:.2f}x",
+        ),
+    ]
 
 
 def _peak(device: torch.device) -> float | None:
@@ -199,8 +266,10 @@ def _print(args: argparse.Namespace, device: torch.device, rows: list[tuple[str,
     else:
         cpu = platform.processor() or platform.machine()
         where = f"{cpu}, {os.cpu_count()} cores, {torch.get_num_threads()} threads"
-    print(f"ctxray workload benchmark: {args.model} 2D {args.size}x{args.size}, batch {args.batch_size}, "
-          f"{args.steps} timed steps (median), torch {torch.__version__}, {where}")
+    print(
+        f"ctxray workload benchmark: {args.model} 2D {args.size}x{args.size}, batch {args.batch_size}, "
+        f"{args.steps} timed steps (median), torch {torch.__version__}, {where}"
+    )
     width = max(len(k) for k, _ in rows)
     print("-" * (width + 20))
     for key, value in rows:

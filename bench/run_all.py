@@ -1,4 +1,5 @@
 """`make bench`: run every benchmark script in this folder and print their tables."""
+
 from __future__ import annotations
 
 import subprocess
@@ -6,9 +7,20 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["bench_portal.py", "bench_vs_coldfront.py", "bench_recommender.py",
-         "bench_calibration.py", "bench_sacct.py", "bench_ledger.py", "bench_slurm_loop.py",
-         "bench_cloud.py", "bench_workload.py", "bench_reports.py", "notebooks.py"]
+ORDER = [
+    "bench_portal.py",
+    "bench_vs_coldfront.py",
+    "bench_recommender.py",
+    "bench_calibration.py",
+    "bench_sacct.py",
+    "bench_ledger.py",
+    "bench_slurm_loop.py",
+    "bench_cloud.py",
+    "bench_workload.py",
+    "bench_sweeps.py",
+    "bench_reports.py",
+    "notebooks.py",
+]
 
 
 def main() -> int:

@@ -13,10 +13,16 @@ Two scales:
 
 Each script prints one line `IDS {json}` with the objects the benchmark opens.
 """
+
 from __future__ import annotations
 
-SHAPE = {"projects": 200, "pi_projects": 10, "allocations_per_project": 10,
-         "requests_per_project": 50, "usage_per_allocation": 50}
+SHAPE = {
+    "projects": 200,
+    "pi_projects": 10,
+    "allocations_per_project": 10,
+    "requests_per_project": 50,
+    "usage_per_allocation": 50,
+}
 
 OURS_DEMO = r"""
 import datetime as dt, json

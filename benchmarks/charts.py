@@ -2,80 +2,129 @@
 
 Each figure has a text alternative on its page (the ranked table, or a data table).
 """
+
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
 
 from benchmarks.recommender import PRECISIONS
 
-LAYOUT = dict(margin=dict(l=60, r=20, t=40, b=60), height=380, template="plotly_white",
-              font=dict(family="system-ui, sans-serif", size=12))
+LAYOUT = dict(
+    margin=dict(l=60, r=20, t=40, b=60),
+    height=380,
+    template="plotly_white",
+    font=dict(family="system-ui, sans-serif", size=12),
+)
 
 
 def _json(fig: go.Figure) -> dict:
     return json.loads(fig.to_json())
 
 
-def time_vs_cost(results: list[Mapping[str, Any]]) -> dict:
+def time_vs_cost(results: Sequence[Mapping[str, Any]]) -> dict:
     """Predicted time against cost per system; the Pareto front drawn as a line.
 
     Usable options (eligible, fitting) are blue, the rest grey; systems without a prediction
     are left out (the table says why).
     """
+
     def trace(rows: list[Mapping[str, Any]], name: str, **style: Any) -> go.Scatter:
-        return go.Scatter(x=[r["predicted_hours"] for r in rows], y=[r["cost"] for r in rows],
-                          text=[f"{r['node_type']} ({r['facility']})" for r in rows], name=name,
-                          hovertemplate="%{text}<br>%{x:.3g} h, %{y:,.2f} USD<extra></extra>",
-                          **style)
+        return go.Scatter(
+            x=[r["predicted_hours"] for r in rows],
+            y=[r["cost"] for r in rows],
+            text=[f"{r['node_type']} ({r['facility']})" for r in rows],
+            name=name,
+            hovertemplate="%{text}<br>%{x:.3g} h, %{y:,.2f} USD<extra></extra>",
+            **style,
+        )
 
     known = [r for r in results if r["predicted_hours"] is not None and r["cost"] is not None]
     usable = [r for r in known if r["eligible"] and r["fits_memory"]]
     other = [r for r in known if not (r["eligible"] and r["fits_memory"])]
     front = sorted((r for r in usable if r["pareto"]), key=lambda r: r["predicted_hours"])
-    fig = go.Figure([
-        trace(other, "not usable (see table)", mode="markers",
-              marker=dict(color="#afb8c1", size=9, symbol="x")),
-        trace(usable, "eligible and fits", mode="markers", marker=dict(color="#0969da", size=10)),
-        trace(front, "Pareto front (nothing faster and cheaper)", mode="lines+markers+text",
-              textposition="top center", line=dict(color="#bf3989", width=2),
-              marker=dict(color="#bf3989", size=13, symbol="diamond")),
-    ])
-    fig.update_layout(**LAYOUT, title="Time against cost per system",
-                      xaxis=dict(title="predicted hours", type="log"),
-                      yaxis=dict(title="cost (USD)", type="log"))
+    fig = go.Figure(
+        [
+            trace(
+                other,
+                "not usable (see table)",
+                mode="markers",
+                marker=dict(color="#afb8c1", size=9, symbol="x"),
+            ),
+            trace(
+                usable, "eligible and fits", mode="markers", marker=dict(color="#0969da", size=10)
+            ),
+            trace(
+                front,
+                "Pareto front (nothing faster and cheaper)",
+                mode="lines+markers+text",
+                textposition="top center",
+                line=dict(color="#bf3989", width=2),
+                marker=dict(color="#bf3989", size=13, symbol="diamond"),
+            ),
+        ]
+    )
+    fig.update_layout(
+        **LAYOUT,
+        title="Time against cost per system",
+        xaxis=dict(title="predicted hours", type="log"),
+        yaxis=dict(title="cost (USD)", type="log"),
+    )
     return _json(fig)
 
 
 def throughput_per_precision(by_precision: Mapping[str, Mapping[str, float]]) -> dict:
     """Grouped bars: predicted samples/s per system, one bar per precision it supports."""
     systems = sorted({n for per in by_precision.values() for n in per})
-    fig = go.Figure([
-        go.Bar(name=p, x=systems, y=[by_precision.get(p, {}).get(n) for n in systems],
-               hovertemplate="%{x}: %{y:,.3g} samples/s<extra>" + p + "</extra>")
-        for p in PRECISIONS if by_precision.get(p)])
-    fig.update_layout(**LAYOUT, barmode="group", title="Throughput per system per precision",
-                      yaxis=dict(title="samples/s (all GPUs)", type="log"),
-                      xaxis=dict(title="node type"))
+    fig = go.Figure(
+        [
+            go.Bar(
+                name=p,
+                x=systems,
+                y=[by_precision.get(p, {}).get(n) for n in systems],
+                hovertemplate="%{x}: %{y:,.3g} samples/s<extra>" + p + "</extra>",
+            )
+            for p in PRECISIONS
+            if by_precision.get(p)
+        ]
+    )
+    fig.update_layout(
+        **LAYOUT,
+        barmode="group",
+        title="Throughput per system per precision",
+        yaxis=dict(title="samples/s (all GPUs)", type="log"),
+        xaxis=dict(title="node type"),
+    )
     return _json(fig)
 
 
-def scaling(series: list[Mapping[str, Any]]) -> dict:
+def scaling(series: Sequence[Mapping[str, Any]]) -> dict:
     """Throughput against GPU count, one line per configuration, with ideal linear scaling."""
     fig = go.Figure()
     for s in series:
-        fig.add_trace(go.Scatter(x=s["gpus"], y=s["throughput"], name=s["label"],
-                                 mode="lines+markers"))
+        fig.add_trace(
+            go.Scatter(x=s["gpus"], y=s["throughput"], name=s["label"], mode="lines+markers")
+        )
         base_g, base_t = s["gpus"][0], s["throughput"][0]
-        fig.add_trace(go.Scatter(x=s["gpus"], y=[base_t * g / base_g for g in s["gpus"]],
-                                 name=f"ideal: {s['label']}", mode="lines", showlegend=False,
-                                 line=dict(dash="dot", color="#afb8c1")))
-    fig.update_layout(**LAYOUT, title="Scaling with GPU count (dotted: linear)",
-                      xaxis=dict(title="GPUs", type="log", dtick=0.30102999566),
-                      yaxis=dict(title="samples/s (all GPUs)", type="log"))
+        fig.add_trace(
+            go.Scatter(
+                x=s["gpus"],
+                y=[base_t * g / base_g for g in s["gpus"]],
+                name=f"ideal: {s['label']}",
+                mode="lines",
+                showlegend=False,
+                line=dict(dash="dot", color="#afb8c1"),
+            )
+        )
+    fig.update_layout(
+        **LAYOUT,
+        title="Scaling with GPU count (dotted: linear)",
+        xaxis=dict(title="GPUs", type="log", dtick=0.30102999566),
+        yaxis=dict(title="samples/s (all GPUs)", type="log"),
+    )
     return _json(fig)
 
 
@@ -85,16 +134,34 @@ def calibration(points: list[Any]) -> dict:
     groups: dict[str, list[Any]] = {}
     for p in points:
         groups.setdefault(f"{p.node_type} · {p.workload}", []).append(p)
-    fig = go.Figure([
-        go.Scatter(x=[p.measured_hours for p in ps], y=[p.predicted_hours for p in ps],
-                   text=[p.label for p in ps], name=name, mode="markers",
-                   hovertemplate="%{text}: measured %{x:.3g} h, predicted %{y:.3g} h<extra></extra>")
-        for name, ps in sorted(groups.items())])
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=[p.measured_hours for p in ps],
+                y=[p.predicted_hours for p in ps],
+                text=[p.label for p in ps],
+                name=name,
+                mode="markers",
+                hovertemplate="%{text}: measured %{x:.3g} h, predicted %{y:.3g} h<extra></extra>",
+            )
+            for name, ps in sorted(groups.items())
+        ]
+    )
     values = [v for p in points for v in (p.measured_hours, p.predicted_hours)]
     lo, hi = min(values) / 1.5, max(values) * 1.5
-    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="perfect prediction",
-                             line=dict(dash="dot", color="#afb8c1")))
-    fig.update_layout(**LAYOUT, title="The recommender's predictions against what jobs took",
-                      xaxis=dict(title="measured hours (one run)", type="log"),
-                      yaxis=dict(title="predicted hours at launch", type="log"))
+    fig.add_trace(
+        go.Scatter(
+            x=[lo, hi],
+            y=[lo, hi],
+            mode="lines",
+            name="perfect prediction",
+            line=dict(dash="dot", color="#afb8c1"),
+        )
+    )
+    fig.update_layout(
+        **LAYOUT,
+        title="The recommender's predictions against what jobs took",
+        xaxis=dict(title="measured hours (one run)", type="log"),
+        yaxis=dict(title="predicted hours at launch", type="log"),
+    )
     return _json(fig)

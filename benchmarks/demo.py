@@ -4,10 +4,12 @@ where the catalogue knows more than `allocations.demo` (TF32 peaks, prices, CPU 
 
 Called by `manage.py seed_demo` after `allocations.demo.seed_catalogue()`; idempotent.
 """
+
 from __future__ import annotations
 
 import dataclasses
 from decimal import Decimal
+from typing import Any
 
 from django.contrib.auth.models import Group
 from django.db import transaction
@@ -23,11 +25,19 @@ _PEAKS = ("fp16", "bf16", "fp32", "fp64", "tf32")
 
 def _facility(spec: dict, *, active: bool) -> Facility:
     """The facility of that slug; created from the catalogue only if `allocations` lacks it."""
-    return Facility.objects.get_or_create(slug=spec["slug"], defaults=dict(
-        name=spec["name"], kind=spec["kind"], allowed_sensitivity=list(spec[
-            "allowed_sensitivity"]) or ["public"], offers_notebooks=spec["notebooks"],
-        offers_root=spec["root"], offers_public_web=spec["public_web_service"],
-        gpu_hour_rate=Decimal(str(spec["gpu_hour_rate"])), is_active=active))[0]
+    return Facility.objects.get_or_create(
+        slug=spec["slug"],
+        defaults=dict(
+            name=spec["name"],
+            kind=spec["kind"],
+            allowed_sensitivity=list(spec["allowed_sensitivity"]) or ["public"],
+            offers_notebooks=spec["notebooks"],
+            offers_root=spec["root"],
+            offers_public_web=spec["public_web_service"],
+            gpu_hour_rate=Decimal(str(spec["gpu_hour_rate"])),
+            is_active=active,
+        ),
+    )[0]
 
 
 def _missing(value: object) -> bool:
@@ -43,17 +53,23 @@ def enrich_node_type(spec: NodeTypeSpec, facility: Facility) -> NodeType:
     results of different chips apart. tests/benchmarks/test_seed_catalogue.py checks that
     what remains agrees with the catalogue.
     """
-    wanted = {f"peak_tflops_{p}": spec.peak_tflops.get(p) for p in _PEAKS}
-    wanted.update(accelerator_memory_gb=Decimal(str(spec.memory_gb)), device=spec.device,
-                  max_accelerators=spec.max_accelerators, instance_type=spec.instance_type,
-                  interconnect=spec.interface, accelerators_per_node=spec.accelerators_per_node)
+    wanted: dict[str, Any] = {f"peak_tflops_{p}": spec.peak_tflops.get(p) for p in _PEAKS}
+    wanted.update(
+        accelerator_memory_gb=Decimal(str(spec.memory_gb)),
+        device=spec.device,
+        max_accelerators=spec.max_accelerators,
+        instance_type=spec.instance_type,
+        interconnect=spec.interface,
+        accelerators_per_node=spec.accelerators_per_node,
+    )
     for price in ("price_on_demand", "price_spot"):
         value = getattr(spec, price)
         wanted[price] = None if value is None else Decimal(str(value))
     row = NodeType.objects.filter(facility=facility, name=spec.name).first()
     if row is None:
-        return NodeType.objects.create(facility=facility, name=spec.name,
-                                       accelerator=spec.accelerator, **wanted)
+        return NodeType.objects.create(
+            facility=facility, name=spec.name, accelerator=spec.accelerator, **wanted
+        )
     changed = [f for f, v in wanted.items() if v is not None and _missing(getattr(row, f))]
     for f in changed:
         setattr(row, f, wanted[f])
@@ -70,18 +86,31 @@ def _workload(w: catalogue.Workload) -> Workload:
     return Workload.objects.update_or_create(key=w.key, defaults=fields)[0]
 
 
-def _result(r: BenchmarkRecord, node: NodeType, workloads: dict[tuple[str, int], Workload]
-            ) -> BenchmarkResult:
-    fields = dict(node_type=node, workload=workloads[(r.model, r.dims)],
-                  image_size=r.image_size, precision=r.precision, strategy=r.strategy,
-                  gpus=r.gpus, batch_size=r.batch_size, throughput=r.throughput,
-                  throughput_min=r.throughput_min, throughput_max=r.throughput_max,
-                  peak_memory_gb=r.peak_memory_gb, source=r.source, citation=r.citation)
+def _result(
+    r: BenchmarkRecord, node: NodeType, workloads: dict[tuple[str, int], Workload]
+) -> BenchmarkResult:
+    fields = dict(
+        node_type=node,
+        workload=workloads[(r.model, r.dims)],
+        image_size=r.image_size,
+        precision=r.precision,
+        strategy=r.strategy,
+        gpus=r.gpus,
+        batch_size=r.batch_size,
+        throughput=r.throughput,
+        throughput_min=r.throughput_min,
+        throughput_max=r.throughput_max,
+        peak_memory_gb=r.peak_memory_gb,
+        source=r.source,
+        citation=r.citation,
+    )
     if r.source == "measured":
-        fields.update(repeats=5, software={"python": "3.11.7", "torch": "2.13.0+cpu",
-                                           "monai": "1.6.1", "threads": 1},
-                      notes="python -m benchmarks.harness run --device cpu --repeats 5 "
-                            "--warmup 2 --steps 2 --threads 1")
+        fields.update(
+            repeats=5,
+            software={"python": "3.11.7", "torch": "2.13.0+cpu", "monai": "1.6.1", "threads": 1},
+            notes="python -m benchmarks.harness run --device cpu --repeats 5 "
+            "--warmup 2 --steps 2 --threads 1",
+        )
     return BenchmarkResult.objects.update_or_create(catalogue_key=r.id, defaults=fields)[0]
 
 
@@ -96,9 +125,13 @@ def seed() -> dict[str, int]:
     workloads = {(w.model, w.dims): _workload(w) for w in catalogue.WORKLOADS}
     facilities = {f["slug"]: _facility(f, active=True) for f in catalogue.FACILITIES}
     facilities["published-reference"] = _facility(catalogue.REFERENCE_FACILITY, active=False)
-    nodes = {(s.facility, s.name): enrich_node_type(s, facilities[s.facility])
-             for s in catalogue.NODE_TYPES + catalogue.REFERENCE_NODE_TYPES}
+    nodes = {
+        (s.facility, s.name): enrich_node_type(s, facilities[s.facility])
+        for s in catalogue.NODE_TYPES + catalogue.REFERENCE_NODE_TYPES
+    }
     by_name = {name: node for (_, name), node in nodes.items()}
-    results = [_result(r, by_name[r.node_type], workloads)
-               for r in catalogue.all_results(include_reference=True)]
+    results = [
+        _result(r, by_name[r.node_type], workloads)
+        for r in catalogue.all_results(include_reference=True)
+    ]
     return {"workloads": len(workloads), "node_types": len(nodes), "results": len(results)}

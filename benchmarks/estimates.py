@@ -10,6 +10,7 @@
 The launcher (`launcher/estimates.py`) turns it into the GPU-hours it reserves, never more than
 the wall time. Reads only: three queries (the recommender's inputs).
 """
+
 from __future__ import annotations
 
 import statistics
@@ -53,6 +54,10 @@ class JobPrediction:
     method: str = ""  # the recommender's method: measured | flops_scaled | roofline
     confidence: str = ""  # high | medium | low
     neighbour: str = ""  # the benchmark result it rests on, in words
+    # Whether the run fits the accelerator's memory (the recommender's memory model, or a
+    # measured peak), with its sentence; None when the recommender was not reached.
+    fits_memory: bool | None = None
+    memory: str = ""
 
 
 @dataclass(frozen=True)
@@ -73,25 +78,34 @@ def job_shape(params: Mapping[str, Any], gpus: int) -> JobShape | str:
     p = {**TRAINER_DEFAULTS, **{k: v for k, v in params.items() if v is not None}}
     dataset = p.get("dataset", "synthetic-ct")
     if dataset not in SYNTHETIC_DATASETS:
-        return (f"the portal does not know how many images {dataset} holds, so it cannot turn "
-                "a throughput into hours")
+        return (
+            f"the portal does not know how many images {dataset} holds, so it cannot turn "
+            "a throughput into hours"
+        )
     n = int(p.get("synthetic_n") or SYNTHETIC_DEFAULT_N)
     folds = int(p["folds"])
     held_out = 1 / folds if folds > 1 else VAL_FRACTION
     train = n - round(n * held_out)
     batch, world = int(p["batch_size"]), max(1, gpus)
     steps = (-(-train // world)) // batch  # full batches per rank, as the trainer runs them
-    return JobShape(model=str(p.get("model", "densenet121")), dims=int(p["dims"]),
-                    size=int(p["size"]), batch_size=batch, epochs=int(p["epochs"]),
-                    train_images=steps * batch * world, eval_images=n - train)
+    return JobShape(
+        model=str(p.get("model", "densenet121")),
+        dims=int(p["dims"]),
+        size=int(p["size"]),
+        batch_size=batch,
+        epochs=int(p["epochs"]),
+        train_images=steps * batch * world,
+        eval_images=n - train,
+    )
 
 
 def _node_name(node_type: NodeType, rows: Mapping[str, NodeType]) -> str | None:
     return next((name for name, row in rows.items() if row.pk == node_type.pk), None)
 
 
-def job_prediction(*, node_type: NodeType | None, params: Mapping[str, Any],
-                   gpus: int) -> JobPrediction:
+def job_prediction(
+    *, node_type: NodeType | None, params: Mapping[str, Any], gpus: int
+) -> JobPrediction:
     """Predict one run of a training job with `params` on `gpus` GPUs of `node_type`.
 
     Never raises for missing data: the answer's source is then "wall-time" and its basis says
@@ -103,48 +117,89 @@ def job_prediction(*, node_type: NodeType | None, params: Mapping[str, Any],
     if isinstance(shape, str):
         return JobPrediction("wall-time", shape)
     inputs = recommender_inputs()
-    workload = next((w for w in inputs.workloads
-                     if (w.model, w.dims) == (shape.model, shape.dims)), None)
+    workload = next(
+        (w for w in inputs.workloads if (w.model, w.dims) == (shape.model, shape.dims)), None
+    )
     if workload is None:
-        return JobPrediction("wall-time", f"no cost profile for {shape.model} ({shape.dims}D) "
-                                          "in the benchmark catalogue")
+        return JobPrediction(
+            "wall-time",
+            f"no cost profile for {shape.model} ({shape.dims}D) in the benchmark catalogue",
+        )
     name = _node_name(node_type, inputs.rows)
     node = next((n for n in inputs.nodes if n.name == name), None)
     if node is None:
         return JobPrediction("wall-time", f"{node_type.name} is not offered by an active facility")
-    req = WorkloadRequest(model=shape.model, dims=shape.dims, image_size=shape.size,
-                          dataset_samples=1, epochs=1, precision="auto", gpus=max(1, gpus),
-                          batch_size=shape.batch_size, data_sensitivity="public",
-                          harness="job")
+    req = WorkloadRequest(
+        model=shape.model,
+        dims=shape.dims,
+        image_size=shape.size,
+        dataset_samples=1,
+        epochs=1,
+        precision="auto",
+        gpus=max(1, gpus),
+        batch_size=shape.batch_size,
+        data_sensitivity="public",
+        harness="job",
+    )
     rec = assess(ResultIndex(inputs.records, inputs.nodes, inputs.workloads), workload, req, node)
+    memory = next((r for r in rec.reasons if r.startswith(("Fits with", "Does not fit"))), "")
     if rec.throughput is None:
-        return JobPrediction("wall-time", f"no benchmark result and no peak figure for "
-                                          f"{node_type.name}: nothing to predict from")
+        return JobPrediction(
+            "wall-time",
+            f"no benchmark result and no peak figure for {node_type.name}: nothing to predict from",
+            fits_memory=rec.fits_memory,
+            memory=memory,
+        )
     overhead, overhead_basis = _overhead(node_type, shape, rec.throughput)
     hours = (overhead + shape.epochs * shape.train_images / rec.throughput) / 3600
     here = rec.method == "measured" and any(
-        r.node_type == name and (r.model, r.dims) == (shape.model, shape.dims)
-        and (r.id == rec.basis or r.citation == rec.basis) for r in inputs.records)
+        r.node_type == name
+        and (r.model, r.dims) == (shape.model, shape.dims)
+        and (r.id == rec.basis or r.citation == rec.basis)
+        for r in inputs.records
+    )
     source = "measured" if here else "recommender"
-    basis = (f"{fmt_number(rec.throughput)} images/s for {shape.model} {shape.dims}D "
-             f"{shape.size}px at {rec.precision}, batch {shape.batch_size}, {max(1, gpus)} GPU "
-             f"({rec.method}, {rec.confidence} confidence) x {shape.epochs} epochs of "
-             f"{shape.train_images} training images, plus {overhead_basis}")
-    return JobPrediction(source, basis, hours=hours, gpu_hours=hours * max(1, gpus),
-                         images_per_s=rec.throughput, precision=rec.precision,
-                         method=rec.method, confidence=rec.confidence, neighbour=rec.neighbour)
+    basis = (
+        f"{fmt_number(rec.throughput)} images/s for {shape.model} {shape.dims}D "
+        f"{shape.size}px at {rec.precision}, batch {shape.batch_size}, {max(1, gpus)} GPU "
+        f"({rec.method}, {rec.confidence} confidence) x {shape.epochs} epochs of "
+        f"{shape.train_images} training images, plus {overhead_basis}"
+    )
+    return JobPrediction(
+        source,
+        basis,
+        hours=hours,
+        gpu_hours=hours * max(1, gpus),
+        images_per_s=rec.throughput,
+        precision=rec.precision,
+        method=rec.method,
+        confidence=rec.confidence,
+        neighbour=rec.neighbour,
+        fits_memory=rec.fits_memory,
+        memory=memory,
+    )
 
 
 def _overhead(node_type: NodeType, shape: JobShape, throughput: float) -> tuple[float, str]:
     """Seconds a run spends outside its training steps, and how that figure was obtained."""
-    seen = list(BenchmarkResult.objects.filter(
-        node_type=node_type, source=BenchmarkResult.Source.JOB, overhead_seconds__isnull=False)
-        .order_by("-created_at").values_list("overhead_seconds", flat=True)[:OVERHEAD_SAMPLE])
+    seen = [
+        s
+        for s in BenchmarkResult.objects.filter(
+            node_type=node_type, source=BenchmarkResult.Source.JOB, overhead_seconds__isnull=False
+        )
+        .order_by("-created_at")
+        .values_list("overhead_seconds", flat=True)[:OVERHEAD_SAMPLE]
+        if s is not None  # the query excludes nulls; this tells the type
+    ]
     if seen:
         median = statistics.median(seen)
-        return median, (f"{median:,.0f} s outside training (start-up, validation, evaluation: "
-                        f"the median of {len(seen)} measured job{'s' if len(seen) != 1 else ''} "
-                        f"here)")
+        return median, (
+            f"{median:,.0f} s outside training (start-up, validation, evaluation: "
+            f"the median of {len(seen)} measured job{'s' if len(seen) != 1 else ''} "
+            f"here)"
+        )
     evals = (shape.epochs + 1) * shape.eval_images * FORWARD_SHARE / throughput
-    return STARTUP_SECONDS + evals, (f"{STARTUP_SECONDS:g} s start-up (stated; no job measured "
-                                     f"here yet) and {evals:,.1f} s of validation")
+    return STARTUP_SECONDS + evals, (
+        f"{STARTUP_SECONDS:g} s start-up (stated; no job measured "
+        f"here yet) and {evals:,.1f} s of validation"
+    )

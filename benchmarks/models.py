@@ -3,6 +3,7 @@
 Not imported by `benchmarks/__init__`, so the standalone harness (`benchmarks.harness`) stays
 Django-free. Conversions to the recommender's plain dataclasses live in `selectors.py`.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -54,12 +55,14 @@ class BenchmarkResult(models.Model):
         PUBLISHED = "published", "Published"
         JOB = "job", "Measured by a job"  # a training job's own figures, written back
 
-    node_type = models.ForeignKey("allocations.NodeType", on_delete=models.CASCADE,
-                                  related_name="benchmark_results")
+    node_type = models.ForeignKey(
+        "allocations.NodeType", on_delete=models.CASCADE, related_name="benchmark_results"
+    )
     workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="results")
     precision = models.CharField(max_length=4, choices=[(p, p) for p in PRECISIONS])
-    strategy = models.CharField(max_length=10, choices=[(s, s) for s in STRATEGIES],
-                                default="single")
+    strategy = models.CharField(
+        max_length=10, choices=[(s, s) for s in STRATEGIES], default="single"
+    )
     gpus = models.PositiveIntegerField(default=1)
     batch_size = models.PositiveIntegerField(help_text="per GPU")
     image_size = models.PositiveIntegerField(help_text="pixels per side, or tokens per sample")
@@ -67,15 +70,19 @@ class BenchmarkResult(models.Model):
     throughput_min = models.FloatField(null=True, blank=True)
     throughput_max = models.FloatField(null=True, blank=True)
     repeats = models.PositiveIntegerField(default=1)
-    peak_memory_gb = models.FloatField(null=True, blank=True,
-                                       help_text="per GPU (CUDA) or process RSS (CPU)")
+    peak_memory_gb = models.FloatField(
+        null=True, blank=True, help_text="per GPU (CUDA) or process RSS (CPU)"
+    )
     source = models.CharField(max_length=9, choices=Source.choices, default=Source.MEASURED)
-    citation = models.TextField(blank=True, help_text="where a published figure comes from, or "
-                                                      "how and where it was measured")
+    citation = models.TextField(
+        blank=True,
+        help_text="where a published figure comes from, or how and where it was measured",
+    )
     software = models.JSONField(default=dict, blank=True)
     measured_at = models.DateTimeField(null=True, blank=True)
-    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                     on_delete=models.SET_NULL, related_name="+")
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     notes = models.TextField(blank=True)
     # Stable key of a catalogue entry or "job-<id>" for a job's result (seeding and job
     # write-back are idempotent on it); empty for API submissions.
@@ -89,8 +96,14 @@ class BenchmarkResult(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["workload__model", "workload__dims", "node_type__name", "precision", "gpus",
-                    "-created_at"]
+        ordering = [
+            "workload__model",
+            "workload__dims",
+            "node_type__name",
+            "precision",
+            "gpus",
+            "-created_at",
+        ]
         indexes = [
             # The recommender groups by chip and model; the list filters by these.
             models.Index(fields=["workload", "node_type"], name="bench_workload_node"),
@@ -98,18 +111,25 @@ class BenchmarkResult(models.Model):
             models.Index(fields=["source", "-created_at"], name="bench_source_created"),
         ]
         constraints = [
-            models.UniqueConstraint(fields=["catalogue_key"], condition=~Q(catalogue_key=""),
-                                    name="bench_unique_catalogue_key"),
+            models.UniqueConstraint(
+                fields=["catalogue_key"],
+                condition=~Q(catalogue_key=""),
+                name="bench_unique_catalogue_key",
+            ),
             models.CheckConstraint(condition=Q(throughput__gt=0), name="bench_throughput_pos"),
             models.CheckConstraint(condition=Q(gpus__gte=1), name="bench_gpus_pos"),
             models.CheckConstraint(
                 condition=Q(throughput_min__isnull=True) | Q(throughput_min__lte=F("throughput")),
-                name="bench_min_le_median"),
+                name="bench_min_le_median",
+            ),
             models.CheckConstraint(
                 condition=Q(throughput_max__isnull=True) | Q(throughput_max__gte=F("throughput")),
-                name="bench_max_ge_median"),
+                name="bench_max_ge_median",
+            ),
         ]
 
     def __str__(self) -> str:
-        return (f"{self.workload_id and self.workload.key} on {self.node_type.name}: "
-                f"{self.throughput:g} samples/s ({self.precision}, {self.gpus} GPU)")
+        return (
+            f"{self.workload_id and self.workload.key} on {self.node_type.name}: "
+            f"{self.throughput:g} samples/s ({self.precision}, {self.gpus} GPU)"
+        )

@@ -4,6 +4,7 @@ The database is the single source at run time: node types come from `allocations
 rows with their facility's policy, workloads and results from this app's tables. Each read
 runs a fixed number of queries whatever the number of rows.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,7 +19,6 @@ from django.db.models import QuerySet
 from django.urls import reverse
 
 from allocations.connection import connection_note
-from allocations.errors import Invalid
 from allocations.models import NodeType
 from allocations.roles import is_staff
 from benchmarks.models import BENCHMARKERS_GROUP, BenchmarkResult
@@ -34,6 +34,7 @@ from benchmarks.recommender import (
     parse_request,
     recommend,
 )
+from core.errors import Invalid
 
 _PEAKS = ("fp16", "bf16", "fp32", "fp64", "tf32")
 
@@ -50,18 +51,23 @@ def benchmark_results() -> QuerySet[BenchmarkResult]:
 
     Benchmark figures are not confidential: any signed-in user sees all of them.
     """
-    return BenchmarkResult.objects.select_related("node_type__facility", "workload",
-                                                  "submitted_by")
+    return BenchmarkResult.objects.select_related("node_type__facility", "workload", "submitted_by")
 
 
 # --- Rows to the recommender's dataclasses ---------------------------------------------------
 def workload_info(row: WorkloadRow) -> Workload:
     """A workload row as the recommender's dataclass."""
-    return Workload(key=row.key, model=row.model, dims=row.dims, family=row.family,
-                    reference_size=row.reference_size, parameters=row.parameters,
-                    train_flops_per_sample=row.train_flops_per_sample,
-                    activation_bytes_per_sample=row.activation_bytes_per_sample,
-                    description=row.description)
+    return Workload(
+        key=row.key,
+        model=row.model,
+        dims=row.dims,
+        family=row.family,
+        reference_size=row.reference_size,
+        parameters=row.parameters,
+        train_flops_per_sample=row.train_flops_per_sample,
+        activation_bytes_per_sample=row.activation_bytes_per_sample,
+        description=row.description,
+    )
 
 
 def _float(value: Any) -> float | None:
@@ -72,15 +78,23 @@ def node_type_info(row: NodeType, name: str | None = None) -> NodeTypeInfo:
     """A node type row (with its facility loaded) merged with the facility's policy."""
     f = row.facility
     return NodeTypeInfo(
-        name=name or row.name, facility=f.slug, kind=f.kind, accelerator=row.accelerator,
+        name=name or row.name,
+        facility=f.slug,
+        kind=f.kind,
+        accelerator=row.accelerator,
         memory_gb=float(row.accelerator_memory_gb),
         accelerators_per_node=row.accelerators_per_node,
         peak_tflops={p: getattr(row, f"peak_tflops_{p}") for p in _PEAKS},
-        allowed_sensitivity=tuple(f.allowed_sensitivity or ()), notebooks=f.offers_notebooks,
-        root=f.offers_root, public_web_service=f.offers_public_web,
-        gpu_hour_rate=float(f.gpu_hour_rate), price_on_demand=_float(row.price_on_demand),
-        price_spot=_float(row.price_spot), max_accelerators=row.max_accelerators,
-        device=row.device)
+        allowed_sensitivity=tuple(f.allowed_sensitivity or ()),
+        notebooks=f.offers_notebooks,
+        root=f.offers_root,
+        public_web_service=f.offers_public_web,
+        gpu_hour_rate=float(f.gpu_hour_rate),
+        price_on_demand=_float(row.price_on_demand),
+        price_spot=_float(row.price_spot),
+        max_accelerators=row.max_accelerators,
+        device=row.device,
+    )
 
 
 @dataclass(frozen=True)
@@ -102,22 +116,53 @@ def recommender_inputs() -> RecommenderInputs:
     """Workloads, active facilities' node types and their results, as plain dataclasses."""
     rows = list(NodeType.objects.filter(facility__is_active=True).select_related("facility"))
     counts = Counter(r.name for r in rows)
-    names = {r.pk: (r.name if counts[r.name] == 1 else f"{r.name} ({r.facility.slug})")
-             for r in rows}
-    fields = ("node_type_id", "workload__model", "workload__dims", "image_size", "precision",
-              "strategy", "gpus", "batch_size", "throughput", "throughput_min",
-              "throughput_max", "peak_memory_gb", "source", "citation", "id", "catalogue_key")
+    names = {
+        r.pk: (r.name if counts[r.name] == 1 else f"{r.name} ({r.facility.slug})") for r in rows
+    }
+    fields = (
+        "node_type_id",
+        "workload__model",
+        "workload__dims",
+        "image_size",
+        "precision",
+        "strategy",
+        "gpus",
+        "batch_size",
+        "throughput",
+        "throughput_min",
+        "throughput_max",
+        "peak_memory_gb",
+        "source",
+        "citation",
+        "id",
+        "catalogue_key",
+    )
     records = [
-        BenchmarkRecord(node_type=names[v[0]], model=v[1], dims=v[2], image_size=v[3],
-                        precision=v[4], strategy=v[5], gpus=v[6], batch_size=v[7],
-                        throughput=v[8], throughput_min=v[9], throughput_max=v[10],
-                        peak_memory_gb=v[11], source=v[12], citation=v[13],
-                        id=v[15] or f"result-{v[14]}")
-        for v in BenchmarkResult.objects.filter(node_type_id__in=names).values_list(*fields)]
+        BenchmarkRecord(
+            node_type=names[v[0]],
+            model=v[1],
+            dims=v[2],
+            image_size=v[3],
+            precision=v[4],
+            strategy=v[5],
+            gpus=v[6],
+            batch_size=v[7],
+            throughput=v[8],
+            throughput_min=v[9],
+            throughput_max=v[10],
+            peak_memory_gb=v[11],
+            source=v[12],
+            citation=v[13],
+            id=v[15] or f"result-{v[14]}",
+        )
+        for v in BenchmarkResult.objects.filter(node_type_id__in=names).values_list(*fields)
+    ]
     return RecommenderInputs(
         workloads=[workload_info(w) for w in WorkloadRow.objects.all()],
-        nodes=[node_type_info(r, names[r.pk]) for r in rows], records=records,
-        rows={names[r.pk]: r for r in rows})
+        nodes=[node_type_info(r, names[r.pk]) for r in rows],
+        records=records,
+        rows={names[r.pk]: r for r in rows},
+    )
 
 
 # --- Recommendations ---------------------------------------------------------------------------
@@ -155,10 +200,15 @@ class Outcome:
 def _result_dict(rec: Recommendation, row: NodeType, req: WorkloadRequest) -> dict[str, Any]:
     d = rec.as_dict()
     note = connection_note(row.facility)
-    d.update(node_type=row.name, node_type_id=row.pk, facility_name=row.facility.name,
-             connected=not note, connection_note=note,
-             request_url=request_form_url(row, rec, req.data_sensitivity),
-             request_gpu_hours=request_gpu_hours(rec))
+    d.update(
+        node_type=row.name,
+        node_type_id=row.pk,
+        facility_name=row.facility.name,
+        connected=not note,
+        connection_note=note,
+        request_url=request_form_url(row, rec, req.data_sensitivity),
+        request_gpu_hours=request_gpu_hours(rec),
+    )
     return d
 
 
@@ -168,8 +218,9 @@ class RecommendationRefused(Invalid):
     here."""
 
 
-def recommendations_for(*, data: Mapping[str, Any],
-                        inputs: RecommenderInputs | None = None) -> Outcome:
+def recommendations_for(
+    *, data: Mapping[str, Any], inputs: RecommenderInputs | None = None
+) -> Outcome:
     """Rank every active node type for the workload described by untrusted `data`.
 
     Raises RecommendationRefused (HTTP 400, per-field messages listing what is allowed) for
@@ -183,8 +234,13 @@ def recommendations_for(*, data: Mapping[str, Any],
     ranked = recommend(req, inputs.workloads, inputs.nodes, inputs.records)
     results = [_result_dict(r, inputs.rows[r.node_type], req) for r in ranked]
     front = sorted((d for d in results if d["pareto"]), key=lambda d: d["predicted_hours"])
-    pareto = [{k: d[k] for k in ("facility", "node_type", "node_type_id", "predicted_hours",
-                                 "cost", "rank")} for d in front]
+    pareto = [
+        {
+            k: d[k]
+            for k in ("facility", "node_type", "node_type_id", "predicted_hours", "cost", "rank")
+        }
+        for d in front
+    ]
     return Outcome(request=req, results=results, pareto=pareto, inputs=inputs)
 
 
@@ -197,8 +253,9 @@ def throughput_by_precision(outcome: Outcome) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for precision in PRECISIONS:
         req = dataclasses.replace(outcome.request, precision=precision)
-        ranked = recommend(req, outcome.inputs.workloads, outcome.inputs.nodes,
-                           outcome.inputs.records)
+        ranked = recommend(
+            req, outcome.inputs.workloads, outcome.inputs.nodes, outcome.inputs.records
+        )
         out[precision] = {r.node_type: r.throughput for r in ranked if r.throughput is not None}
     return out
 
@@ -214,8 +271,17 @@ def scaling_series(results: QuerySet[BenchmarkResult]) -> list[dict[str, Any]]:
     count (node type, workload, precision, strategy, batch, size); several results at one
     count keep the most recent.
     """
-    fields = ("node_type__name", "node_type__facility__slug", "workload__key", "precision",
-              "strategy", "batch_size", "image_size", "gpus", "throughput")
+    fields = (
+        "node_type__name",
+        "node_type__facility__slug",
+        "workload__key",
+        "precision",
+        "strategy",
+        "batch_size",
+        "image_size",
+        "gpus",
+        "throughput",
+    )
     rows = results.order_by("created_at").values_list(*fields)[:SCALING_ROWS_LIMIT]
     groups: dict[tuple, dict[int, float]] = {}
     for *config, gpus, throughput in rows:
@@ -224,7 +290,12 @@ def scaling_series(results: QuerySet[BenchmarkResult]) -> list[dict[str, Any]]:
     for c, points in sorted(groups.items()):
         if len(points) >= 2:
             gpus = sorted(points)
-            out.append({"label": f"{c[0]} · {c[2]} · {c[3]} · {c[4]} · batch {c[5]} · size {c[6]}",
-                        "gpus": gpus, "throughput": [points[g] for g in gpus],
-                        "points": [(g, points[g]) for g in gpus]})
+            out.append(
+                {
+                    "label": f"{c[0]} · {c[2]} · {c[3]} · {c[4]} · batch {c[5]} · size {c[6]}",
+                    "gpus": gpus,
+                    "throughput": [points[g] for g in gpus],
+                    "points": [(g, points[g]) for g in gpus],
+                }
+            )
     return out

@@ -1,4 +1,5 @@
 """Pages: /recommend/ (the recommender as a shareable GET form) and /benchmarks/ (browse)."""
+
 from django.urls import path
 
 from . import views

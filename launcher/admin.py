@@ -1,17 +1,17 @@
 """Admin: jobs and sweeps, read-mostly. Lists filter by state, facility and allocation and
 search by project, user, token and scheduler id; a job's state moves only through the services
 (the cancel action calls `job_cancel`, audited like the page and the API)."""
+
 from __future__ import annotations
 
-from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
-from allocations.admin import ReadOnlyMixin
-from allocations.transitions import InvalidTransition
+from core.admin import ReadOnlyMixin, run_action
 
 from . import services
 from .models import Job, Sweep
-from .services.errors import LaunchConflict
 
 
 class ReadMostly(ReadOnlyMixin, admin.ModelAdmin):
@@ -21,12 +21,29 @@ class ReadMostly(ReadOnlyMixin, admin.ModelAdmin):
 
 @admin.register(Job)
 class JobAdmin(ReadMostly):
-    list_display = ["id", "state", "allocation", "facility", "created_by", "gpus",
-                    "scheduler_id", "created_at"]
-    list_filter = ["state", ("allocation__facility", admin.RelatedOnlyFieldListFilter),
-                   ("allocation", admin.RelatedOnlyFieldListFilter), "workload"]
-    search_fields = ["allocation__project__code", "created_by__username", "token",
-                     "scheduler_id", "state_reason"]
+    list_display = [
+        "id",
+        "state",
+        "allocation",
+        "facility",
+        "created_by",
+        "gpus",
+        "scheduler_id",
+        "created_at",
+    ]
+    list_filter = [
+        "state",
+        ("allocation__facility", admin.RelatedOnlyFieldListFilter),
+        ("allocation", admin.RelatedOnlyFieldListFilter),
+        "workload",
+    ]
+    search_fields = [
+        "allocation__project__code",
+        "created_by__username",
+        "token",
+        "scheduler_id",
+        "state_reason",
+    ]
     list_select_related = ["allocation__project", "allocation__facility", "created_by"]
     date_hierarchy = "created_at"
     show_full_result_count = False
@@ -37,26 +54,41 @@ class JobAdmin(ReadMostly):
         return job.allocation.facility.name
 
     @admin.action(description="Cancel selected jobs")
-    def cancel(self, request, queryset):
-        done = 0
-        for job in queryset.select_related("allocation"):
-            try:
-                services.job_cancel(job=job, by=request.user)
-                done += 1
-            except (InvalidTransition, PermissionDenied, LaunchConflict) as error:
-                self.message_user(request, f"#{job.pk}: {error}", messages.WARNING)
-        if done:
-            self.message_user(request, f"Cancelled {done} job(s).", messages.SUCCESS)
+    def cancel(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        run_action(
+            self,
+            request,
+            queryset.select_related("allocation"),
+            lambda job: services.job_cancel(job=job, by=request.user),
+            verb="Cancelled",
+            noun="job(s)",
+        )
 
 
 @admin.register(Sweep)
 class SweepAdmin(ReadMostly):
-    list_display = ["id", "name", "allocation", "facility", "created_by", "size", "gpus",
-                    "concurrency", "created_at"]
-    list_filter = [("allocation__facility", admin.RelatedOnlyFieldListFilter),
-                   ("allocation", admin.RelatedOnlyFieldListFilter)]
-    search_fields = ["name", "allocation__project__code", "created_by__username", "token",
-                     "scheduler_id"]
+    list_display = [
+        "id",
+        "name",
+        "allocation",
+        "facility",
+        "created_by",
+        "size",
+        "gpus",
+        "concurrency",
+        "created_at",
+    ]
+    list_filter = [
+        ("allocation__facility", admin.RelatedOnlyFieldListFilter),
+        ("allocation", admin.RelatedOnlyFieldListFilter),
+    ]
+    search_fields = [
+        "name",
+        "allocation__project__code",
+        "created_by__username",
+        "token",
+        "scheduler_id",
+    ]
     list_select_related = ["allocation__project", "allocation__facility", "created_by"]
     date_hierarchy = "created_at"
 

@@ -16,6 +16,7 @@ A bundle is a folder holding
 
 Each cell writes OUT = out/<index>/ (progress.json, metrics.json, checkpoints).
 """
+
 from __future__ import annotations
 
 import json
@@ -26,16 +27,17 @@ from pathlib import Path
 from typing import Any
 
 from . import params as launch_params
-from .backends.base import BackendError
+from .backends.contract import BackendError
 
 WORKLOAD_SRC = Path(__file__).resolve().parent / "workloads"
 SYNTHETIC = launch_params.SYNTHETIC
 
 _JOB_SH = """#!/bin/bash
 # Written by the portal. Arguments: PYTHON PYTHONPATH. No user value appears in this text.
-# Everything the job writes (checkpoints, metrics, logs) is private to the service account:
-# other projects' jobs running as the same account cannot be kept out this way, but other
-# accounts on the cluster can (docs/security.md).
+# The job runs as its member's cluster login in a folder owned by the service account (mode
+# 700) and shared with that member alone by a POSIX ACL: everything the job writes
+# (checkpoints, metrics, logs) is private to the member and the service account, out of
+# reach of other members and other accounts on the cluster (docs/security.md).
 umask 077
 set -u
 export PYTHONPATH="$PWD/pkg${2:+:$2}"
@@ -113,11 +115,22 @@ def data_spec(params: Mapping[str, Any]) -> tuple[str, list[str] | None]:
     dataset = params.get("dataset", "synthetic-ct")
     if dataset in SYNTHETIC:
         n, size, seed = params.get("synthetic_n", 24), params.get("size", 32), params.get("seed", 0)
-        return "data", ["--out", "data", "--modality", SYNTHETIC[dataset], "--n", str(n),
-                        "--size", str(max(int(size), 16)), "--seed", str(seed)]
+        return "data", [
+            "--out",
+            "data",
+            "--modality",
+            SYNTHETIC[dataset],
+            "--n",
+            str(n),
+            "--size",
+            str(max(int(size), 16)),
+            "--seed",
+            str(seed),
+        ]
     # A job from before datasets were registered (a raw path): never run it as it stands.
-    raise BackendError(f"dataset {dataset!r} is not a registered dataset of the project",
-                       permanent=True)
+    raise BackendError(
+        f"dataset {dataset!r} is not a registered dataset of the project", permanent=True
+    )
 
 
 def data_root_args(params: Mapping[str, Any]) -> list[str]:
@@ -138,7 +151,11 @@ def cell_argv(cell: Mapping[str, Any], data: str, out: str) -> list[str]:
     list, never a shell string: quote with shlex.join when a script needs one line)."""
     argv = ["train", "--data", data, "--out", out]
     for key, value in cell.items():
-        if key == "index" or (key == "folds" and value == 1) or (key == "fold" and cell.get("folds", 1) == 1):
+        if (
+            key == "index"
+            or (key == "folds" and value == 1)
+            or (key == "fold" and cell.get("folds", 1) == 1)
+        ):
             continue
         if isinstance(value, bool):
             argv.append(_flag(key) if value else "--no-" + key.replace("_", "-"))
@@ -161,16 +178,27 @@ def single_cell(params: Mapping[str, Any]) -> dict[str, Any]:
     return {"index": 0, **{k: params[k] for k in TRAIN_KEYS if k in params}}
 
 
-def write_bundle(*, cells: Sequence[Mapping[str, Any]], params: Mapping[str, Any],
-                 into: Path | None = None, gpus: int = 1) -> Path:
+def write_bundle(
+    *,
+    cells: Sequence[Mapping[str, Any]],
+    params: Mapping[str, Any],
+    into: Path | None = None,
+    gpus: int = 1,
+    indices: Sequence[int] | None = None,
+) -> Path:
     """Write a bundle folder for these cells (one for a job, all of a sweep's) and return it.
     With `gpus` > 1 each cell trains under torchrun with one process per GPU (what Slurm
-    charges for is what runs). The caller removes it after staging (`shutil.rmtree`)."""
+    charges for is what runs). With `indices` (a staged sweep's batch: launcher/services/
+    sweeps.py) cell i is array task indices[i]: the list is indexed by task id, the other
+    places empty. The caller removes it after staging (`shutil.rmtree`)."""
     folder = Path(into or tempfile.mkdtemp(prefix="portal-bundle-"))
     data, synth = data_spec(params)
     root = data_root_args(params)
-    spec = {"cells": [[*cell_args(c, i, data), *root] for i, c in enumerate(cells)], "data": data,
-            "synth": synth, "nproc": max(int(gpus), 1)}
+    tasks = list(indices) if indices is not None else list(range(len(cells)))
+    listed: list[list[str] | None] = [None] * (max(tasks, default=-1) + 1)
+    for task, c in zip(tasks, cells):
+        listed[task] = [*cell_args(c, task, data), *root]
+    spec = {"cells": listed, "data": data, "synth": synth, "nproc": max(int(gpus), 1)}
     (folder / "job.json").write_text(json.dumps(spec, indent=1))
     (folder / "job.sh").write_text(_JOB_SH)
     (folder / "job.sh").chmod(0o755)
@@ -178,6 +206,9 @@ def write_bundle(*, cells: Sequence[Mapping[str, Any]], params: Mapping[str, Any
     pkg = folder / "pkg" / "launcher"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    shutil.copytree(WORKLOAD_SRC, pkg / "workloads",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "requirements*.txt"))
+    shutil.copytree(
+        WORKLOAD_SRC,
+        pkg / "workloads",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "requirements*.txt"),
+    )
     return folder

@@ -1,6 +1,7 @@
 """Demo data for the launcher (called by `manage.py seed_demo`; idempotent): completes the
 `local-slurm` facility's backend settings from what `make services` wrote, with the keys
 launcher/slurm/backend.py (slurm_settings) reads."""
+
 from __future__ import annotations
 
 import sys
@@ -13,7 +14,8 @@ def local_slurm_settings() -> dict:
     env = read_services_env()
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     return {
-        "host": env.get("SSH_HOST", "127.0.0.1"), "port": int(env.get("SSH_PORT", "2222")),
+        "host": env.get("SSH_HOST", "127.0.0.1"),
+        "port": int(env.get("SSH_PORT", "2222")),
         "user": env.get("SSH_USER", "portal"),
         "key_path": env.get("SSH_KEY_PATH", "/var/lib/portal-services/ssh/id_ed25519"),
         "host_key": env.get("SSH_KNOWN_HOSTS", "/var/lib/portal-services/ssh/known_hosts"),

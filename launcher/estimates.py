@@ -21,6 +21,7 @@ waited minutes for a slot with nothing saying so beforehand). A backend that kno
 declares `capacity` in the registry and is asked; elsewhere the scheduler decides and the
 sentence says so.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,8 +38,10 @@ from allocations.models import Allocation, Facility, NodeType
 from benchmarks.estimates import JobPrediction, job_prediction
 
 from . import params as P
-from .backends.registry import Capability, backend_for
-from .runners import Capacity
+from . import sweepgrid
+from .backends.contract import Capability, Capacity
+from .backends.registry import backend_for
+from .refusals import GpusRefused
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +59,13 @@ class Estimate:
 
     def job_fields(self) -> dict[str, Any]:
         """The prediction's fields as stored on each Job (the estimate fields are set apart)."""
-        return {"estimate_basis": self.basis[:1000], "estimate_confidence": self.confidence,
-                "estimate_neighbour": self.neighbour[:300],
-                "predicted_hours": self.predicted_hours,
-                "predicted_images_per_s": self.predicted_images_per_s}
+        return {
+            "estimate_basis": self.basis[:1000],
+            "estimate_confidence": self.confidence,
+            "estimate_neighbour": self.neighbour[:300],
+            "predicted_hours": self.predicted_hours,
+            "predicted_images_per_s": self.predicted_images_per_s,
+        }
 
 
 def node_type_of(allocation: Allocation) -> NodeType | None:
@@ -71,7 +77,8 @@ def node_type_of(allocation: Allocation) -> NodeType | None:
     return only[0] if len(only) == 1 else None
 
 
-def _predict(allocation: Allocation, params: Mapping[str, Any], gpus: int) -> JobPrediction:
+def predict(allocation: Allocation, params: Mapping[str, Any], gpus: int) -> JobPrediction:
+    """The recommender's prediction of one run (a fallback that says why when it fails)."""
     try:
         # A savepoint: a failed query in here must not poison the launch's transaction.
         with transaction.atomic():
@@ -81,36 +88,59 @@ def _predict(allocation: Allocation, params: Mapping[str, Any], gpus: int) -> Jo
         return JobPrediction("wall-time", f"the recommender failed ({type(error).__name__})")
 
 
-def estimate_run(*, allocation: Allocation, params: Mapping[str, Any], gpus: int,
-                 wall_time_minutes: int, runs: int = 1) -> Estimate:
+def estimate_run(
+    *,
+    allocation: Allocation,
+    params: Mapping[str, Any],
+    gpus: int,
+    wall_time_minutes: int,
+    runs: int = 1,
+    prediction: JobPrediction | None = None,
+) -> Estimate:
     """What `runs` runs of this job reserve on the allocation's facility: the wall-time limit
     x GPUs each (GPU-hours, and money at the facility's GPU-hour rate; a cloud backend prices
-    the same limit itself), with the recommender's prediction and its basis beside it."""
+    the same limit itself), with the recommender's prediction and its basis beside it
+    (`prediction`, when the caller has already made it for these params, else made here)."""
     bound = Decimal(gpus * wall_time_minutes) / 60
-    found = _predict(allocation, params, gpus)
+    found = prediction if prediction is not None else predict(allocation, params, gpus)
     predicted = None if found.gpu_hours is None else Decimal(repr(found.gpu_hours))
-    limit = (f"Reserved: the limit, {wall_time_minutes} min wall time x {gpus} GPU"
-             f"{'s' if gpus != 1 else ''}; the run is stopped there and only what it uses is "
-             "charged.")
-    if predicted is not None and predicted <= bound:
+    limit = (
+        f"Reserved: the limit, {wall_time_minutes} min wall time x {gpus} GPU"
+        f"{'s' if gpus != 1 else ''}; the run is stopped there and only what it uses is "
+        "charged."
+    )
+    # A prediction has both figures (benchmarks/estimates.py: job_prediction).
+    if predicted is not None and found.hours is not None and predicted <= bound:
         source = found.source
         basis = f"{limit} Predicted {found.hours * 60:.1f} min per run from {found.basis}."
-    elif predicted is not None:
+    elif predicted is not None and found.hours is not None:
         source = "wall-time"
-        basis = (f"{limit} The recommender predicts {found.hours:.2f} h per run ({found.basis}), "
-                 f"more than the {wall_time_minutes}-minute wall time: the run will be stopped "
-                 "there.")
+        basis = (
+            f"{limit} The recommender predicts {found.hours:.2f} h per run ({found.basis}), "
+            f"more than the {wall_time_minutes}-minute wall time: the run will be stopped "
+            "there."
+        )
     else:
         source = "wall-time"
         basis = f"{limit} No prediction: {found.basis}."
     one = bound
     hours = (one * runs).quantize(Decimal("0.001"), rounding=ROUND_UP)
     cost = (hours * allocation.facility.gpu_hour_rate).quantize(Decimal("0.0001"))
-    run_hours = None if found.hours is None else Decimal(repr(found.hours)).quantize(
-        Decimal("0.000001"), rounding=ROUND_UP)
-    return Estimate(gpu_hours=hours, cost=cost, source=source, basis=basis,
-                    confidence=found.confidence, neighbour=found.neighbour,
-                    predicted_hours=run_hours, predicted_images_per_s=found.images_per_s)
+    run_hours = (
+        None
+        if found.hours is None
+        else Decimal(repr(found.hours)).quantize(Decimal("0.000001"), rounding=ROUND_UP)
+    )
+    return Estimate(
+        gpu_hours=hours,
+        cost=cost,
+        source=source,
+        basis=basis,
+        confidence=found.confidence,
+        neighbour=found.neighbour,
+        predicted_hours=run_hours,
+        predicted_images_per_s=found.images_per_s,
+    )
 
 
 @dataclass(frozen=True)
@@ -121,22 +151,56 @@ class WallTimeDefault:
     basis: str
 
 
-def default_wall_time(*, allocation: Allocation | None, params: Mapping[str, Any],
-                      gpus: int) -> WallTimeDefault:
+def default_wall_time(
+    *, allocation: Allocation | None, params: Mapping[str, Any], gpus: int
+) -> WallTimeDefault:
     """The predicted run time x P.WALL_TIME_MARGIN, rounded up to whole minutes, at least
     P.WALL_TIME_FLOOR_MINUTES and within the wall-time bounds; P.DEFAULT_WALL_TIME_MINUTES when
     nothing can be predicted."""
-    found = _predict(allocation, params, gpus) if allocation is not None else None
+    return wall_time_for(predict(allocation, params, gpus) if allocation is not None else None)
+
+
+def wall_time_for(found: JobPrediction | None) -> WallTimeDefault:
+    """`default_wall_time` from a prediction already made (None: no allocation to predict on)."""
     if found is None or found.hours is None:
         why = found.basis if found is not None else "no allocation"
-        return WallTimeDefault(P.DEFAULT_WALL_TIME_MINUTES,
-                               f"Default {P.DEFAULT_WALL_TIME_MINUTES} min: no prediction ({why}).")
+        return WallTimeDefault(
+            P.DEFAULT_WALL_TIME_MINUTES,
+            f"Default {P.DEFAULT_WALL_TIME_MINUTES} min: no prediction ({why}).",
+        )
     predicted = found.hours * 60
     minutes = max(P.WALL_TIME_FLOOR_MINUTES, math.ceil(predicted * P.WALL_TIME_MARGIN))
     minutes = min(max(minutes, P.WALL_TIME_MINUTES[0]), P.WALL_TIME_MINUTES[1])
-    return WallTimeDefault(minutes, (
-        f"{minutes} min: {P.WALL_TIME_MARGIN}x the predicted {predicted:.1f} min per run, at least "
-        f"{P.WALL_TIME_FLOOR_MINUTES} min. The run is stopped there; only what it uses is charged."))
+    return WallTimeDefault(
+        minutes,
+        (
+            f"{minutes} min: {P.WALL_TIME_MARGIN}x the predicted {predicted:.1f} min per run, at least "
+            f"{P.WALL_TIME_FLOOR_MINUTES} min. The run is stopped there; only what it uses is charged."
+        ),
+    )
+
+
+def sweep_first_cell(grid: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """What the first run of a sweep trains: the run a sweep's default wall time is predicted
+    for (`default_wall_time`; every cell gets the same limit)."""
+    grid = sweepgrid.PRESETS.get(grid["preset"], grid) if "preset" in grid else grid
+    models = grid.get("models") or [P.DEFAULT_JOB["model"]]
+    return {
+        **P.DEFAULT_SWEEP_PARAMS,
+        **params,
+        **(grid.get("fixed") or {}),
+        "model": models[0],
+        "folds": grid.get("folds", 1),
+    }
+
+
+def sweep_wall_time(
+    *, allocation: Allocation, grid: Mapping[str, Any], params: Mapping[str, Any], gpus: int
+) -> int:
+    """The wall time of each cell of a sweep that names none: the first cell's predicted run
+    time with its margin (`default_wall_time`)."""
+    first = sweep_first_cell(grid, params)
+    return default_wall_time(allocation=allocation, params=first, gpus=gpus).minutes
 
 
 #: Money throughout the portal is US dollars (benchmarks/catalogue.py; cloud prices are USD).
@@ -154,15 +218,28 @@ class SweepEstimate:
     def basis(self, *, gpus: int, wall_time_minutes: int) -> str:
         """The reservation's basis in words, as the sweep form and the API show it."""
         why = f"{gpus} GPU{'s' if gpus != 1 else ''} x {wall_time_minutes} min wall time"
-        return (f"{self.cells} cells x {self.per_cell.gpu_hours} GPU-hours per cell ({why}, "
-                "the limit each cell is stopped at)")
+        return (
+            f"{self.cells} cells x {self.per_cell.gpu_hours} GPU-hours per cell ({why}, "
+            "the limit each cell is stopped at)"
+        )
 
 
-def estimate_sweep(*, allocation: Allocation, params: Mapping[str, Any], fixed: Mapping[str, Any],
-                   cells: int, gpus: int, wall_time_minutes: int) -> SweepEstimate:
+def estimate_sweep(
+    *,
+    allocation: Allocation,
+    params: Mapping[str, Any],
+    fixed: Mapping[str, Any],
+    cells: int,
+    gpus: int,
+    wall_time_minutes: int,
+) -> SweepEstimate:
     """Per-cell and total estimate of a sweep of `cells` runs (sweep_launch checks the total)."""
-    one = estimate_run(allocation=allocation, params={**params, **fixed}, gpus=gpus,
-                       wall_time_minutes=wall_time_minutes)
+    one = estimate_run(
+        allocation=allocation,
+        params={**params, **fixed},
+        gpus=gpus,
+        wall_time_minutes=wall_time_minutes,
+    )
     total = dataclasses.replace(one, gpu_hours=one.gpu_hours * cells, cost=one.cost * cells)
     return SweepEstimate(cells=cells, per_cell=one, total=total)
 
@@ -180,15 +257,19 @@ def capacity_note(facility: Facility, *, concurrency: int | None = None) -> str:
     """One sentence: the facility's slots, how many are in use now, and what that means."""
     capacity = _capacity(facility)
     if capacity is None:
-        return (f"{facility.name}'s scheduler decides when each run starts; a run waits while "
-                "the cluster or the allocation's limits are full.")
+        return (
+            f"{facility.name}'s scheduler decides when each run starts; a run waits while "
+            "the cluster or the allocation's limits are full."
+        )
     slots, in_use = capacity.slots, capacity.in_use
     free = slots - in_use
-    sentence = (f"{facility.name} runs {slots} run{'s' if slots != 1 else ''} at a time (one per "
-                f"GPU or CPU slot, all users together); {in_use} of {slots} in use now, {free} free.")
+    sentence = (
+        f"{facility.name} runs {slots} run{'s' if slots != 1 else ''} at a time (one per "
+        f"GPU or CPU slot, all users together); {in_use} of {slots} in use now, {free} free."
+    )
     if concurrency is not None and concurrency > slots:
         sentence += f" A concurrency above {slots} cannot help here."
-    return sentence + " Runs beyond the free slots wait, each saying \"waiting for a free slot\"."
+    return sentence + ' Runs beyond the free slots wait, each saying "waiting for a free slot".'
 
 
 def gpus_refusal(facility: Facility, gpus: int) -> str | None:
@@ -198,6 +279,18 @@ def gpus_refusal(facility: Facility, gpus: int) -> str | None:
     if capacity is None or gpus <= capacity.slots:
         return None
     slots = capacity.slots
-    return (f"{facility.name} runs at most {slots} GPU{'s' if slots != 1 else ''} (or CPU "
-            f"slot{'s' if slots != 1 else ''}) at a time, so a run needing {gpus} could never "
-            f"start there: ask for at most {slots}.")
+    return (
+        f"{facility.name} runs at most {slots} GPU{'s' if slots != 1 else ''} (or CPU "
+        f"slot{'s' if slots != 1 else ''}) at a time, so a run needing {gpus} could never "
+        f"start there: ask for at most {slots}."
+    )
+
+
+def check_gpus_fit(facility: Facility, gpus: int) -> None:
+    """Refuse (GpusRefused: 400 on `gpus`) a run needing more GPUs than the facility's backend
+    can ever run at once. The one check of this for a launch (`job_launch`, `sweep_launch`) and
+    its estimate (`job_estimate`, `sweep_estimate`, the sweep form's Estimate), so an estimate
+    never says a launch fits that the launch refuses."""
+    refusal = gpus_refusal(facility, gpus)
+    if refusal:
+        raise GpusRefused(refusal)

@@ -6,8 +6,9 @@ services all read this module, so a bad combination is a per-field 400 (or form 
 never an exit code 2 in a job's log.
 
 The rules are plain functions returning {field: message}; only ParamsError, the refusal in the
-domain's vocabulary (allocations.errors), comes from the portal.
+domain's vocabulary (core.errors), comes from the portal.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from allocations.errors import Invalid
+from core.errors import Invalid
 from launcher.workloads.ctxray.config import TrainConfig
 
 
@@ -30,6 +31,23 @@ class Param:
     choices: tuple = ()
     job: bool = True
     help: str = ""
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """(low, high) of a bounded parameter."""
+        if self.low is None or self.high is None:
+            raise ValueError("a parameter without bounds")
+        return self.low, self.high
+
+    @property
+    def int_low(self) -> int | None:
+        """`low` of an int parameter, typed as one (their bounds are whole numbers)."""
+        return None if self.low is None else int(self.low)
+
+    @property
+    def int_high(self) -> int | None:
+        """`high` of an int parameter, typed as one."""
+        return None if self.high is None else int(self.high)
 
 
 class SweepGrid(Protocol):
@@ -81,8 +99,15 @@ PARAMS: dict[str, Param] = {
 
 #: The default job on any facility: a synthetic CT set large enough to learn (measured on the
 #: 2-core development VM: docs/workload.md, "The default launch").
-DEFAULT_JOB: dict[str, Any] = {"model": "densenet121", "dataset": "synthetic-ct", "synthetic_n": 300,
-                               "size": 64, "epochs": 8, "batch_size": 16, "lr": 1e-3}
+DEFAULT_JOB: dict[str, Any] = {
+    "model": "densenet121",
+    "dataset": "synthetic-ct",
+    "synthetic_n": 300,
+    "size": 64,
+    "epochs": 8,
+    "batch_size": 16,
+    "lr": 1e-3,
+}
 DEFAULT_GPUS = 1
 #: The seed a job trains with unless it names one; every job records its seed in its params, so
 #: "Run again" reproduces it.
@@ -97,8 +122,13 @@ WALL_TIME_MARGIN = 3
 WALL_TIME_FLOOR_MINUTES = 30
 #: The sweep form's default grid: 2 learning rates x 3 folds of the default job's model and data.
 DEFAULT_SWEEP_GRID: dict[str, Any] = {
-    "models": ["densenet121"], "lrs": [1e-3, 1e-4], "lr_steps": [5], "weight_decays": [1e-4],
-    "folds": 3, "fixed": {"epochs": 6, "size": 64, "batch_size": 16}}
+    "models": ["densenet121"],
+    "lrs": [1e-3, 1e-4],
+    "lr_steps": [5],
+    "weight_decays": [1e-4],
+    "folds": 3,
+    "fixed": {"epochs": 6, "size": 64, "batch_size": 16},
+}
 DEFAULT_SWEEP_PARAMS: dict[str, Any] = {"dataset": "synthetic-ct", "synthetic_n": 300}
 DEFAULT_CONCURRENCY = 2
 
@@ -117,7 +147,9 @@ class ParamsError(Invalid, ValueError):
 
 
 def _placed(key: str, sweep: bool) -> str:
-    return f"grid.{key}" if sweep and (key == "folds" or key.startswith("fixed.")) else f"params.{key}"
+    return (
+        f"grid.{key}" if sweep and (key == "folds" or key.startswith("fixed.")) else f"params.{key}"
+    )
 
 
 def with_defaults(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -139,7 +171,9 @@ def _defaults() -> TrainConfig:
     return TrainConfig(data="", out="")
 
 
-def combination_errors(params: Mapping[str, Any], *, gpus: int = 1, folds: int | None = None) -> dict[str, str]:
+def combination_errors(
+    params: Mapping[str, Any], *, gpus: int = 1, folds: int | None = None
+) -> dict[str, str]:
     """What is wrong with these parameters together, field by field (empty when they can run).
 
     `folds` is a sweep's fold count (every fold 0..folds-1 will run); a single job's come from
@@ -164,11 +198,15 @@ def combination_errors(params: Mapping[str, Any], *, gpus: int = 1, folds: int |
     # each class are dealt round-robin, so every fold needs one of each, and training at least one.
     split = folds if folds > 1 else max(2, round(1 / d.val_fraction))
     if folds > 1 and fewest < folds:
-        errors["folds"] = (f"{folds} folds need at least {folds} patients of each class; "
-                           f"{n} synthetic images make {fewest}.")
+        errors["folds"] = (
+            f"{folds} folds need at least {folds} patients of each class; "
+            f"{n} synthetic images make {fewest}."
+        )
     elif fewest < 2:
-        errors["synthetic_n"] = (f"{n} synthetic images make {fewest} patient(s) of a class; "
-                                 "training and validation need at least 2 of each.")
+        errors["synthetic_n"] = (
+            f"{n} synthetic images make {fewest} patient(s) of a class; "
+            "training and validation need at least 2 of each."
+        )
     batch = int(params.get("batch_size") or d.batch_size)
     held_out = SYNTH_PER_PATIENT * (math.ceil(negative / split) + math.ceil(positive / split))
     train_per_gpu = max(n - held_out, 0) // max(gpus, 1)
@@ -176,7 +214,8 @@ def combination_errors(params: Mapping[str, Any], *, gpus: int = 1, folds: int |
         errors["batch_size"] = (
             f"Only about {train_per_gpu} training images per GPU ({n} synthetic images less the "
             f"validation fold, over {gpus} GPU{'s' if gpus != 1 else ''}): use a batch size of at "
-            f"most {max(train_per_gpu, 2)}, or more synthetic images.")
+            f"most {max(train_per_gpu, 2)}, or more synthetic images."
+        )
     return errors
 
 
@@ -195,5 +234,6 @@ def check_sweep(params: Mapping[str, Any], grid: SweepGrid, *, gpus: int) -> Non
     errors = combination_errors(merged, gpus=gpus, folds=grid.folds)
     errors.pop("fold", None)
     if errors:
-        raise ParamsError({(f"fixed.{k}" if k in grid.fixed else k): v for k, v in errors.items()},
-                          sweep=True)
+        raise ParamsError(
+            {(f"fixed.{k}" if k in grid.fixed else k): v for k, v in errors.items()}, sweep=True
+        )

@@ -1,14 +1,16 @@
 """React to allocation facts sent by the allocations app (after commit, ids only)."""
+
 from __future__ import annotations
 
 from django.dispatch import receiver
 
 from allocations.models import Allocation
-from allocations.transitions import enqueue
 from allocations.signals import (
-    allocation_grant_changed, allocation_status_changed,
+    allocation_grant_changed,
+    allocation_status_changed,
     project_members_changed,
 )
+from core.tasks import enqueue
 
 from . import tasks
 

@@ -30,28 +30,51 @@ Registered from LauncherConfig.ready(): the ledger's write paths measure a job's
 before and after each change with it, and its recomputation sums it per allocation
 (allocations/ledger.py); the columns they keep are what every read sees.
 """
+
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    DecimalField,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from allocations.errors import Forbidden, NotFound
 from allocations.ledger import MONEY, SECONDS
 from allocations.models import Allocation, UsageRecord
 from allocations.roles import acts_on_all_projects, sees_all_projects
-from allocations.selectors import (
-    User, allocation_ledger, is_member, member_project_ids,
-)
+from allocations.selectors import User, allocation_ledger, is_member, member_project_ids
+from core.errors import Forbidden, NotFound
 
 from . import sweepgrid
-from .estimates import CURRENCY, estimate_run, estimate_sweep
+from .estimates import (
+    CURRENCY,
+    check_gpus_fit,
+    estimate_run,
+    estimate_sweep,
+    predict,
+    sweep_wall_time,
+    wall_time_for,
+)
 from .models import Job, Sweep
+from .search.spec import expected_fraction
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 
 class NotVisible(NotFound):
@@ -93,14 +116,18 @@ def _scoped(qs: QuerySet, user: User) -> QuerySet:
 
 def visible_jobs(user: User) -> QuerySet[Job]:
     """Jobs the user may see: their projects' (reviewers and staff: all)."""
-    return _scoped(Job.objects.select_related("allocation__project", "allocation__facility",
-                                              "created_by"), user)
+    return _scoped(
+        Job.objects.select_related("allocation__project", "allocation__facility", "created_by"),
+        user,
+    )
 
 
 def visible_sweeps(user: User) -> QuerySet[Sweep]:
     """Sweeps the user may see: their projects' (reviewers and staff: all)."""
-    return _scoped(Sweep.objects.select_related("allocation__project", "allocation__facility",
-                                                "created_by"), user)
+    return _scoped(
+        Sweep.objects.select_related("allocation__project", "allocation__facility", "created_by"),
+        user,
+    )
 
 
 def job_log(*, job_id: int, by: User) -> Job:
@@ -118,16 +145,6 @@ def sees_allocations(user: User) -> QuerySet[Allocation]:
     if not user.is_authenticated:
         return qs.none()
     return qs if sees_all_projects(user) else qs.filter(project_id__in=member_project_ids(user))
-
-
-def launchable_allocations(user: User) -> QuerySet[Allocation]:
-    """Allocations the user may launch against: members of the project, and staff."""
-    qs = Allocation.objects.select_related("facility", "node_type", "project")
-    if not user.is_authenticated:
-        return qs.none()
-    if acts_on_all_projects(user):
-        return qs
-    return qs.filter(project_id__in=member_project_ids(user))
 
 
 def reserved_gpu_hours(allocation_id: int) -> Decimal:
@@ -150,34 +167,17 @@ def allocations_owing_usage(*, backends: Iterable[str]) -> QuerySet[Allocation]:
     (expired, closed, exhausted, suspended) until all its jobs are final and the last one
     finished longer than USAGE_LAG ago. Usage is charged whatever the allocation's state."""
     recent = timezone.now() - USAGE_LAG
-    owing = Job.objects.filter(Q(finished_at__gte=recent) | ~Q(state__in=Job.FINAL)
-                               ).values("allocation")
-    return (Allocation.objects.select_related("facility")
-            .filter(facility__backend__in=list(backends))
-            .exclude(account_name="").filter(Q(status__in=Allocation.LIVE) | Q(pk__in=owing))
-            .exclude(status__in=(Allocation.Status.FAILED,), activated_at=None)
-            .order_by("pk"))
-
-
-def sweep_counts(sweep: Sweep) -> dict[str, int]:
-    """How many cells are in each state (one query)."""
-    rows = sweep.jobs.order_by().values("state").annotate(n=Count("pk"))
-    counts = {state: 0 for state in Job.State.values}
-    counts.update({r["state"]: r["n"] for r in rows})
-    return counts
-
-
-def sweep_leaderboard(sweep: Sweep, *, sort_by: str | None = None,
-                      level: str = "patient") -> list[dict[str, Any]]:
-    """Mean cross-validated metrics per hyper-parameter combination with 95% intervals."""
-    grid = sweepgrid.validate(sweep.grid)
-    cells = sweepgrid.expand(grid)
-    metrics = dict(sweep.jobs.filter(state=Job.State.SUCCEEDED, metrics__isnull=False)
-                   .values_list("array_index", "metrics"))
-    return sweepgrid.leaderboard([(c, metrics.get(c["index"])) for c in cells],
-                                 sort_by=sort_by or sweep.sort_by, level=level)
-
-
+    owing = Job.objects.filter(Q(finished_at__gte=recent) | ~Q(state__in=Job.FINAL)).values(
+        "allocation"
+    )
+    return (
+        Allocation.objects.select_related("facility")
+        .filter(facility__backend__in=list(backends))
+        .exclude(account_name="")
+        .filter(Q(status__in=Allocation.LIVE) | Q(pk__in=owing))
+        .exclude(status__in=(Allocation.Status.FAILED,), activated_at=None)
+        .order_by("pk")
+    )
 
 
 LATEST = 50
@@ -190,9 +190,20 @@ def latest_jobs(allocation: Allocation) -> list[Job]:
     that the user may see them."""
     cached = getattr(allocation, "_latest_jobs", None)
     if cached is None:
-        cached = list(Job.objects.filter(allocation_id=allocation.pk).order_by("-created_at", "-id")
-                      .only("sweep_id", "params", "state", "state_reason", "progress",
-                            "estimate_gpu_hours", "gpu_seconds", "created_at")[:LATEST])
+        cached = list(
+            Job.objects.filter(allocation_id=allocation.pk)
+            .order_by("-created_at", "-id")
+            .only(
+                "sweep_id",
+                "params",
+                "state",
+                "state_reason",
+                "progress",
+                "estimate_gpu_hours",
+                "gpu_seconds",
+                "created_at",
+            )[:LATEST]
+        )
         allocation._latest_jobs = cached  # type: ignore[attr-defined]
     return cached
 
@@ -205,10 +216,19 @@ def allocation_jobs(allocation: Allocation, *, by: User) -> list[Job]:
     latest = latest_jobs(allocation)
     if len(latest) < LATEST:
         return [job for job in latest if job.sweep_id is None]
-    return list(Job.objects.filter(allocation_id=allocation.pk, sweep__isnull=True)
-                .order_by("-created_at", "-id")
-                .only("params", "state", "state_reason", "progress", "estimate_gpu_hours",
-                      "gpu_seconds", "created_at")[:LATEST])
+    return list(
+        Job.objects.filter(allocation_id=allocation.pk, sweep__isnull=True)
+        .order_by("-created_at", "-id")
+        .only(
+            "params",
+            "state",
+            "state_reason",
+            "progress",
+            "estimate_gpu_hours",
+            "gpu_seconds",
+            "created_at",
+        )[:LATEST]
+    )
 
 
 def allocation_sweeps(allocation: Allocation, *, by: User) -> list[Sweep]:
@@ -222,27 +242,40 @@ def allocation_sweeps(allocation: Allocation, *, by: User) -> list[Sweep]:
     the sweeps and one for their counts (grouped by sweep)."""
     check_can_see(by, allocation)
     latest = latest_jobs(allocation)
-    sweeps = Sweep.objects.filter(allocation_id=allocation.pk).only(
-        "name", "size", "estimate_gpu_hours", "created_at").order_by("-created_at")
+    sweeps = (
+        Sweep.objects.filter(allocation_id=allocation.pk)
+        .only("name", "size", "estimate_gpu_hours", "created_at")
+        .order_by("-created_at")
+    )
+    counts: Mapping[int | None, Mapping[str, Any]]
     if len(latest) < LATEST:
         cells = [job for job in latest if job.sweep_id is not None]
         if not cells:
             return []
         found = list(sweeps.filter(pk__in={job.sweep_id for job in cells})[:20])
-        counts = {sweep.pk: {"done": 0, "running": 0} for sweep in found}
+        tally: dict[int | None, dict[str, int]] = {
+            sweep.pk: {"done": 0, "running": 0} for sweep in found
+        }
+        counts = tally
         for job in cells:
-            row = counts.get(job.sweep_id)
-            if row is not None:
-                row["done"] += job.state in Job.FINAL
-                row["running"] += job.state == Job.State.RUNNING
+            cell_counts = tally.get(job.sweep_id)
+            if cell_counts is not None:
+                cell_counts["done"] += job.state in Job.FINAL
+                cell_counts["running"] += job.state == Job.State.RUNNING
     else:
         found = list(sweeps[:20])
         if not found:
             return []
-        counts = {row["sweep_id"]: row for row in Job.objects.filter(
-            sweep_id__in=[s.pk for s in found]).order_by().values("sweep_id").annotate(
+        counts = {
+            row["sweep_id"]: row
+            for row in Job.objects.filter(sweep_id__in=[s.pk for s in found])
+            .order_by()
+            .values("sweep_id")
+            .annotate(
                 done=Count("pk", filter=Q(state__in=Job.FINAL)),
-                running=Count("pk", filter=Q(state=Job.State.RUNNING)))}
+                running=Count("pk", filter=Q(state=Job.State.RUNNING)),
+            )
+        }
     for sweep in found:
         row = counts.get(sweep.pk, {})
         sweep.cells_done = row.get("done", 0)  # type: ignore[attr-defined]
@@ -250,33 +283,94 @@ def allocation_sweeps(allocation: Allocation, *, by: User) -> list[Sweep]:
     return found
 
 
-def sweep_estimate(*, allocation: Allocation, grid: dict[str, Any], params: dict[str, Any], gpus: int,
-                   wall_time_minutes: int) -> dict[str, Any]:
-    """What launching this sweep would reserve (the same numbers `sweep_launch` checks), its
-    basis in words, and whether it fits the GPU-hours left. Launches nothing."""
+def sweep_estimate(
+    *,
+    allocation: Allocation,
+    grid: dict[str, Any],
+    params: dict[str, Any],
+    gpus: int,
+    wall_time_minutes: int | None,
+    concurrency: int | None = None,
+) -> dict[str, Any]:
+    """What launching this sweep would reserve (the same numbers `sweep_launch` checks, with
+    the same default wall time when none is given), its basis in words, and whether it fits the
+    GPU-hours left. Launches nothing. Refuses what `sweep_launch` refuses whatever is left
+    (GpusRefused, 400 on `gpus`)."""
+    check_gpus_fit(allocation.facility, gpus)
     spec = sweepgrid.validate(grid)
-    estimate = estimate_sweep(allocation=allocation, params=params, fixed=spec.fixed, cells=spec.size,
-                              gpus=gpus, wall_time_minutes=wall_time_minutes)
+    if wall_time_minutes is None:
+        wall_time_minutes = sweep_wall_time(
+            allocation=allocation, grid=grid, params=params, gpus=gpus
+        )
+    estimate = estimate_sweep(
+        allocation=allocation,
+        params=params,
+        fixed=spec.fixed,
+        cells=spec.size,
+        gpus=gpus,
+        wall_time_minutes=wall_time_minutes,
+    )
     remaining = remaining_gpu_hours(allocation)
-    return {"cells": spec.size, "per_cell_gpu_hours": estimate.per_cell.gpu_hours,
-            "total_gpu_hours": estimate.total.gpu_hours, "total_cost": estimate.total.cost,
-            "currency": CURRENCY, "source": estimate.per_cell.source,
-            "basis": estimate.basis(gpus=gpus, wall_time_minutes=wall_time_minutes),
-            "remaining_gpu_hours": remaining, "fits": estimate.total.gpu_hours <= remaining}
+    # A staged sweep (early stopping, a search) reserves only the cells it runs at once; its
+    # worst case is every cell to its last epoch, its expected case the rung schedule's.
+    at_once = min(concurrency or spec.size, spec.size)
+    reserved = estimate.per_cell.gpu_hours * at_once if spec.staged else estimate.total.gpu_hours
+    epochs = int({**params, **spec.fixed}.get("epochs", 50))
+    fraction = Decimal(str(expected_fraction(spec.early_stopping, epochs)))
+    return {
+        "cells": spec.size,
+        "per_cell_gpu_hours": estimate.per_cell.gpu_hours,
+        "total_gpu_hours": estimate.total.gpu_hours,
+        "total_cost": estimate.total.cost,
+        "currency": CURRENCY,
+        "source": estimate.per_cell.source,
+        "basis": estimate.basis(gpus=gpus, wall_time_minutes=wall_time_minutes),
+        "remaining_gpu_hours": remaining,
+        "fits": reserved <= remaining,
+        "staged": spec.staged,
+        "expected_gpu_hours": (
+            (estimate.total.gpu_hours * fraction).quantize(Decimal("0.001"))
+            if spec.early_stopping
+            else None
+        ),
+        "expected_basis": (
+            f"the rung schedule: 1/{spec.early_stopping.eta} of the configurations go on at each "
+            f"rung from epoch {spec.early_stopping.min_epochs}, if they rank at random"
+            if spec.early_stopping
+            else ""
+        ),
+    }
 
 
-def job_estimate(*, allocation: Allocation, params: dict[str, Any], gpus: int,
-                 wall_time_minutes: int) -> dict[str, Any]:
+def job_estimate(
+    *, allocation: Allocation, params: dict[str, Any], gpus: int, wall_time_minutes: int | None
+) -> dict[str, Any]:
     """What launching this job would reserve (the estimate `job_launch` checks, before a
-    cloud backend prices it), its basis, and whether it fits the GPU-hours left. Launches
-    nothing (the command line's `--estimate`)."""
-    estimate = estimate_run(allocation=allocation, params=params, gpus=gpus,
-                            wall_time_minutes=wall_time_minutes)
+    cloud backend prices it, with the same default wall time when none is given), its basis,
+    and whether it fits the GPU-hours left. Launches nothing (the command line's `--estimate`).
+    Refuses what `job_launch` refuses whatever is left (GpusRefused, 400 on `gpus`)."""
+    check_gpus_fit(allocation.facility, gpus)
+    prediction = predict(allocation, params, gpus)
+    if wall_time_minutes is None:
+        wall_time_minutes = wall_time_for(prediction).minutes
+    estimate = estimate_run(
+        allocation=allocation,
+        params=params,
+        gpus=gpus,
+        wall_time_minutes=wall_time_minutes,
+        prediction=prediction,
+    )
     remaining = remaining_gpu_hours(allocation)
-    return {"gpu_hours": estimate.gpu_hours, "cost": estimate.cost, "currency": CURRENCY,
-            "source": estimate.source, "basis": estimate.basis,
-            "predicted_hours": estimate.predicted_hours, "remaining_gpu_hours": remaining,
-            "fits": estimate.gpu_hours <= remaining}
+    return {
+        "gpu_hours": estimate.gpu_hours,
+        "cost": estimate.cost,
+        "currency": CURRENCY,
+        "source": estimate.source,
+        "basis": estimate.basis,
+        "predicted_hours": estimate.predicted_hours,
+        "remaining_gpu_hours": remaining,
+        "fits": estimate.gpu_hours <= remaining,
+    }
 
 
 def sweep_gpu_seconds(sweep: Sweep) -> int:
@@ -284,32 +378,65 @@ def sweep_gpu_seconds(sweep: Sweep) -> int:
     return sweep.jobs.aggregate(total=Coalesce(Sum("gpu_seconds"), Value(0)))["total"]
 
 
-def _charged(field: str, output) -> Subquery:
-    rows = (UsageRecord.objects.filter(job_id=OuterRef("pk")).order_by().values("job_id")
-            .annotate(total=Sum(field)).values("total"))
+def _charged(field: str, output: DecimalField) -> Coalesce:
+    rows = (
+        UsageRecord.objects.filter(job_id=OuterRef("pk"))
+        .order_by()
+        .values("job_id")
+        .annotate(total=Sum(field))
+        .values("total")
+    )
     return Coalesce(Subquery(rows, output_field=output), Value(Decimal(0)), output_field=output)
 
 
-def with_reservation(jobs: QuerySet[Job]) -> QuerySet[Job]:
+class Reservation(TypedDict):
+    """What `with_reservation` annotates on each job."""
+
+    charged_seconds: Decimal
+    charged_cost: Decimal
+    reserved_seconds: Decimal
+    reserved_cost: Decimal
+
+
+def with_reservation(jobs: QuerySet[Job]) -> QuerySet[WithAnnotations[Job, Reservation]]:
     """Annotate each job with what has been charged for it (`charged_seconds`, `charged_cost`)
     and what it still reserves (`reserved_seconds`, `reserved_cost`: 0 once it is final), so a
     job's page can show its estimate, reservation and charge side by side."""
     open_ = ~Q(state__in=Job.FINAL)
-    return (jobs.annotate(charged_seconds=Greatest(F("gpu_seconds"),
-                                                   _charged("gpu_seconds", SECONDS),
-                                                   output_field=SECONDS),
-                          charged_cost=_charged("cost", MONEY))
-            .annotate(reserved_seconds=Case(When(open_, then=Greatest(
-                          F("estimate_gpu_hours") * Value(3600) - F("charged_seconds"),
-                          Value(Decimal(0)), output_field=SECONDS)),
-                          default=Value(Decimal(0)), output_field=SECONDS),
-                      reserved_cost=Case(When(open_, then=Greatest(
-                          F("estimate_cost") - F("charged_cost"), Value(Decimal(0)),
-                          output_field=MONEY)), default=Value(Decimal(0)), output_field=MONEY)))
+    return jobs.annotate(
+        charged_seconds=Greatest(
+            F("gpu_seconds"), _charged("gpu_seconds", SECONDS), output_field=SECONDS
+        ),
+        charged_cost=_charged("cost", MONEY),
+    ).annotate(
+        reserved_seconds=Case(
+            When(
+                open_,
+                then=Greatest(
+                    F("estimate_gpu_hours") * Value(3600) - F("charged_seconds"),
+                    Value(Decimal(0)),
+                    output_field=SECONDS,
+                ),
+            ),
+            default=Value(Decimal(0)),
+            output_field=SECONDS,
+        ),
+        reserved_cost=Case(
+            When(
+                open_,
+                then=Greatest(
+                    F("estimate_cost") - F("charged_cost"), Value(Decimal(0)), output_field=MONEY
+                ),
+            ),
+            default=Value(Decimal(0)),
+            output_field=MONEY,
+        ),
+    )
 
 
-def job_reservations(*, allocation_ids: Collection[int] | None = None,
-                     job_ids: Collection[int] | None = None) -> dict[int, tuple[Decimal, Decimal]]:
+def job_reservations(
+    *, allocation_ids: Collection[int] | None = None, job_ids: Collection[int] | None = None
+) -> dict[int, tuple[Decimal, Decimal]]:
     """{allocation id: (GPU-seconds, money)} reserved by the selected unfinished jobs (one
     query): the provider the ledger's write paths and its recomputation ask."""
     jobs = Job.objects.exclude(state__in=Job.FINAL).order_by()
@@ -317,7 +444,10 @@ def job_reservations(*, allocation_ids: Collection[int] | None = None,
         jobs = jobs.filter(allocation_id__in=allocation_ids)
     if job_ids is not None:
         jobs = jobs.filter(pk__in=job_ids)
-    rows = (with_reservation(jobs).values("allocation_id")
-            .annotate(seconds=Sum("reserved_seconds"), cost=Sum("reserved_cost"))
-            .values_list("allocation_id", "seconds", "cost"))
+    rows = (
+        with_reservation(jobs)
+        .values("allocation_id")
+        .annotate(seconds=Sum("reserved_seconds"), cost=Sum("reserved_cost"))
+        .values_list("allocation_id", "seconds", "cost")
+    )
     return {pk: (Decimal(seconds or 0), Decimal(cost or 0)) for pk, seconds, cost in rows}

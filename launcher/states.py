@@ -2,6 +2,7 @@
 `job_move` / `job_move_if` move a job by the table (compare-and-swap, audited), releasing its
 reservation in the allocation's ledger when the move ends it (as notebooks/states.py and
 cloud/states.py do for their machines)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,18 +17,52 @@ from .models import Job
 S = Job.State
 
 JOB_MOVES: dict[str, tuple[str, ...]] = {
-    S.QUEUED: (S.SUBMITTING, S.CANCELLED, S.FAILED),
+    # A sweep cell may be stopped early (its configuration lost at a rung) from any live state.
+    S.QUEUED: (S.SUBMITTING, S.CANCELLED, S.FAILED, S.STOPPED_EARLY),
     # A submission that fails permanently is failed; a cancel while submitting is honoured
     # once the scheduler id is known (the monitor cancels it).
-    S.SUBMITTING: (S.PENDING, S.RUNNING, S.FAILED, S.CANCELLED, S.SUCCEEDED, S.TIMEOUT),
-    S.PENDING: (S.RUNNING, S.SUCCEEDED, S.FAILED, S.CANCELLED, S.TIMEOUT, S.PREEMPTED),
-    S.RUNNING: (S.SUCCEEDED, S.FAILED, S.CANCELLED, S.TIMEOUT, S.PREEMPTED, S.PENDING),
+    S.SUBMITTING: (
+        S.PENDING,
+        S.RUNNING,
+        S.FAILED,
+        S.CANCELLED,
+        S.SUCCEEDED,
+        S.TIMEOUT,
+        S.STOPPED_EARLY,
+    ),
+    S.PENDING: (
+        S.RUNNING,
+        S.SUCCEEDED,
+        S.FAILED,
+        S.CANCELLED,
+        S.TIMEOUT,
+        S.PREEMPTED,
+        S.STOPPED_EARLY,
+    ),
+    S.RUNNING: (
+        S.SUCCEEDED,
+        S.FAILED,
+        S.CANCELLED,
+        S.TIMEOUT,
+        S.PREEMPTED,
+        S.PENDING,
+        S.STOPPED_EARLY,
+    ),
     # Preempted work is requeued by the scheduler and resumes from its last checkpoint.
-    S.PREEMPTED: (S.PENDING, S.RUNNING, S.FAILED, S.CANCELLED, S.TIMEOUT, S.SUCCEEDED),
+    S.PREEMPTED: (
+        S.PENDING,
+        S.RUNNING,
+        S.FAILED,
+        S.CANCELLED,
+        S.TIMEOUT,
+        S.SUCCEEDED,
+        S.STOPPED_EARLY,
+    ),
     S.SUCCEEDED: (),
     S.FAILED: (),
     S.CANCELLED: (),
     S.TIMEOUT: (),
+    S.STOPPED_EARLY: (),
 }
 
 # Columns that change what a job reserves (launcher/selectors.py, `job_reservations`), besides
@@ -42,11 +77,13 @@ def job_move(*, job: Job, to: str, by: Any = None, comment: str = "", **updates:
     with transaction.atomic():
         if to in Job.FINAL or job.state in Job.FINAL or RESERVING & updates.keys():
             with ledger_jobs_change(allocation_ids=[job.allocation_id], job_ids=[job.pk]):
-                transition(job, to=to, table=JOB_MOVES, actor=by, comment=comment,
-                           field="state", **updates)
+                transition(
+                    job, to=to, table=JOB_MOVES, actor=by, comment=comment, field="state", **updates
+                )
         else:
-            transition(job, to=to, table=JOB_MOVES, actor=by, comment=comment, field="state",
-                       **updates)
+            transition(
+                job, to=to, table=JOB_MOVES, actor=by, comment=comment, field="state", **updates
+            )
     return job
 
 

@@ -13,6 +13,7 @@ a proportion's uncertainty does, and keeps Student's t for the few folds there a
 exactly 0 or 1 are clipped to EPS (a fold that classified every patient right is still only one
 sample of the method's accuracy). With one fold there is no interval (None), not a fake one.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,9 +24,33 @@ METHOD = "Student t interval over folds on the logit scale, mapped back into [0,
 EPS = 1e-3
 
 # Two-sided 95% Student t critical values by degrees of freedom; 1.96 beyond the table.
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-         10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
-         18: 2.101, 19: 2.093, 20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
+_T975 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    11: 2.201,
+    12: 2.179,
+    13: 2.160,
+    14: 2.145,
+    15: 2.131,
+    16: 2.120,
+    17: 2.110,
+    18: 2.101,
+    19: 2.093,
+    20: 2.086,
+    25: 2.060,
+    30: 2.042,
+    40: 2.021,
+    60: 2.000,
+    120: 1.980,
+}
 
 
 def t975(df: int) -> float:

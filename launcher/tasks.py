@@ -1,35 +1,43 @@
 """Celery tasks of the launcher: ids in, a service call, retry decisions. All idempotent.
 
-Beat schedule (merged into settings.CELERY_BEAT_SCHEDULE, see docs/launcher.md):
-    launcher.poll_jobs every 10 s, launcher.ingest_usage every 10 s.
+Beat schedule (settings.CELERY_BEAT_SCHEDULE, see docs/launcher.md):
+    launcher.poll_jobs every 10 s, launcher.ingest_usage every 10 s, launcher.heartbeat every
+    15 s (launcher/heartbeat.py), launcher.prune_idempotency_keys hourly.
 """
+
 from __future__ import annotations
 
 import logging
 
 from celery import shared_task
+from celery.signals import worker_ready
+from django.db import connections
 
 from allocations.models import Allocation
 
-from . import services
-from .backends.base import BackendError
+from . import heartbeat as worker_heartbeat
+from . import idempotency, services
+from .backends.contract import BackendError
 from .provisioning import allocation_provision
 
 log = logging.getLogger(__name__)
 
-BEAT_SCHEDULE = {
-    "launcher-poll-jobs": {"task": "launcher.poll_jobs", "schedule": 10.0},
-    "launcher-ingest-usage": {"task": "launcher.ingest_usage", "schedule": 10.0},
-}
-_RETRY = dict(autoretry_for=(BackendError,), retry_backoff=2, retry_backoff_max=120,
-              retry_jitter=True, max_retries=8, acks_late=True)
+_RETRY = dict(
+    autoretry_for=(BackendError,),
+    retry_backoff=2,
+    retry_backoff_max=120,
+    retry_jitter=True,
+    max_retries=8,
+    acks_late=True,
+)
 
 
 @shared_task(name="launcher.provision_allocation", bind=True, **_RETRY)
 def provision_allocation(self, allocation_id: int) -> str | None:
     """Provision an allocation (launcher/provisioning.py decides activate / fail / retry)."""
-    allocation = allocation_provision(allocation_id=allocation_id,
-                                      last_try=self.request.retries >= self.max_retries)
+    allocation = allocation_provision(
+        allocation_id=allocation_id, last_try=self.request.retries >= self.max_retries
+    )
     return allocation.status if allocation else None
 
 
@@ -48,7 +56,7 @@ def sync_allocation_account(allocation_id: int) -> str:
 
 
 @shared_task(name="launcher.sync_project_members", **_RETRY)
-def sync_project_members(project_id: int) -> dict[int, str]:
+def sync_project_members(project_id: int) -> dict[int, str] | str:
     """Add and remove the project's members on the backend accounts of its live allocations."""
     try:
         return services.project_sync_members(project_id=project_id)
@@ -87,11 +95,14 @@ def submit_sweep(sweep_id: int) -> int | None:
 
 @shared_task(name="launcher.poll_jobs")
 def poll_jobs() -> dict[str, int]:
-    """Beat: poll every facility with live jobs, and re-enqueue submissions nobody owns whose
+    """Beat: poll every facility with live jobs, advance staged sweeps, and re-enqueue submissions nobody owns whose
     next attempt is due (an expired lease, a backoff over, a lost message)."""
     moved = 0
     for facility_id in services.facilities_with_live_jobs():
         moved += services.jobs_poll(facility_id=facility_id).get("moved", 0)
+    # Staged sweeps (early stopping, search): judge rungs, ask for trials, release cells.
+    for sweep_id in services.sweeps_to_advance():
+        services.sweep_advance(sweep_id=sweep_id)
     stalled = services.submissions_dispatch()
     for job_id in stalled["jobs"]:
         submit_job.delay(job_id)
@@ -104,3 +115,26 @@ def poll_jobs() -> dict[str, int]:
 def ingest_usage() -> int:
     """Beat: charge every allocation owing usage (services.usage_ingest_all)."""
     return services.usage_ingest_all()
+
+
+@shared_task(name="launcher.heartbeat", ignore_result=True)
+def heartbeat() -> None:
+    """Beat: a worker ran this, so the queue is being served (launcher/heartbeat.py)."""
+    worker_heartbeat.beat()
+
+
+@worker_ready.connect
+def _worker_started(**_: object) -> None:
+    """A worker that just started counts at once, not at the beat's next heartbeat. Runs in
+    the worker's main process: its connection is closed again, so no pool process forked
+    later inherits it."""
+    try:
+        worker_heartbeat.beat()
+    finally:
+        connections.close_all()
+
+
+@shared_task(name="launcher.prune_idempotency_keys", ignore_result=True)
+def prune_idempotency_keys() -> int:
+    """Beat (hourly): forget keys past their 24 hours (launcher/idempotency.py)."""
+    return idempotency.prune()

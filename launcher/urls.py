@@ -3,6 +3,7 @@ from django.urls import path
 from . import views
 
 urlpatterns = [
+    path("allocations/<id:pk>/", views.allocation_detail, name="allocation-detail"),
     path("jobs/<id:pk>/", views.job_detail, name="job-detail"),
     path("jobs/<id:pk>/cancel/", views.job_cancel, name="job-cancel"),
     path("jobs/<id:pk>/rerun/", views.job_rerun, name="job-rerun"),

@@ -1,7 +1,9 @@
 """The API's parser and paginator, named in settings.REST_FRAMEWORK (kept apart from
 portal/api.py, which imports DRF's views: DRF imports these while it builds APIView)."""
+
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -9,30 +11,67 @@ from rest_framework import parsers
 from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.pagination import PageNumberPagination
 
-
 #: A page number: a positive integer of at most 19 ASCII digits (past the last page: a 404).
 PAGE_NUMBER = re.compile(r"[1-9][0-9]{0,18}")
 
 
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False
+#: How deep a JSON body may nest (objects and arrays together). The API's deepest body is a
+#: sweep's `grid.fixed` (3 levels); past this a body is refused before any field reads it, so
+#: no serializer, JSON column or error message recurses through thousands of levels.
+MAX_DEPTH = 32
+
+
+def _has_nul(value: str) -> bool:
+    return "\x00" in value
+
+
+def body_problem(data: Any) -> str:
+    """Why a parsed JSON body is refused as a whole ("" when it is not): nested deeper than
+    MAX_DEPTH, a number past a float (`1e400` reads as infinity, and `int(inf)` is an
+    OverflowError in whichever field meets it), or a NUL character in any key or string
+    (PostgreSQL cannot store one, and a lookup with it would be a 500). Walked without
+    recursion, so a deep body cannot exhaust the stack here either."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth >= MAX_DEPTH:
+                return f"The body nests deeper than {MAX_DEPTH} levels of objects and arrays."
+            if isinstance(value, dict):
+                if any(_has_nul(key) for key in value):
+                    return NUL_MESSAGE
+                stack.extend((item, depth + 1) for item in value.values())
+            else:
+                stack.extend((item, depth + 1) for item in value)
+        elif isinstance(value, str) and _has_nul(value):
+            return NUL_MESSAGE
+        elif isinstance(value, float) and not math.isfinite(value):
+            return "The body has a number too large to read (past 1.8e308); no field accepts one."
+    return ""
+
+
+NUL_MESSAGE = "The body contains a NUL character (\\u0000), which no field accepts."
 
 
 class JSONParser(parsers.JSONParser):
     """The API reads JSON only (one content type per request body in the schema; anything else
-    is a 415). A NUL character anywhere is refused here, once for every field: PostgreSQL cannot
-    store one, and a lookup with it would be a 500."""
+    is a 415). Refused here, once for every field and every endpoint, with a 400: what is no
+    JSON (NaN and Infinity included: DRF's strict mode), a body nested so deep that reading it
+    exhausts the stack (RecursionError), and what `body_problem` names."""
 
     def parse(self, stream, media_type=None, parser_context=None):
-        data = super().parse(stream, media_type, parser_context)
-        if _has_nul(data):
-            raise ParseError("The body contains a NUL character (\\u0000), which no field accepts.")
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError(
+                "JSON parse error - the body nests deeper than "
+                f"{MAX_DEPTH} levels of objects and arrays."
+            ) from None
+        except OverflowError as exc:
+            raise ParseError(f"JSON parse error - {exc}.") from None
+        problem = body_problem(data)
+        if problem:
+            raise ParseError(problem)
         return data
 
 
@@ -42,7 +81,9 @@ class FormParser(parsers.FormParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         data = super().parse(stream, media_type, parser_context)
-        if any(_has_nul(key) or _has_nul(value) for key, values in data.lists() for value in values):
+        if any(
+            _has_nul(key) or _has_nul(value) for key, values in data.lists() for value in values
+        ):
             raise ParseError("The body contains a NUL character (%00), which no field accepts.")
         return data
 

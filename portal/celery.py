@@ -3,6 +3,7 @@
 Redis is the broker in tests and production (CELERY_BROKER_URL=redis://...). `make run` uses
 kombu's filesystem transport, so a real worker process runs with no server to install.
 """
+
 import os
 
 from celery import Celery

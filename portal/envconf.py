@@ -1,4 +1,5 @@
 """Small helpers that read settings from the environment with clear errors."""
+
 from __future__ import annotations
 
 import os

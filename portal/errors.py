@@ -3,6 +3,7 @@
 `{"detail": ...}`, and a query parameter given twice or given empty is a 400 (the API has no
 list-valued query parameters, and silently taking the last value, or reading `?kind=` as "any
 kind", hides a client's bug)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -13,9 +14,11 @@ from django.views import defaults
 API_PREFIX = "/api/"
 # The Swagger UI page asks for its start-up script as `?script=` (drf-spectacular).
 QUERY_CHECK_EXEMPT = ("/api/v1/docs/",)
-_JSON_BODIES = {404: {"detail": "Not found."},
-                405: {"detail": "Method not allowed."},
-                500: {"detail": "Server error: it is logged and will be looked at."}}
+_JSON_BODIES = {
+    404: {"detail": "Not found."},
+    405: {"detail": "Method not allowed."},
+    500: {"detail": "Server error: it is logged and will be looked at."},
+}
 
 
 def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
@@ -40,8 +43,11 @@ class ApiJsonErrorsMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if (request.path.startswith(API_PREFIX) and response.status_code in _JSON_BODIES
-                and response.get("Content-Type", "").startswith(("text/html", "text/plain"))):
+        if (
+            request.path.startswith(API_PREFIX)
+            and response.status_code in _JSON_BODIES
+            and response.get("Content-Type", "").startswith(("text/html", "text/plain"))
+        ):
             return JsonResponse(_JSON_BODIES[response.status_code], status=response.status_code)
         return response
 
@@ -54,9 +60,13 @@ class SingleQueryValuesMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path.startswith(API_PREFIX) and not request.path.startswith(QUERY_CHECK_EXEMPT):
-            errors = {k: ["Give this parameter once."] if len(v) > 1 else
-                      ["Give a value, or leave the parameter out."]
-                      for k, v in request.GET.lists() if len(v) > 1 or v == [""]}
+            errors = {
+                k: ["Give this parameter once."]
+                if len(v) > 1
+                else ["Give a value, or leave the parameter out."]
+                for k, v in request.GET.lists()
+                if len(v) > 1 or v == [""]
+            }
             if errors:
                 return JsonResponse(dict(sorted(errors.items())), status=400)
         return self.get_response(request)

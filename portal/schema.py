@@ -1,7 +1,7 @@
 """The OpenAPI document tells the truth about errors, for every operation, without a decorator
 per view: `PortalAutoSchema` adds the error responses each operation can really return, by
 method and route kind, all pointing at three shared component schemas that match what
-`portal.api.exception_handler` sends (docs/api.md, "Errors").
+`core.api.exception_handler` sends (docs/api.md, "Errors").
 
 - 400 `FieldErrors`: every operation (per-field messages for a body or query parameters; a
   query parameter given twice; a body that is not JSON is `{"detail": ...}`).
@@ -18,9 +18,10 @@ Output fields that can be null say so (`nullable`), found from the serializer ra
 remembered per field: a field whose default is None, or whose dotted source crosses a nullable
 relation (`reviewed_by.username` of a request nobody reviewed yet).
 """
+
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from django.core.exceptions import FieldDoesNotExist
 from drf_spectacular.openapi import AutoSchema
@@ -28,7 +29,7 @@ from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework.fields import empty
 from rest_framework.permissions import AllowAny
 
-from allocations.bounds import ID_MAX, ID_MIN
+from core.bounds import ID_MAX, ID_MIN
 
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
@@ -42,7 +43,8 @@ CONFLICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": (
         "A state move that is not allowed (`from`, `to`), or a launch the allocation cannot "
-        "take (with its numbers: `estimate_gpu_hours`, `remaining_gpu_hours`, ...)."),
+        "take (with its numbers: `estimate_gpu_hours`, `remaining_gpu_hours`, ...)."
+    ),
     "properties": {
         "detail": {"type": "string"},
         "from": {"type": "string"},
@@ -54,24 +56,24 @@ CONFLICT_SCHEMA: dict[str, Any] = {
 FIELD_ERRORS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": (
-        "Per-field messages: `{\"field\": [\"message\", ...]}`; nested input (a job's "
+        'Per-field messages: `{"field": ["message", ...]}`; nested input (a job\'s '
         "`params`) nests the same shape; errors not tied to one field are under "
-        "`non_field_errors`; a body that cannot be parsed is `{\"detail\": \"...\"}`."),
+        '`non_field_errors`; a body that cannot be parsed is `{"detail": "..."}`.'
+    ),
     "properties": {
         "non_field_errors": {"type": "array", "items": {"type": "string"}},
         "detail": {"type": "string"},
     },
     "additionalProperties": {
-        "anyOf": [
-            {"type": "array", "items": {}},
-            {"type": "object"},
-            {"type": "string"},
-        ],
+        "anyOf": [{"type": "array", "items": {}}, {"type": "object"}, {"type": "string"}]
     },
 }
 
-_COMPONENTS = {"Error": ERROR_SCHEMA, "Conflict": CONFLICT_SCHEMA,
-               "FieldErrors": FIELD_ERRORS_SCHEMA}
+_COMPONENTS = {
+    "Error": ERROR_SCHEMA,
+    "Conflict": CONFLICT_SCHEMA,
+    "FieldErrors": FIELD_ERRORS_SCHEMA,
+}
 _DESCRIPTIONS = {
     "400": "Bad input or a policy refusal; nothing was saved.",
     "401": "No credentials, or bad ones.",
@@ -86,13 +88,16 @@ _DESCRIPTIONS = {
 class PortalAutoSchema(AutoSchema):
     """drf-spectacular's AutoSchema plus the portal's error responses (see module docstring)."""
 
-    def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
+    def _get_response_bodies(
+        self, direction: Literal["request", "response"] = "response"
+    ) -> dict[str, Any]:
         responses = super()._get_response_bodies(direction)
         for code, component in self._error_codes():
             response = responses.setdefault(code, {"description": _DESCRIPTIONS[code]})
             # A view may describe a code in its own words; the body is still the shared shape.
-            response.setdefault("content",
-                                {"application/json": {"schema": self._component(component)}})
+            response.setdefault(
+                "content", {"application/json": {"schema": self._component(component)}}
+            )
         for code, response in responses.items():
             if code == "429" and "content" not in response:
                 response["content"] = {"application/json": {"schema": self._component("Error")}}
@@ -101,7 +106,7 @@ class PortalAutoSchema(AutoSchema):
     def _get_parameters(self):
         """An empty query value is refused (portal.errors): string parameters say minLength 1.
         An integer in the path is an id: a 64-bit signed integer (one outside is a 404 on every
-        database: allocations.bounds)."""
+        database: core.bounds)."""
         parameters = super()._get_parameters()
         for parameter in parameters:
             schema = parameter.get("schema", {})
@@ -150,8 +155,12 @@ class PortalAutoSchema(AutoSchema):
         return not permissions or any(isinstance(p, AllowAny) for p in permissions)
 
     def _component(self, name: str) -> dict[str, str]:
-        component = ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA,
-                                      object=f"portal.schema.{name}", schema=_COMPONENTS[name])
+        component = ResolvedComponent(
+            name=name,
+            type=ResolvedComponent.SCHEMA,
+            object=f"portal.schema.{name}",
+            schema=_COMPONENTS[name],
+        )
         self.registry.register_on_missing(component)
         return component.ref
 

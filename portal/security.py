@@ -1,16 +1,16 @@
 """Security plumbing (docs/security.md): the Content-Security-Policy header and what a locked-out
 login sees. Login throttling itself is django-axes, configured in settings."""
+
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 
+from axes.backends import AxesStandaloneBackend
+from axes.helpers import get_cool_off
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
-
-from axes.backends import AxesStandaloneBackend
-from axes.helpers import get_cool_off
 
 
 class LoginThrottleBackend(AxesStandaloneBackend):
@@ -53,11 +53,15 @@ def lockout_message() -> str:
     else:
         minutes = max(1, math.ceil(cool_off.total_seconds() / 60))
         wait = f"Try again in {minutes} minute{'s' if minutes != 1 else ''}."
-    return (f"Too many failed logins for this account from your address ({settings.AXES_FAILURE_LIMIT}"
-            f" in a row): logins are refused for now, even with the right password. {wait}")
+    return (
+        f"Too many failed logins for this account from your address ({settings.AXES_FAILURE_LIMIT}"
+        f" in a row): logins are refused for now, even with the right password. {wait}"
+    )
 
 
-def lockout_response(request: HttpRequest, original_response=None, credentials=None) -> HttpResponse:
+def lockout_response(
+    request: HttpRequest, original_response=None, credentials=None
+) -> HttpResponse:
     """django-axes' answer to a locked-out login (AXES_LOCKOUT_CALLABLE): a 429 with a clear
     message, as JSON for the API and as the login page for a browser."""
     status = settings.AXES_HTTP_RESPONSE_CODE
@@ -65,6 +69,9 @@ def lockout_response(request: HttpRequest, original_response=None, credentials=N
         return JsonResponse({"detail": lockout_message()}, status=status)
     from django.contrib.auth.forms import AuthenticationForm
 
-    return render(request, "registration/login.html",
-                  {"form": AuthenticationForm(request), "locked_out": lockout_message()},
-                  status=status)
+    return render(
+        request,
+        "registration/login.html",
+        {"form": AuthenticationForm(request), "locked_out": lockout_message()},
+        status=status,
+    )

@@ -3,6 +3,7 @@
 Defaults are the embedded ones `make run` uses: SQLite, a filesystem Celery transport, console
 email. Tests and production set DATABASE_URL and CELERY_BROKER_URL to PostgreSQL and Redis.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -10,7 +11,6 @@ import os
 from pathlib import Path
 
 import dj_database_url
-import plotly
 from django.core.exceptions import ImproperlyConfigured
 
 from .envconf import email_config, env_bool, env_list
@@ -40,7 +40,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
     "axes",
     "django_filters",
     "drf_spectacular",
@@ -89,7 +88,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "portal.context_processors.navigation",
-            ],
+            ]
         },
     }
 ]
@@ -107,7 +106,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # meet; IMMEDIATE ones queue for the write lock (up to `timeout` seconds), and WAL lets
     # readers go on while one writes.
     DATABASES["default"]["OPTIONS"] = {
-        "transaction_mode": "IMMEDIATE", "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -132,19 +132,27 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
-# plotly.js comes from the pinned plotly package: served locally, never from a CDN.
-STATICFILES_DIRS = [
-    BASE_DIR / "static",
-    ("vendor/plotly", Path(plotly.__file__).resolve().parent / "package_data"),
-]
+# plotly.js: the official basic partial bundle (scatter, bar, pie), pinned and fetched from npm
+# by `make install` (scripts/install-plotly.sh); served locally, never from a CDN.
+PLOTLY_BUNDLE_DIR = BASE_DIR / ".vendor" / "plotly"
+STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", PLOTLY_BUNDLE_DIR)]
 MEDIA_URL = "/media/"
 MEDIA_ROOT = VAR_DIR / "media"
+# Served as production does (`make run`, the image; PORTAL_STATIC_MANIFEST=true): from
+# `collectstatic`'s STATIC_ROOT only, under content-hashed names cached for a year (immutable),
+# each with its .gz (and .br) beside it. Otherwise (the tests, a bare `manage.py`) from the
+# finders under their own names, with no collectstatic needed: the manifest storage refuses to
+# name a file it has not collected.
+STATIC_MANIFEST = env_bool("PORTAL_STATIC_MANIFEST", False)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if STATIC_MANIFEST
+        else "whitenoise.storage.CompressedStaticFilesStorage"
+    },
 }
-WHITENOISE_USE_FINDERS = True
-# Pages are served from the finders until `collectstatic` has run (make run, tests).
+WHITENOISE_USE_FINDERS = not STATIC_MANIFEST
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # Sessions are read from the cache and written through to the database (Django's `cached_db`):
@@ -172,10 +180,13 @@ X_FRAME_OPTIONS = "DENY"
 PORTAL_CSP = {
     "default-src": "'self'",
     "script-src": "'self'",
-    # plotly.js (from the pinned plotly package) adds two <style> elements of fixed content:
-    # allowed by their hashes, not by 'unsafe-inline' (tests/portal/test_browser_csp.py).
+    # plotly.js (the pinned bundle, scripts/install-plotly.sh) adds two <style> elements of
+    # fixed content: allowed by their hashes, not by 'unsafe-inline'
+    # (tests/portal/test_browser_csp.py); so is the one <style> of templates/500.html, a page
+    # that must not depend on anything else (tests/portal/test_production_serving.py).
     "style-src": "'self' 'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=' "
-                 "'sha256-ji27qzEtxXZW+7dun6UwjHXJ18e6WAin1VvNtkzIE/o='",
+    "'sha256-ji27qzEtxXZW+7dun6UwjHXJ18e6WAin1VvNtkzIE/o=' "
+    "'sha256-zIlMEAdu3unBpGhhoATGjRTJJmPvVaM2DGubi5+nOcc='",
     "img-src": "'self' data:",
     "font-src": "'self' data:",
     "connect-src": "'self'",
@@ -197,6 +208,21 @@ AXES_VERBOSE = False
 
 # Sign-in with the institution's OpenID Connect provider, when OIDC_ISSUER, OIDC_CLIENT_ID and
 # OIDC_CLIENT_SECRET are set; PORTAL_LOCAL_LOGIN=false switches passwords off (docs/security.md).
+# The loops below set these through globals(); the annotations tell the type checker the names
+# the portal's code reads (django-axes fills in AXES_HTTP_RESPONSE_CODE, 429, when it loads).
+OIDC_ENABLED: bool
+PORTAL_LOCAL_LOGIN: bool
+OIDC_ISSUER: str
+OIDC_RP_CLIENT_ID: str
+OIDC_PROVIDER_NAME: str
+OIDC_USERNAME_CLAIM: str
+OIDC_GROUPS_CLAIM: str
+OIDC_REVIEWER_GROUPS: list[str]
+OIDC_STAFF_GROUPS: list[str]
+OIDC_TIMEOUT: int
+OIDC_DISCOVERY_TTL: int
+PORTAL_PROVIDER_KEY_FILE: Path
+AXES_HTTP_RESPONSE_CODE: int
 for _key, _value in oidc_settings(backends=AUTHENTICATION_BACKENDS, csp=PORTAL_CSP).items():
     globals()[_key] = _value
 
@@ -224,11 +250,33 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 # The cache (sessions, page fragments keyed on versions the services bump, the navigation):
 # shared Redis wherever Redis is the broker (every web process sees one cache, so a logout or a
 # bumped version holds everywhere), or CACHE_URL; the process's memory for `make run`.
-CACHE_URL = os.environ.get("CACHE_URL", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(
-    "redis://") else "")
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                      "LOCATION": CACHE_URL, "KEY_PREFIX": "portal"} if CACHE_URL else
-          {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+CACHE_URL = os.environ.get(
+    "CACHE_URL", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis://") else ""
+)
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": CACHE_URL,
+        "KEY_PREFIX": "portal",
+    }
+    if CACHE_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
+# The compute backends' names, for `Facility.backend` and `UsageRecord.source`: the launcher's
+# registry owns them (a new backend registers and needs no migration); the allocations app sits
+# below the launcher, so it reaches them through these paths (allocations/backend_names.py).
+FACILITY_BACKEND_CHOICES = "launcher.backends.registry.backend_choices"
+# What lower floors ask of higher ones, named here rather than registered at start-up: whether
+# the portal drives a facility itself, and who reserves GPU-hours on the ledger until charged.
+PORTAL_CONNECTION_CHECK = "launcher.backends.registry.is_connected"
+PORTAL_RESERVATION_PROVIDERS = {
+    "job_ids": "launcher.selectors.job_reservations",
+    "session_ids": "launcher.notebooks.ledger.session_reservations",
+}
+USAGE_SOURCE_CHOICES = "launcher.backends.registry.usage_source_choices"
+# The calibration page (/benchmarks/) also shows placement's own error, per facility: the
+# launcher's rows (docs/placement.md).
+PORTAL_PLACEMENT_ERRORS = "launcher.placement_selectors.placement_error_rows"
 # The local backend (launcher/local/): job folders, and how many run at once on a facility
 # that sets no `slots` and has no node type (docs/architecture.md).
 LOCAL_JOBS_DIR = Path(os.environ.get("PORTAL_LOCAL_JOBS_DIR", VAR_DIR / "local-jobs"))
@@ -241,6 +289,22 @@ LOCAL_KILL_AFTER_SECONDS = float(os.environ.get("PORTAL_LOCAL_KILL_AFTER_SECONDS
 # How long a submit (or poll) that starts a local cell waits for its supervisor to say it runs,
 # so the job shows `running` at once rather than on the next poll (launcher/local/backend.py).
 LOCAL_START_WAIT_SECONDS = float(os.environ.get("PORTAL_LOCAL_START_WAIT_SECONDS", "5"))
+# Members' work runs under their own unix accounts (launcher/local/identity.py, docs/security.md
+# "Users' code runs as the user"): "auto" switches identities when the portal is root, "no"
+# never (notebooks are then refused); accounts `<prefix><user id>` and groups `<prefix><project
+# id>` are made on first use (unless PORTAL_LOCAL_CREATE_ACCOUNTS=false: a site names them in
+# the facility's `accounts`), with homes in LOCAL_HOMES_DIR.
+LOCAL_RUN_AS_MEMBERS = os.environ.get("PORTAL_LOCAL_RUN_AS_MEMBERS", "auto")
+LOCAL_CREATE_ACCOUNTS = os.environ.get("PORTAL_LOCAL_CREATE_ACCOUNTS", "true").lower() not in (
+    "false",
+    "no",
+    "0",
+    "off",
+)
+LOCAL_HOMES_DIR = Path(os.environ.get("PORTAL_LOCAL_HOMES_DIR", VAR_DIR / "homes"))
+LOCAL_ACCOUNT_PREFIXES = tuple(
+    os.environ.get("PORTAL_LOCAL_ACCOUNT_PREFIXES", "portal-u,portal-p").split(",", 1)
+)
 # Notebook sessions (launcher.notebooks, docs/notebooks.md): the JupyterHub the portal drives
 # as its service `portal`, the longest session one may ask for, each session's folder on the
 # local backend, and how long a stopped session may wait for its backend's record (sacct lags)
@@ -250,7 +314,9 @@ JUPYTERHUB_API_TOKEN = os.environ.get("JUPYTERHUB_API_TOKEN", "")
 NOTEBOOK_MAX_HOURS = float(os.environ.get("PORTAL_NOTEBOOK_MAX_HOURS", "12"))
 NOTEBOOKS_DIR = Path(os.environ.get("PORTAL_NOTEBOOKS_DIR", VAR_DIR / "notebooks"))
 NOTEBOOK_RECORD_GRACE_SECONDS = float(os.environ.get("PORTAL_NOTEBOOK_RECORD_GRACE_SECONDS", "600"))
-NOTEBOOK_SPAWN_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_NOTEBOOK_SPAWN_TIMEOUT_SECONDS", "900"))
+NOTEBOOK_SPAWN_TIMEOUT_SECONDS = float(
+    os.environ.get("PORTAL_NOTEBOOK_SPAWN_TIMEOUT_SECONDS", "900")
+)
 # Submissions that survive outages (launcher/services/submission.py, docs/operations.md): a job's
 # submission is owned by one worker at a time (a lease), retried with exponential backoff
 # (base, cap), and failed with its last error, staff told by email, once the deadline passed.
@@ -277,14 +343,30 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "cloud-reconcile": {"task": "cloud.reconcile", "schedule": 60.0},
     # Weekly usage digests (each person's once a week is up) and the failing-jobs digest.
     "allocations-usage-digests": {"task": "allocations.send_usage_digests", "schedule": 3600.0},
+    # The projection alert where the 7-day rate moved at midnight (docs/ledger.md).
+    "allocations-usage-alerts": {"task": "allocations.check_usage_alerts", "schedule": 3600.0},
     "launcher-failing-jobs-digest": {"task": "launcher.failing_jobs_digest", "schedule": 3600.0},
     # Notebook sessions against the hub's view: states, hours, idle limit, charges.
     "notebooks-sync": {"task": "notebooks.sync", "schedule": 15.0},
+    # A worker ran this: the queue is being served (launcher/heartbeat.py); and the
+    # idempotency keys of launches past their 24 hours forgotten (launcher/idempotency.py).
+    "launcher-heartbeat": {
+        "task": "launcher.heartbeat",
+        "schedule": float(os.environ.get("PORTAL_WORKER_HEARTBEAT_SECONDS", "15")),
+    },
+    "launcher-prune-idempotency-keys": {
+        "task": "launcher.prune_idempotency_keys",
+        "schedule": 3600.0,
+    },
 }
+# A worker not seen for this long is taken to be down; a job queued longer than
+# PORTAL_QUEUE_NOTICE_SECONDS while no worker is up says so (job page, API `queue_notice`).
+PORTAL_WORKER_STALE_SECONDS = int(os.environ.get("PORTAL_WORKER_STALE_SECONDS", "90"))
+PORTAL_QUEUE_NOTICE_SECONDS = int(os.environ.get("PORTAL_QUEUE_NOTICE_SECONDS", "60"))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        # DRF's tokens and personal API tokens (portal/tokens, docs/security.md).
+        # Account and personal API tokens, hashed (portal/tokens, docs/security.md).
         "portal.tokens.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
@@ -296,7 +378,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["portal.apiconf.JSONParser"],
     # Every operation documents the errors it can return (portal/schema.py, docs/api.md).
     "DEFAULT_SCHEMA_CLASS": "portal.schema.PortalAutoSchema",
-    "EXCEPTION_HANDLER": "portal.api.exception_handler",
+    "EXCEPTION_HANDLER": "core.api.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
@@ -319,6 +401,8 @@ SPECTACULAR_SETTINGS = {
         "SensitivityEnum": "allocations.models.catalogue.Sensitivity",
         "BenchmarkStrategyEnum": "benchmarks.recommender.types.STRATEGIES",
         "JobWorkloadEnum": "launcher.models.job.Job.Workload",
+        # POST jobs/ and placements/: a training job, or "sweep".
+        "LaunchWorkloadEnum": ["ctxray-train", "sweep"],
         "TrainModelEnum": "launcher.sweepgrid.MODELS",
         "ProjectRoleEnum": "allocations.models.project.ProjectMembership.Role",
         "ClusterStateEnum": "launcher.cloud.models.Cluster.State",
@@ -344,7 +428,27 @@ PORTAL_INSTALLATION_ID = os.environ.get("PORTAL_INSTALLATION_ID", "")
 
 # Group whose members review allocation requests.
 PORTAL_REVIEWERS_GROUP = "reviewers"
+# The longest an allocation may last, start to end, whatever a facility's own latest end date
+# (a facility without one took "9999-12-31"): refused on `end_date` (docs/configuration.md).
+PORTAL_MAX_ALLOCATION_DAYS = int(os.environ.get("PORTAL_MAX_ALLOCATION_DAYS", "1826"))
 # Words a full request's justification must have at least ("a real justification").
 PORTAL_FULL_JUSTIFICATION_MIN_WORDS = 25
 # Projects one user (not staff) may create in 24 hours (docs/security.md, "Policy").
 PORTAL_PROJECTS_PER_USER_PER_DAY = int(os.environ.get("PORTAL_PROJECTS_PER_USER_PER_DAY", "3"))
+# Days an account token (POST /api/v1/auth/token/, `portal login`) lives (docs/security.md).
+PORTAL_ACCOUNT_TOKEN_DAYS = int(os.environ.get("PORTAL_ACCOUNT_TOKEN_DAYS", "30"))
+if PORTAL_ACCOUNT_TOKEN_DAYS < 1:
+    raise ImproperlyConfigured(
+        "PORTAL_ACCOUNT_TOKEN_DAYS must be a whole number of days, at least 1"
+    )
+# The site's key for GET /api/v1/balances/ood.json, the balance file an Open OnDemand dashboard
+# reads (docs/ondemand.md): empty, no key opens it (staff and members use their tokens). A
+# secret of at least 32 visible ASCII characters, from the environment, never the repository.
+PORTAL_OOD_BALANCE_KEY = os.environ.get("PORTAL_OOD_BALANCE_KEY", "").strip()
+if PORTAL_OOD_BALANCE_KEY and (
+    len(PORTAL_OOD_BALANCE_KEY) < 32 or not all("!" <= c <= "~" for c in PORTAL_OOD_BALANCE_KEY)
+):
+    raise ImproperlyConfigured(
+        "PORTAL_OOD_BALANCE_KEY must be at least 32 visible ASCII characters, no spaces "
+        "(e.g. `openssl rand -hex 32`)"
+    )

@@ -1,17 +1,18 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from . import views
+from .api import TokenView
+from .identity import views as identity_views
 from .reports import views as report_views
 from .staff import views as staff_views
-from .api import TokenView
-from .tokens.api import MeView
-from .identity import views as identity_views
+from .tokens.api import LogoutView, MeView
 
-api_patterns = [
+api_patterns: list[URLPattern | URLResolver] = [
     path("auth/token/", TokenView.as_view(), name="api-token"),
     path("auth/me/", MeView.as_view(), name="api-me"),
+    path("auth/logout/", LogoutView.as_view(), name="api-logout"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its start-up script as a file: the CSP allows no inline script.
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
@@ -30,8 +31,11 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("staff/", staff_views.staff_home, name="staff-home"),
     path("reports/usage/", report_views.usage_report_page, name="usage-report"),
-    path("staff/allocations/<id:pk>/<slug:action>/", staff_views.staff_allocation_action,
-         name="staff-allocation-action"),
+    path(
+        "staff/allocations/<id:pk>/<slug:action>/",
+        staff_views.staff_allocation_action,
+        name="staff-allocation-action",
+    ),
     path("accounts/login/", identity_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", identity_views.LogoutView.as_view(), name="logout"),
     path("", include("portal.identity.urls")),

@@ -1,11 +1,18 @@
 """Playwright in Debian's chromium against Django's live server (REFERENCE.md: never
 `playwright install`; no network). Use the `page` fixture from tests/conftest.py."""
+
 from __future__ import annotations
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 

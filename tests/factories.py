@@ -1,4 +1,5 @@
 """factory-boy factories for the domain. Defaults make a valid full request."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -9,7 +10,13 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from allocations.models import (
-    Allocation, AllocationRequest, Facility, NodeType, Project, ProjectMembership, UsageRecord,
+    Allocation,
+    AllocationRequest,
+    Facility,
+    NodeType,
+    Project,
+    ProjectMembership,
+    UsageRecord,
 )
 from allocations.services import ledger_reserve, usage_record_many
 from launcher.models import Job
@@ -78,8 +85,9 @@ class ProjectFactory(factory.django.DjangoModelFactory):
     @factory.post_generation
     def with_pi_membership(self, create, extracted, **kwargs):
         if create:
-            ProjectMembership.objects.get_or_create(project=self, user=self.pi,
-                                                    defaults={"role": "pi"})
+            ProjectMembership.objects.get_or_create(
+                project=self, user=self.pi, defaults={"role": "pi"}
+            )
 
 
 class RequestFactory(factory.django.DjangoModelFactory):

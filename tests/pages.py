@@ -1,4 +1,5 @@
 """Helpers for tests that read a page as its user would and count what it costs."""
+
 from __future__ import annotations
 
 from django.db import connection

@@ -1,5 +1,6 @@
 """A real Celery worker process on Redis, pointed at the test database (for tests marked
 `worker`, which must use committed data: `django_db(transaction=True)`)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -18,8 +19,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def database_url() -> str:
     db = settings.DATABASES["default"]
-    return (f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
-            f"{db['PORT'] or 5432}/{db['NAME']}")
+    return (
+        f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
+        f"{db['PORT'] or 5432}/{db['NAME']}"
+    )
 
 
 def stop_process(proc: subprocess.Popen, timeout: float = 15) -> None:
@@ -42,18 +45,40 @@ def running_worker(extra_env: dict[str, str] | None = None):
     from portal.celery import app
 
     name = f"test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, "DATABASE_URL": database_url(),
-           "CELERY_BROKER_URL": settings.CELERY_BROKER_URL, "CELERY_TASK_ALWAYS_EAGER": "false",
-           **(extra_env or {})}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "CELERY_TASK_ALWAYS_EAGER": "false",
+        **(extra_env or {}),
+    }
     old = (app.conf.task_always_eager, app.conf.task_default_queue)
     app.conf.task_always_eager, app.conf.task_default_queue = False, name
     (ROOT / "var").mkdir(exist_ok=True)
     log = open(ROOT / "var" / f"{name}.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool", "solo",
-         "--loglevel", "INFO", "-Q", name, "-n", f"{name}@%h", "--without-gossip",
-         "--without-mingle"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "portal",
+            "worker",
+            "--pool",
+            "solo",
+            "--loglevel",
+            "INFO",
+            "-Q",
+            name,
+            "-n",
+            f"{name}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
         deadline = time.monotonic() + 90
@@ -66,14 +91,3 @@ def running_worker(extra_env: dict[str, str] | None = None):
         stop_process(proc, timeout=20)
         log.close()
         app.conf.task_always_eager, app.conf.task_default_queue = old
-
-
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.2):
-    """Poll until predicate() is truthy; return its value or raise AssertionError."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout} s")

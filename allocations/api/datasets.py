@@ -1,45 +1,64 @@
 """`datasets/`: a project's registered datasets. List and create for anyone who may see /
 act on the project; detail for those who see it; update and delete for members (and staff).
 Thin: the services check permissions, rules and uniqueness, and audit."""
+
 from __future__ import annotations
+
+from typing import Any, cast
 
 import django_filters
 from django.contrib.auth.models import AnonymousUser
 from drf_spectacular.utils import extend_schema
-from rest_framework import status, viewsets
-
-from . import strict as serializers
+from rest_framework import serializers, status, viewsets
 from rest_framework.response import Response
+
+from core import strict
+from core.filters import IdFilter
 
 from .. import selectors, services
 from ..models import Dataset, Sensitivity
-from .filters import IdFilter
 
 
-class DatasetOut(serializers.ModelSerializer):
-    project_code = serializers.CharField(source="project.code", read_only=True)
-    created_by = serializers.CharField(source="created_by.username", default=None,
-                                       read_only=True, allow_null=True)
+class DatasetOut(strict.ModelSerializer):
+    project_code = strict.CharField(source="project.code", read_only=True)
+    created_by = strict.CharField(
+        source="created_by.username", default=None, read_only=True, allow_null=True
+    )
 
     class Meta:
         model = Dataset
-        fields = ["id", "project", "project_code", "name", "location", "modality",
-                  "sensitivity", "sha256", "created_by", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "project",
+            "project_code",
+            "name",
+            "location",
+            "modality",
+            "sensitivity",
+            "sha256",
+            "created_by",
+            "created_at",
+            "updated_at",
+        ]
+
 
 class DatasetIn(serializers.Serializer):
     """Types only; the rules (relative location without '..', unique name, tiers) are the
     service's, answered per field."""
 
-    project = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.none())
-    name = serializers.CharField(max_length=80)
-    location = serializers.CharField(max_length=250, trim_whitespace=True)
+    project = strict.PrimaryKeyRelatedField(queryset=Dataset.objects.none())
+    name = strict.CharField(max_length=80)
+    location = strict.CharField(max_length=250, trim_whitespace=True)
     modality = serializers.ChoiceField(choices=Dataset.Modality.choices)
     sensitivity = serializers.ChoiceField(choices=Sensitivity.choices)
-    sha256 = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    sha256 = strict.CharField(max_length=64, required=False, allow_blank=True, default="")
 
-    def __init__(self, *args, user=None, **kwargs):
+    def __init__(self, *args: Any, user: selectors.User | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["project"].queryset = selectors.seen_projects(user or AnonymousUser())
+        project = cast(strict.PrimaryKeyRelatedField, self.fields["project"])
+        # drf-stubs give RelatedField.queryset a Manager type, whose __get__ mypy then applies.
+        project.queryset = selectors.seen_projects(user or AnonymousUser())  # type: ignore[arg-type]
+
 
 class DatasetFilter(django_filters.FilterSet):
     # An id the caller cannot see filters to nothing (like one that does not exist), not a 400.

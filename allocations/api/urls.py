@@ -1,6 +1,8 @@
+from django.urls import path
 from rest_framework.routers import SimpleRouter
 
 from . import views
+from .balances import OodBalancesView
 from .datasets import DatasetViewSet
 
 router = SimpleRouter()
@@ -10,4 +12,7 @@ router.register("requests", views.RequestViewSet, basename="request")
 router.register("allocations", views.AllocationViewSet, basename="allocation")
 router.register("datasets", DatasetViewSet, basename="dataset")
 
-urlpatterns = router.urls
+urlpatterns = [
+    path("balances/ood.json", OodBalancesView.as_view(), name="ood-balances"),
+    *router.urls,
+]

@@ -1,5 +1,8 @@
 """REST API views: parse, call a service, shape the answer. No business rules here."""
+
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
 
 from django.contrib.auth import get_user_model
 from django.db.models import Sum
@@ -10,11 +13,15 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from core.figures import money_text
+
 from .. import selectors, services
-from ..figures import money_text
 from ..models import Facility, UsageRecord
 from . import serializers as s
 from .filters import AllocationFilter, RequestFilter
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User as AuthUser
 
 
 class FacilityViewSet(viewsets.ReadOnlyModelViewSet):
@@ -26,52 +33,74 @@ class FacilityViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 MEMBER_ERRORS = {
-    400: OpenApiResponse(description="Per-field messages, e.g. `{\"username\": [...]}`."),
+    400: OpenApiResponse(description='Per-field messages, e.g. `{"username": [...]}`.'),
     403: OpenApiResponse(description="Only the project's PI or a manager (a PI for PIs)."),
     404: OpenApiResponse(description="No such project for you, or no such member."),
     409: OpenApiResponse(description="The project would be left without a PI."),
 }
 
 
-class ProjectViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin,
-                     viewsets.ReadOnlyModelViewSet):
+class ProjectViewSet(
+    mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet
+):
     serializer_class = s.ProjectSerializer
 
     def get_queryset(self):
-        return selectors.visible_projects(self.request.user).select_related("pi").prefetch_related(
-            "memberships__user"
+        return (
+            selectors.visible_projects(self.request.user)
+            .select_related("pi")
+            .prefetch_related("memberships__user")
         )
 
     def perform_create(self, serializer):
         data = serializer.validated_data
-        serializer.instance = services.project_create(by=self.request.user, **data)
+        by = cast("AuthUser", self.request.user)  # IsAuthenticated (the API's default)
+        serializer.instance = services.project_create(by=by, **data)
 
     def perform_update(self, serializer):
         # Through the service (permission, audit event), never serializer.save().
         serializer.instance = services.project_update(
-            project=serializer.instance, by=self.request.user, **serializer.validated_data)
+            project=serializer.instance, by=self.request.user, **serializer.validated_data
+        )
 
-    @extend_schema(request=s.MemberInputSerializer,
-                   responses={200: s.ProjectSerializer, **MEMBER_ERRORS},
-                   summary="Add a member by username or email (PI or manager)")
+    @extend_schema(
+        request=s.MemberInputSerializer,
+        responses={200: s.ProjectSerializer, **MEMBER_ERRORS},
+        summary="Add a member by username or email (PI or manager)",
+    )
     @action(detail=True, methods=["post"])
     def members(self, request, pk=None):
         project = self.get_object()
         data = s.MemberInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         user = services.user_find(identifier=data.validated_data["username"])
-        services.project_member_add(project=project, by=request.user, user=user,
-                                    role=data.validated_data["role"],
-                                    cluster_username=data.validated_data["cluster_username"])
+        services.project_member_add(
+            project=project,
+            by=request.user,
+            user=user,
+            role=data.validated_data["role"],
+            cluster_username=data.validated_data["cluster_username"],
+        )
         return self._project(project)
 
-    @extend_schema(methods=["patch"], request=s.MemberRoleSerializer,
-                   responses={200: s.ProjectSerializer, **MEMBER_ERRORS},
-                   summary="Change a member's role (409 for the last PI stepping down)")
-    @extend_schema(methods=["delete"], request=None, responses={204: None, **MEMBER_ERRORS},
-                   summary="Remove a member (409 for the last PI)")
-    @action(detail=True, methods=["patch", "delete"],
-                    url_path=r"members/(?P<username>[^/]+)", url_name="member")
+    @extend_schema(
+        methods=["patch"],
+        request=s.MemberRoleSerializer,
+        responses={200: s.ProjectSerializer, **MEMBER_ERRORS},
+        summary="Change a member's role (409 for the last PI stepping down)",
+    )
+    @extend_schema(
+        methods=["delete"],
+        request=None,
+        responses={204: None, **MEMBER_ERRORS},
+        summary="Remove a member (409 for the last PI)",
+    )
+    @action(
+        detail=True,
+        methods=["patch", "delete"],
+        url_path=r"members/(?P<username>[^/]+)",
+        url_name="member",
+    )
     def member(self, request, pk=None, username=None):
         project = self.get_object()
         user = get_user_model().objects.filter(username=username).first()
@@ -82,8 +111,9 @@ class ProjectViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin,
             return Response(status=status.HTTP_204_NO_CONTENT)
         data = s.MemberRoleSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        services.project_member_role_change(project=project, by=request.user, user=user,
-                                            role=data.validated_data["role"])
+        services.project_member_role_change(
+            project=project, by=request.user, user=user, role=data.validated_data["role"]
+        )
         return self._project(project)
 
     def _project(self, project):
@@ -103,8 +133,9 @@ class RequestViewSet(viewsets.ModelViewSet):
         return s.RequestOutputSerializer
 
     def _input(self, instance=None, partial=False):
-        data = s.RequestInputSerializer(instance=instance, data=self.request.data, partial=partial,
-                                        user=self.request.user)
+        data = s.RequestInputSerializer(
+            instance=instance, data=self.request.data, partial=partial, user=self.request.user
+        )
         data.is_valid(raise_exception=True)
         return dict(data.validated_data)
 
@@ -143,8 +174,9 @@ class RequestViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["post"])
     def withdraw(self, request, pk=None):
         comment = self._comment()
-        return self._out(services.request_withdraw(request=self.get_object(), by=request.user,
-                                                   comment=comment))
+        return self._out(
+            services.request_withdraw(request=self.get_object(), by=request.user, comment=comment)
+        )
 
     @extend_schema(request=s.ApproveSerializer, responses=s.RequestOutputSerializer)
     @action(detail=True, methods=["post"])
@@ -152,24 +184,31 @@ class RequestViewSet(viewsets.ModelViewSet):
         data = s.ApproveSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         req = self.get_object()
-        services.request_approve(request=req, by=request.user,
-                                 gpu_hours=data.validated_data.get("gpu_hours"),
-                                 comment=data.validated_data["comment"])
+        services.request_approve(
+            request=req,
+            by=request.user,
+            gpu_hours=data.validated_data.get("gpu_hours"),
+            comment=data.validated_data["comment"],
+        )
         return self._out(req)
 
     @extend_schema(request=s.CommentSerializer, responses=s.RequestOutputSerializer)
     @action(detail=True, methods=["post"])
     def reject(self, request, pk=None):
         comment = self._comment()
-        return self._out(services.request_reject(request=self.get_object(), by=request.user,
-                                                 comment=comment))
+        return self._out(
+            services.request_reject(request=self.get_object(), by=request.user, comment=comment)
+        )
 
     @extend_schema(request=s.CommentSerializer, responses=s.RequestOutputSerializer)
     @action(detail=True, methods=["post"], url_path="request-changes")
     def request_changes(self, request, pk=None):
         comment = self._comment()
-        return self._out(services.request_request_changes(request=self.get_object(),
-                                                          by=request.user, comment=comment))
+        return self._out(
+            services.request_request_changes(
+                request=self.get_object(), by=request.user, comment=comment
+            )
+        )
 
     def _comment(self) -> str:
         data = s.CommentSerializer(data=self.request.data)
@@ -199,9 +238,11 @@ class AllocationViewSet(viewsets.ReadOnlyModelViewSet):
             .order_by("day")
         )
         series = [
-            {"date": row["day"].isoformat(), "gpu_hours": round(row["gpu_seconds"] / 3600, 3),
-             "cost": money_text(row["cost"])}
+            {
+                "date": row["day"].isoformat(),
+                "gpu_hours": round(row["gpu_seconds"] / 3600, 3),
+                "cost": money_text(row["cost"]),
+            }
             for row in rows
         ]
         return Response({"allocation": allocation.pk, "daily": series})
-

@@ -4,25 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
-    dependencies = [
-        ('allocations', '0001_initial'),
-    ]
+    dependencies = [("allocations", "0001_initial")]
 
     operations = [
         migrations.AddField(
-            model_name='nodetype',
-            name='device',
-            field=models.CharField(choices=[('gpu', 'GPU'), ('cpu', 'CPU')], default='gpu', max_length=3),
+            model_name="nodetype",
+            name="device",
+            field=models.CharField(
+                choices=[("gpu", "GPU"), ("cpu", "CPU")], default="gpu", max_length=3
+            ),
         ),
         migrations.AddField(
-            model_name='nodetype',
-            name='max_accelerators',
+            model_name="nodetype",
+            name="max_accelerators",
             field=models.PositiveIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='nodetype',
-            name='peak_tflops_tf32',
+            model_name="nodetype",
+            name="peak_tflops_tf32",
             field=models.FloatField(blank=True, null=True),
         ),
     ]

@@ -5,15 +5,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('allocations', '0002_nodetype_device_tf32'),
+        ("allocations", "0002_nodetype_device_tf32"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='allocationrequest',
-            index=models.Index(fields=['project', '-created_at'], name='request_project_recent'),
-        ),
+            model_name="allocationrequest",
+            index=models.Index(fields=["project", "-created_at"], name="request_project_recent"),
+        )
     ]

@@ -4,15 +4,21 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
-    dependencies = [
-        ('allocations', '0003_request_project_recent'),
-    ]
+    dependencies = [("allocations", "0003_request_project_recent")]
 
     operations = [
         migrations.AlterField(
-            model_name='facility',
-            name='backend',
-            field=models.CharField(choices=[('slurm', 'Slurm over SSH'), ('aws', 'AWS (boto3)'), ('local', 'Local processes'), ('manual', 'Manual (staff set it up)')], default='local', max_length=10),
-        ),
+            model_name="facility",
+            name="backend",
+            field=models.CharField(
+                choices=[
+                    ("slurm", "Slurm over SSH"),
+                    ("aws", "AWS (boto3)"),
+                    ("local", "Local processes"),
+                    ("manual", "Manual (staff set it up)"),
+                ],
+                default="local",
+                max_length=10,
+            ),
+        )
     ]

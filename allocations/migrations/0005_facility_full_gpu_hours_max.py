@@ -5,15 +5,16 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
-    dependencies = [
-        ('allocations', '0004_facility_manual_backend'),
-    ]
+    dependencies = [("allocations", "0004_facility_manual_backend")]
 
     operations = [
         migrations.AddField(
-            model_name='facility',
-            name='full_gpu_hours_max',
-            field=models.PositiveIntegerField(default=100000, validators=[django.core.validators.MinValueValidator(1)], verbose_name='largest full request (GPU-hours)'),
-        ),
+            model_name="facility",
+            name="full_gpu_hours_max",
+            field=models.PositiveIntegerField(
+                default=100000,
+                validators=[django.core.validators.MinValueValidator(1)],
+                verbose_name="largest full request (GPU-hours)",
+            ),
+        )
     ]

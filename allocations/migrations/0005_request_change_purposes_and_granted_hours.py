@@ -4,20 +4,28 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
-    dependencies = [
-        ('allocations', '0004_facility_manual_backend'),
-    ]
+    dependencies = [("allocations", "0004_facility_manual_backend")]
 
     operations = [
         migrations.AddField(
-            model_name='allocationrequest',
-            name='granted_gpu_hours',
+            model_name="allocationrequest",
+            name="granted_gpu_hours",
             field=models.PositiveIntegerField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='allocationrequest',
-            name='purpose',
-            field=models.CharField(choices=[('new', 'New allocation'), ('renewal', 'Renewal'), ('top_up', 'Top-up of an existing allocation'), ('trial_conversion', 'Conversion of a trial'), ('extension', 'Extension of the end date'), ('closure', 'Early closure')], default='new', max_length=20),
+            model_name="allocationrequest",
+            name="purpose",
+            field=models.CharField(
+                choices=[
+                    ("new", "New allocation"),
+                    ("renewal", "Renewal"),
+                    ("top_up", "Top-up of an existing allocation"),
+                    ("trial_conversion", "Conversion of a trial"),
+                    ("extension", "Extension of the end date"),
+                    ("closure", "Early closure"),
+                ],
+                default="new",
+                max_length=20,
+            ),
         ),
     ]

@@ -4,15 +4,12 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
-    dependencies = [
-        ('allocations', '0004_facility_manual_backend'),
-    ]
+    dependencies = [("allocations", "0004_facility_manual_backend")]
 
     operations = [
         migrations.AddField(
-            model_name='usagerecord',
-            name='job_id',
+            model_name="usagerecord",
+            name="job_id",
             field=models.PositiveBigIntegerField(blank=True, db_index=True, null=True),
-        ),
+        )
     ]

@@ -6,20 +6,41 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('allocations', '0005_request_change_purposes_and_granted_hours'),
+        ("allocations", "0005_request_change_purposes_and_granted_hours"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='NotificationPreference',
+            name="NotificationPreference",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('usage_alerts', models.CharField(choices=[('each', 'An email for each usage alert'), ('weekly', 'One weekly digest of usage alerts')], default='each', max_length=10)),
-                ('digest_sent_until', models.DateTimeField(blank=True, null=True)),
-                ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='notification_preference', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "usage_alerts",
+                    models.CharField(
+                        choices=[
+                            ("each", "An email for each usage alert"),
+                            ("weekly", "One weekly digest of usage alerts"),
+                        ],
+                        default="each",
+                        max_length=10,
+                    ),
+                ),
+                ("digest_sent_until", models.DateTimeField(blank=True, null=True)),
+                (
+                    "user",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="notification_preference",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
-        ),
+        )
     ]

@@ -7,30 +7,92 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('allocations', '0005_facility_full_gpu_hours_max'),
+        ("allocations", "0005_facility_full_gpu_hours_max"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Dataset',
+            name="Dataset",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=80, validators=[django.core.validators.RegexValidator('^[A-Za-z][A-Za-z0-9._-]{0,79}$', 'Start with a letter; then letters, digits, dots, dashes and underscores (at most 80).')])),
-                ('location', models.CharField(max_length=250)),
-                ('modality', models.CharField(choices=[('xray', 'X-ray'), ('ct', 'CT')], max_length=4)),
-                ('sensitivity', models.CharField(choices=[('public', 'Public, non-sensitive'), ('internal', 'Internal'), ('personal', 'Personal data'), ('special', 'Special category (health, genetic, ...)')], max_length=10, verbose_name='data sensitivity')),
-                ('sha256', models.CharField(blank=True, max_length=64, validators=[django.core.validators.RegexValidator('^[0-9a-f]{64}$', '64 lower-case hexadecimal digits.')], verbose_name='SHA-256 checksum')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='datasets', to='allocations.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "name",
+                    models.CharField(
+                        max_length=80,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Za-z][A-Za-z0-9._-]{0,79}$",
+                                "Start with a letter; then letters, digits, dots, dashes and underscores (at most 80).",
+                            )
+                        ],
+                    ),
+                ),
+                ("location", models.CharField(max_length=250)),
+                (
+                    "modality",
+                    models.CharField(choices=[("xray", "X-ray"), ("ct", "CT")], max_length=4),
+                ),
+                (
+                    "sensitivity",
+                    models.CharField(
+                        choices=[
+                            ("public", "Public, non-sensitive"),
+                            ("internal", "Internal"),
+                            ("personal", "Personal data"),
+                            ("special", "Special category (health, genetic, ...)"),
+                        ],
+                        max_length=10,
+                        verbose_name="data sensitivity",
+                    ),
+                ),
+                (
+                    "sha256",
+                    models.CharField(
+                        blank=True,
+                        max_length=64,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[0-9a-f]{64}$", "64 lower-case hexadecimal digits."
+                            )
+                        ],
+                        verbose_name="SHA-256 checksum",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="datasets",
+                        to="allocations.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['project', 'name'],
-                'constraints': [models.UniqueConstraint(fields=('project', 'name'), name='dataset_name_unique_per_project')],
+                "ordering": ["project", "name"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("project", "name"), name="dataset_name_unique_per_project"
+                    )
+                ],
             },
-        ),
+        )
     ]

@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('allocations', '0006_notification_preference'),
-        ('allocations', '0006_project_datasets'),
+        ("allocations", "0006_notification_preference"),
+        ("allocations", "0006_project_datasets"),
     ]
 
-    operations = [
-    ]
+    operations = []

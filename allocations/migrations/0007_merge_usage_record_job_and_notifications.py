@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('allocations', '0005_usage_record_job'),
-        ('allocations', '0006_notification_preference'),
+        ("allocations", "0005_usage_record_job"),
+        ("allocations", "0006_notification_preference"),
     ]
 
-    operations = [
-    ]
+    operations = []

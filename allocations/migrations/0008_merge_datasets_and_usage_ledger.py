@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('allocations', '0007_merge_datasets_and_notification_preference'),
-        ('allocations', '0007_merge_usage_record_job_and_notifications'),
+        ("allocations", "0007_merge_datasets_and_notification_preference"),
+        ("allocations", "0007_merge_usage_record_job_and_notifications"),
     ]
 
-    operations = [
-    ]
+    operations = []

@@ -5,40 +5,66 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
-    dependencies = [
-        ('allocations', '0008_merge_datasets_and_usage_ledger'),
-    ]
+    dependencies = [("allocations", "0008_merge_datasets_and_usage_ledger")]
 
     operations = [
         migrations.AddField(
-            model_name='facility',
-            name='trial_open_per_person',
-            field=models.PositiveIntegerField(default=1, validators=[django.core.validators.MinValueValidator(1)], verbose_name='open trials per person'),
+            model_name="facility",
+            name="trial_open_per_person",
+            field=models.PositiveIntegerField(
+                default=1,
+                validators=[django.core.validators.MinValueValidator(1)],
+                verbose_name="open trials per person",
+            ),
         ),
         migrations.AddField(
-            model_name='facility',
-            name='trial_per_person_per_period',
-            field=models.PositiveIntegerField(default=2, validators=[django.core.validators.MinValueValidator(1)], verbose_name='trials per person per period'),
+            model_name="facility",
+            name="trial_per_person_per_period",
+            field=models.PositiveIntegerField(
+                default=2,
+                validators=[django.core.validators.MinValueValidator(1)],
+                verbose_name="trials per person per period",
+            ),
         ),
         migrations.AddField(
-            model_name='facility',
-            name='trial_period_days',
-            field=models.PositiveIntegerField(default=365, validators=[django.core.validators.MinValueValidator(1)], verbose_name='trial period (days)'),
+            model_name="facility",
+            name="trial_period_days",
+            field=models.PositiveIntegerField(
+                default=365,
+                validators=[django.core.validators.MinValueValidator(1)],
+                verbose_name="trial period (days)",
+            ),
         ),
         migrations.AddField(
-            model_name='projectmembership',
-            name='sync_error',
+            model_name="projectmembership",
+            name="sync_error",
             field=models.CharField(blank=True, max_length=300),
         ),
         migrations.AlterField(
-            model_name='projectmembership',
-            name='cluster_username',
-            field=models.CharField(blank=True, max_length=32, validators=[django.core.validators.RegexValidator('^[a-z0-9][a-z0-9_.-]{0,31}$', "Use the login name you have on the cluster: 1-32 lower-case letters, digits, '_', '.' and '-', starting with a letter or a digit.")]),
+            model_name="projectmembership",
+            name="cluster_username",
+            field=models.CharField(
+                blank=True,
+                max_length=32,
+                validators=[
+                    django.core.validators.RegexValidator(
+                        "^[a-z0-9][a-z0-9_.-]{0,31}$",
+                        "Use the login name you have on the cluster: 1-32 lower-case letters, digits, '_', '.' and '-', starting with a letter or a digit.",
+                    )
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='usagerecord',
-            name='source',
-            field=models.CharField(choices=[('slurm', 'Slurm accounting'), ('cloud', 'Cloud instances'), ('local', 'Local processes'), ('correction', 'Correction by staff')], max_length=10),
+            model_name="usagerecord",
+            name="source",
+            field=models.CharField(
+                choices=[
+                    ("slurm", "Slurm accounting"),
+                    ("cloud", "Cloud instances"),
+                    ("local", "Local processes"),
+                    ("correction", "Correction by staff"),
+                ],
+                max_length=10,
+            ),
         ),
     ]

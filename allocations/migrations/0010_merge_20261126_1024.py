@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('allocations', '0009_allocation_ledger_columns'),
-        ('allocations', '0009_trial_limits_member_sync_corrections'),
+        ("allocations", "0009_allocation_ledger_columns"),
+        ("allocations", "0009_trial_limits_member_sync_corrections"),
     ]
 
-    operations = [
-    ]
+    operations = []

@@ -5,15 +5,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
-    dependencies = [
-        ('allocations', '0010_merge_20261126_1024'),
-    ]
+    dependencies = [("allocations", "0010_merge_20261126_1024")]
 
     operations = [
         migrations.AddField(
-            model_name='facility',
-            name='notebook_idle_minutes',
-            field=models.PositiveIntegerField(default=30, validators=[django.core.validators.MinValueValidator(1)]),
-        ),
+            model_name="facility",
+            name="notebook_idle_minutes",
+            field=models.PositiveIntegerField(
+                default=30, validators=[django.core.validators.MinValueValidator(1)]
+            ),
+        )
     ]

@@ -1,4 +1,6 @@
 """The allocations domain: catalogue, projects, requests, allocations, usage, audit events."""
+
+from .alert import UsageAlert
 from .allocation import Allocation
 from .catalogue import Facility, NodeType, Sensitivity
 from .dataset import Dataset
@@ -19,5 +21,6 @@ __all__ = [
     "Project",
     "ProjectMembership",
     "Sensitivity",
+    "UsageAlert",
     "UsageRecord",
 ]

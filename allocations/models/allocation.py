@@ -1,4 +1,5 @@
 """Granted allocations and their life cycle."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -46,17 +47,21 @@ class Allocation(models.Model):
     account_name = models.CharField(max_length=64, blank=True)
     # Usage thresholds (percent) already alerted, so each alert goes out once.
     alerted_thresholds = models.JSONField(default=list, blank=True)
+    # When the projection alert ("runs out more than 7 days before the end date") went out:
+    # once per grant, cleared by a top-up as alerted_thresholds is (allocations/burn.py).
+    projection_alerted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     activated_at = models.DateTimeField(null=True, blank=True)
     # The ledger, kept as data (docs/ledger.md): changed only by F() updates under the row lock
     # in allocations/ledger.py, recomputed from the records by a beat task.
     gpu_seconds_used = models.BigIntegerField("charged GPU-seconds", default=0, editable=False)
-    spend = models.DecimalField(max_digits=16, decimal_places=4, default=Decimal(0),
-                                editable=False)
-    gpu_seconds_reserved = models.DecimalField(max_digits=20, decimal_places=3,
-                                               default=Decimal(0), editable=False)
-    cost_reserved = models.DecimalField(max_digits=16, decimal_places=4, default=Decimal(0),
-                                        editable=False)
+    spend = models.DecimalField(max_digits=16, decimal_places=4, default=Decimal(0), editable=False)
+    gpu_seconds_reserved = models.DecimalField(
+        max_digits=20, decimal_places=3, default=Decimal(0), editable=False
+    )
+    cost_reserved = models.DecimalField(
+        max_digits=16, decimal_places=4, default=Decimal(0), editable=False
+    )
 
     LEDGER_FIELDS = ("gpu_seconds_used", "spend", "gpu_seconds_reserved", "cost_reserved")
 
@@ -70,8 +75,11 @@ class Allocation(models.Model):
         """Saving a loaded row never writes the ledger columns back: they move only by the
         ledger's F() updates, and an in-memory copy (an admin form) may be stale."""
         if not self._state.adding and kwargs.get("update_fields") is None:
-            kwargs["update_fields"] = [f.name for f in self._meta.concrete_fields
-                                       if not f.primary_key and f.name not in self.LEDGER_FIELDS]
+            kwargs["update_fields"] = [
+                f.name
+                for f in self._meta.concrete_fields
+                if not f.primary_key and f.name not in self.LEDGER_FIELDS
+            ]
         super().save(*args, **kwargs)
 
     @property

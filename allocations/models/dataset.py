@@ -1,4 +1,5 @@
 """A project's registered datasets: the only data a job may name (besides synthetic sets)."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -29,19 +30,22 @@ class Dataset(models.Model):
     name = models.CharField(max_length=80, validators=[dataset_name_validator])
     location = models.CharField(max_length=250)
     modality = models.CharField(max_length=4, choices=Modality.choices)
-    sensitivity = models.CharField("data sensitivity", max_length=10,
-                                   choices=Sensitivity.choices)
-    sha256 = models.CharField("SHA-256 checksum", max_length=64, blank=True,
-                              validators=[sha256_validator])
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL,
-                                   null=True, blank=True, related_name="+")
+    sensitivity = models.CharField("data sensitivity", max_length=10, choices=Sensitivity.choices)
+    sha256 = models.CharField(
+        "SHA-256 checksum", max_length=64, blank=True, validators=[sha256_validator]
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["project", "name"]
         constraints = [
-            models.UniqueConstraint(fields=["project", "name"], name="dataset_name_unique_per_project")
+            models.UniqueConstraint(
+                fields=["project", "name"], name="dataset_name_unique_per_project"
+            )
         ]
 
     def __str__(self) -> str:

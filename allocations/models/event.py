@@ -1,4 +1,5 @@
 """The audit trail: one row for every state change of any object."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -20,6 +21,9 @@ class Event(models.Model):
     to_state = models.CharField(max_length=30)
     comment = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Not columns: what selectors.project_history sets on the rows it returns, for the page.
+    about: str
+    about_url: str
 
     class Meta:
         ordering = ["created_at", "id"]

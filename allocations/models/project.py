@@ -1,4 +1,5 @@
 """Projects and their members."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -8,8 +9,7 @@ from django.db import models
 from ..usernames import CLUSTER_USERNAME_HELP, CLUSTER_USERNAME_PATTERN
 
 project_code_validator = RegexValidator(
-    r"^[A-Z0-9][A-Z0-9-]{2,31}$",
-    "Use 3-32 capital letters, digits and dashes, e.g. ABC-DEF-001.",
+    r"^[A-Z0-9][A-Z0-9-]{2,31}$", "Use 3-32 capital letters, digits and dashes, e.g. ABC-DEF-001."
 )
 
 
@@ -47,8 +47,10 @@ class ProjectMembership(models.Model):
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
     # The member's login name on HPC facilities (added to the Slurm account on activation).
     cluster_username = models.CharField(
-        max_length=32, blank=True,
-        validators=[RegexValidator(CLUSTER_USERNAME_PATTERN, CLUSTER_USERNAME_HELP)])
+        max_length=32,
+        blank=True,
+        validators=[RegexValidator(CLUSTER_USERNAME_PATTERN, CLUSTER_USERNAME_HELP)],
+    )
     # Why the member's association could not be mirrored to a backend account (e.g. a login
     # no scheduler accepts), set by the account sync and cleared when it next succeeds; the
     # staff home lists these members.

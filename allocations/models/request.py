@@ -1,4 +1,5 @@
 """Allocation requests: the Turing request form as data, with its state machine."""
+
 from __future__ import annotations
 
 from django.conf import settings

@@ -1,22 +1,20 @@
 """The usage ledger: what the backends say was used, charged to an allocation."""
+
 from __future__ import annotations
 
 from django.db import models
 
+from ..backend_names import CORRECTION, usage_source_choices
 from .allocation import Allocation
 
 
 class UsageRecord(models.Model):
-    class Source(models.TextChoices):
-        SLURM = "slurm", "Slurm accounting"
-        CLOUD = "cloud", "Cloud instances"
-        LOCAL = "local", "Local processes"
-        # Staff's audited correction of the ledger (services.usage_correct): the ledger is
-        # append-only, so a wrong charge is corrected by a new record, never edited.
-        CORRECTION = "correction", "Correction by staff"
+    CORRECTION = CORRECTION  # staff's audited correction (services.usage_correct)
 
     allocation = models.ForeignKey(Allocation, on_delete=models.PROTECT, related_name="usage")
-    source = models.CharField(max_length=10, choices=Source.choices)
+    # The backend's ledger source (each registered backend's `usage_source`: slurm, cloud,
+    # local, ...) or `correction`: the choices are the registry's, so no migration per backend.
+    source = models.CharField(max_length=32, choices=usage_source_choices)
     # Unique per source: Slurm job and step id, cloud instance id and hour, local job id.
     external_id = models.CharField(max_length=120)
     period_start = models.DateTimeField(db_index=True)

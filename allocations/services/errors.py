@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ..errors import NON_FIELD, Invalid
+from core.errors import NON_FIELD, Invalid
 
 
 class PolicyError(Invalid):

@@ -1,22 +1,29 @@
 """The usage ledger: recording what backends report, alerting, exhausting."""
+
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
-from ..models import Allocation, UsageRecord
-from ..transitions import notify_after_commit, record_event
+from core.errors import Forbidden
+
+from ..alerts import crossed, projection_text, threshold_text, used_percent
+from ..burn import Burn, allocation_burn, burn_of, with_burn
+from ..ledger import ledger_charge
+from ..models import Allocation, Facility, UsageAlert, UsageRecord
+from ..notifications import ALERT_EMAILS, notify_after_commit
 from ..roles import is_staff
+from ..transitions import record_event
 from .allocations import allocation_exhaust
 from .errors import PolicyError
-from ..ledger import ledger_charge
 
-THRESHOLDS = (50, 80, 100)
+if TYPE_CHECKING:
+    from ..roles import User
 
 
 def usage_record_many(records: Iterable[UsageRecord], *, batch_size: int = 2000) -> int:
@@ -31,47 +38,123 @@ def usage_record_many(records: Iterable[UsageRecord], *, batch_size: int = 2000)
 
 @transaction.atomic
 def usage_check_thresholds(*, allocation_id: int) -> list[int]:
-    """Alert once at 50%, 80% and 100% of the grant; at 100% an active allocation becomes
-    exhausted. Safe to call after every ingestion. Returns the thresholds newly crossed."""
+    """Alert the project's PI and members once at each of the facility's thresholds
+    (`Facility.alert_thresholds`: percent of the granted GPU-hours charged), and once when the
+    7-day rate says the allocation runs out more than 7 days before its end date
+    (allocations/burn.py); at 100% an active allocation becomes exhausted. Each alert is an
+    audit event, a `UsageAlert` record and an email after the commit (or a line in the weekly
+    digest of those who chose it). Safe to call after every ingestion and from the beat: what
+    was sent is kept on the allocation (a top-up clears it). Returns the thresholds newly
+    crossed."""
     allocation = Allocation.objects.select_for_update().get(pk=allocation_id)
-    used = allocation.gpu_hours_used  # the ledger's column, read under the row lock
     if allocation.gpu_hours <= 0:
         return []
-    percent = used * 100 / allocation.gpu_hours
-    crossed = [t for t in THRESHOLDS if percent >= t and t not in allocation.alerted_thresholds]
-    if crossed:
-        allocation.alerted_thresholds = sorted({*allocation.alerted_thresholds, *crossed})
+    # Read apart from the locked row: the lock stays on the allocation alone.
+    allocation.facility = Facility.objects.only("alert_thresholds").get(pk=allocation.facility_id)
+    percent = used_percent(allocation)  # the ledger's column, read under the row lock
+    new = [
+        t
+        for t in crossed(percent, allocation.facility.thresholds)
+        if t not in allocation.alerted_thresholds
+    ]
+    if new:
+        allocation.alerted_thresholds = sorted({*allocation.alerted_thresholds, *new})
         Allocation.objects.filter(pk=allocation.pk).update(
             alerted_thresholds=allocation.alerted_thresholds
         )
-        event = record_event(allocation, actor=None, from_state=allocation.status,
-                             to_state=allocation.status,
-                             comment=f"{max(crossed)}% of the granted GPU-hours used "
-                                     f"({used:.1f} of {allocation.gpu_hours}).")
-        notify_after_commit("usage_threshold", event.pk)
-    if percent >= 100 and allocation.status == Allocation.Status.ACTIVE:
-        allocation_exhaust(allocation=allocation)
-    return crossed
+        _alert(allocation, kind=UsageAlert.Kind.THRESHOLD, thresholds=new)
+    if percent >= 100:
+        if allocation.status == Allocation.Status.ACTIVE:
+            allocation_exhaust(allocation=allocation)
+    else:
+        _check_projection(allocation)
+    return new
+
+
+def _check_projection(allocation: Allocation) -> None:
+    """The projection alert, once per grant, for an active allocation that runs out early."""
+    if allocation.status != Allocation.Status.ACTIVE or allocation.projection_alerted_at:
+        return
+    burn = allocation_burn(allocation)
+    if not burn.runs_out_early:
+        return
+    Allocation.objects.filter(pk=allocation.pk).update(projection_alerted_at=timezone.now())
+    _alert(allocation, kind=UsageAlert.Kind.PROJECTION, burn=burn)
+
+
+def _alert(
+    allocation: Allocation, *, kind: str, thresholds: Sequence[int] = (), burn: Burn | None = None
+) -> UsageAlert:
+    """Audit, record and (after the commit) email one alert."""
+    comment = (
+        projection_text(burn) if burn is not None else threshold_text(allocation, max(thresholds))
+    )
+    event = record_event(
+        allocation,
+        actor=None,
+        from_state=allocation.status,
+        to_state=allocation.status,
+        comment=comment,
+    )
+    alert = UsageAlert.objects.create(
+        allocation=allocation,
+        kind=kind,
+        thresholds=list(thresholds),
+        runs_out_on=burn.runs_out_on if burn else None,
+        event=event,
+    )
+    notify_after_commit(ALERT_EMAILS[kind], event.pk)
+    return alert
+
+
+def usage_check_all() -> int:
+    """The beat's pass (hourly): the 7-day rate moves at midnight, not only when a charge
+    comes, so active allocations not yet alerted are checked here too. One query reads them
+    with their burn; only those projected to run out early are checked (and locked). Returns
+    the number checked."""
+    rows = with_burn(
+        Allocation.objects.filter(
+            status=Allocation.Status.ACTIVE, projection_alerted_at__isnull=True, gpu_hours__gt=0
+        ).order_by()
+    )
+    checked = 0
+    for allocation in rows:
+        if burn_of(allocation).runs_out_early:
+            usage_check_thresholds(allocation_id=allocation.pk)
+            checked += 1
+    return checked
 
 
 @transaction.atomic
-def usage_correct(*, allocation: Allocation, by, gpu_seconds: int, cost: Decimal = Decimal(0),
-                  reason: str) -> UsageRecord:
+def usage_correct(
+    *, allocation: Allocation, by: User, gpu_seconds: int, cost: Decimal = Decimal(0), reason: str
+) -> UsageRecord:
     """Correct an allocation's ledger (staff only): a new `correction` record of `gpu_seconds`
     and `cost` (negative to take back a wrong charge), with the reason, audited on the
     allocation. Usage records are never edited or deleted."""
     if not is_staff(by):
-        raise PermissionDenied("Only staff can correct usage.")
+        raise Forbidden("Only staff can correct usage.")
     reason = (reason or "").strip()
     if not reason:
         raise PolicyError("Say why the ledger is corrected.", field="reason")
     locked = Allocation.objects.select_for_update().get(pk=allocation.pk)
     now = timezone.now()
     record = UsageRecord.objects.create(
-        allocation=locked, source=UsageRecord.Source.CORRECTION,
-        external_id=f"correction-{uuid.uuid4().hex}", period_start=now, period_end=now,
-        gpu_seconds=gpu_seconds, cost=cost, detail={"reason": reason, "by": by.get_username()})
-    record_event(locked, actor=by, from_state=locked.status, to_state=locked.status,
-                 comment=f"Usage corrected by {gpu_seconds} GPU-seconds and {cost}: {reason}")
+        allocation=locked,
+        source=UsageRecord.CORRECTION,
+        external_id=f"correction-{uuid.uuid4().hex}",
+        period_start=now,
+        period_end=now,
+        gpu_seconds=gpu_seconds,
+        cost=cost,
+        detail={"reason": reason, "by": by.get_username()},
+    )
+    record_event(
+        locked,
+        actor=by,
+        from_state=locked.status,
+        to_state=locked.status,
+        comment=f"Usage corrected by {gpu_seconds} GPU-seconds and {cost}: {reason}",
+    )
     usage_check_thresholds(allocation_id=locked.pk)
     return record

@@ -1,4 +1,5 @@
 """Filters for benchmark result lists (the API and the /benchmarks/ page share them)."""
+
 from __future__ import annotations
 
 import django_filters
@@ -11,8 +12,9 @@ class BenchmarkResultFilter(django_filters.FilterSet):
     """Filter by node type name, facility slug, workload key or model, and the setup."""
 
     node_type = django_filters.CharFilter(field_name="node_type__name", label="Node type")
-    facility = django_filters.CharFilter(field_name="node_type__facility__slug",
-                                         label="Facility (slug)")
+    facility = django_filters.CharFilter(
+        field_name="node_type__facility__slug", label="Facility (slug)"
+    )
     workload = django_filters.CharFilter(field_name="workload__key", label="Workload key")
     model = django_filters.CharFilter(field_name="workload__model", label="Model")
     precision = django_filters.ChoiceFilter(choices=[(p, p) for p in PRECISIONS])
@@ -22,5 +24,13 @@ class BenchmarkResultFilter(django_filters.FilterSet):
 
     class Meta:
         model = BenchmarkResult
-        fields = ["node_type", "facility", "workload", "model", "precision", "strategy", "gpus",
-                  "source"]
+        fields = [
+            "node_type",
+            "facility",
+            "workload",
+            "model",
+            "precision",
+            "strategy",
+            "gpus",
+            "source",
+        ]

@@ -1,16 +1,18 @@
 """API shapes: the harness's JSON in, stored results out, recommendation request and answer."""
+
 from __future__ import annotations
 
 import json
 from typing import Any
 
 from django.db.models import Q
-from allocations.api import strict as serializers
+from rest_framework import serializers
 
 from allocations.models import NodeType
 from benchmarks.models import BenchmarkResult, Workload
 from benchmarks.recommender import NEEDS, PRECISIONS, SENSITIVITY_TIERS, STRATEGIES
 from benchmarks.recommender.validation import LIMITS, SEQUENCE_LIMITS
+from core import strict
 
 MAX_SOFTWARE_BYTES = 8_000
 
@@ -18,8 +20,10 @@ MAX_SOFTWARE_BYTES = 8_000
 def _choice(choices: tuple[str, ...], **kwargs: Any) -> serializers.ChoiceField:
     allowed = ", ".join(choices)
     return serializers.ChoiceField(
-        choices=choices, error_messages={"invalid_choice": f'"{{input}}" is not allowed; '
-                                                           f"allowed: {allowed}."}, **kwargs)
+        choices=choices,
+        error_messages={"invalid_choice": f'"{{input}}" is not allowed; allowed: {allowed}.'},
+        **kwargs,
+    )
 
 
 class BenchmarkResultInputSerializer(serializers.Serializer):
@@ -29,27 +33,29 @@ class BenchmarkResultInputSerializer(serializers.Serializer):
     `facility` (slug) is needed only where two facilities have a node type of that name.
     """
 
-    node_type = serializers.CharField(max_length=60)
-    facility = serializers.SlugField(required=False, allow_blank=True)
-    workload = serializers.CharField(max_length=40)
-    dims = serializers.IntegerField(min_value=1, max_value=3, required=False)
-    image_size = serializers.IntegerField(min_value=1, max_value=131_072)
+    node_type = strict.CharField(max_length=60)
+    facility = strict.SlugField(required=False, allow_blank=True)
+    workload = strict.CharField(max_length=40)
+    dims = strict.IntegerField(min_value=1, max_value=3, required=False)
+    image_size = strict.IntegerField(min_value=1, max_value=131_072)
     precision = _choice(PRECISIONS)
     strategy = _choice(STRATEGIES, default="single")
-    gpus = serializers.IntegerField(min_value=1, max_value=4096, default=1)
-    batch_size = serializers.IntegerField(min_value=1, max_value=65_536)
-    throughput = serializers.FloatField(min_value=0, help_text="samples/s over all GPUs (median)")
-    throughput_min = serializers.FloatField(min_value=0, required=False, allow_null=True)
-    throughput_max = serializers.FloatField(min_value=0, required=False, allow_null=True)
-    repeats = serializers.IntegerField(min_value=1, max_value=100_000, default=1)
-    peak_memory_gb = serializers.FloatField(min_value=0, max_value=100_000, required=False,
-                                            allow_null=True)
-    source = _choice(tuple(BenchmarkResult.Source.values), default="measured")
-    citation = serializers.CharField(max_length=2000, required=False, allow_blank=True,
-                                     default="")
+    gpus = strict.IntegerField(min_value=1, max_value=4096, default=1)
+    batch_size = strict.IntegerField(min_value=1, max_value=65_536)
+    throughput = strict.FloatField(min_value=0, help_text="samples/s over all GPUs (median)")
+    throughput_min = strict.FloatField(min_value=0, required=False, allow_null=True)
+    throughput_max = strict.FloatField(min_value=0, required=False, allow_null=True)
+    repeats = strict.IntegerField(min_value=1, max_value=100_000, default=1)
+    peak_memory_gb = strict.FloatField(
+        min_value=0, max_value=100_000, required=False, allow_null=True
+    )
+    # A field named like Field.source: DRF takes declared fields off the class; the
+    # stubs see the attribute.
+    source = _choice(tuple(BenchmarkResult.Source.values), default="measured")  # type: ignore[assignment]
+    citation = strict.CharField(max_length=2000, required=False, allow_blank=True, default="")
     software = serializers.DictField(required=False, default=dict)
     measured_at = serializers.DateTimeField(required=False, allow_null=True)
-    notes = serializers.CharField(max_length=4000, required=False, allow_blank=True, default="")
+    notes = strict.CharField(max_length=4000, required=False, allow_blank=True, default="")
 
     def validate_throughput(self, value: float) -> float:
         if value <= 0:
@@ -108,33 +114,54 @@ class BenchmarkResultInputSerializer(serializers.Serializer):
         return None
 
 
-class BenchmarkResultSerializer(serializers.ModelSerializer):
+class BenchmarkResultSerializer(strict.ModelSerializer):
     """A stored result, with names instead of ids."""
 
-    node_type = serializers.CharField(source="node_type.name")
-    facility = serializers.CharField(source="node_type.facility.slug")
-    accelerator = serializers.CharField(source="node_type.accelerator")
-    workload = serializers.CharField(source="workload.key")
-    model = serializers.CharField(source="workload.model")
-    dims = serializers.IntegerField(source="workload.dims")
-    submitted_by = serializers.CharField(source="submitted_by.username", default=None,
-                                         allow_null=True)
+    node_type = strict.CharField(source="node_type.name")
+    facility = strict.CharField(source="node_type.facility.slug")
+    accelerator = strict.CharField(source="node_type.accelerator")
+    workload = strict.CharField(source="workload.key")
+    model = strict.CharField(source="workload.model")
+    dims = strict.IntegerField(source="workload.dims")
+    submitted_by = strict.CharField(source="submitted_by.username", default=None, allow_null=True)
 
     class Meta:
         model = BenchmarkResult
-        fields = ["id", "node_type", "facility", "accelerator", "workload", "model", "dims",
-                  "image_size", "precision", "strategy", "gpus", "batch_size", "throughput",
-                  "throughput_min", "throughput_max", "repeats", "peak_memory_gb", "source",
-                  "citation", "software", "measured_at", "submitted_by", "notes",
-                  "created_at"]
+        fields = [
+            "id",
+            "node_type",
+            "facility",
+            "accelerator",
+            "workload",
+            "model",
+            "dims",
+            "image_size",
+            "precision",
+            "strategy",
+            "gpus",
+            "batch_size",
+            "throughput",
+            "throughput_min",
+            "throughput_max",
+            "repeats",
+            "peak_memory_gb",
+            "source",
+            "citation",
+            "software",
+            "measured_at",
+            "submitted_by",
+            "notes",
+            "created_at",
+        ]
         read_only_fields = fields
 
 
 def _bounded(name: str, integer: bool = True, **kwargs: Any) -> serializers.Field:
     """A number with the range `parse_request` enforces (LIMITS), so the schema says it too."""
     lo, hi = LIMITS[name]
-    field = serializers.IntegerField if integer else serializers.FloatField
-    return field(min_value=lo, max_value=hi, **kwargs)
+    if integer:  # the integer names have whole-number limits
+        return strict.IntegerField(min_value=int(lo), max_value=int(hi), **kwargs)
+    return strict.FloatField(min_value=lo, max_value=hi, **kwargs)
 
 
 class RecommendationRequestSerializer(serializers.Serializer):
@@ -143,13 +170,19 @@ class RecommendationRequestSerializer(serializers.Serializer):
     choices here are read from the same constants; which `dims` a model has depends on the
     stored workloads (a 400 names them)."""
 
-    model = serializers.CharField(help_text="densenet121, densenet169, resnet18, resnet50, "
-                                            "gpt2, gpt2-m, gpt2-l, gpt2-xl, gpt2-xxl, gpt2-xxxl")
-    dims = serializers.IntegerField(min_value=1, max_value=3,
-                                    help_text="1 for GPT (sequences), 2 slices, 3 volumes")
-    image_size = serializers.IntegerField(required=False, min_value=0,
-                                          max_value=SEQUENCE_LIMITS[1],
-                                          help_text="pixels per side or tokens (0: default)")
+    model = strict.CharField(
+        help_text="densenet121, densenet169, resnet18, resnet50, "
+        "gpt2, gpt2-m, gpt2-l, gpt2-xl, gpt2-xxl, gpt2-xxxl"
+    )
+    dims = strict.IntegerField(
+        min_value=1, max_value=3, help_text="1 for GPT (sequences), 2 slices, 3 volumes"
+    )
+    image_size = strict.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=SEQUENCE_LIMITS[1],
+        help_text="pixels per side or tokens (0: default)",
+    )
     dataset_samples = _bounded("dataset_samples")
     epochs = _bounded("epochs", integer=False)
     precision = serializers.ChoiceField(PRECISIONS)
@@ -159,26 +192,28 @@ class RecommendationRequestSerializer(serializers.Serializer):
     budget = _bounded("budget", integer=False, required=False, help_text="USD")
     deadline_hours = _bounded("deadline_hours", integer=False, required=False)
     needs = serializers.ListField(child=serializers.ChoiceField(NEEDS), required=False)
-    strategy = serializers.ChoiceField(("auto", *STRATEGIES), required=False,
-                                       help_text="auto (default)")
+    strategy = serializers.ChoiceField(
+        ("auto", *STRATEGIES), required=False, help_text="auto (default)"
+    )
 
 
 class RecommendationResultSerializer(serializers.Serializer):
     """One ranked option (documentation of the answer)."""
 
-    rank = serializers.IntegerField()
-    facility = serializers.CharField()
-    node_type = serializers.CharField()
+    rank = strict.IntegerField()
+    facility = strict.CharField()
+    node_type = strict.CharField()
     fits_memory = serializers.BooleanField()
     eligible = serializers.BooleanField()
-    predicted_hours = serializers.FloatField(allow_null=True)
-    gpu_hours = serializers.FloatField(allow_null=True)
-    cost = serializers.DecimalField(max_digits=18, decimal_places=4, allow_null=True,
-                                    help_text="Money as a decimal string")
-    confidence = serializers.CharField()
-    reasons = serializers.ListField(child=serializers.CharField())
-    request_url = serializers.CharField()
-    request_gpu_hours = serializers.IntegerField(allow_null=True)
+    predicted_hours = strict.FloatField(allow_null=True)
+    gpu_hours = strict.FloatField(allow_null=True)
+    cost = serializers.DecimalField(
+        max_digits=18, decimal_places=4, allow_null=True, help_text="Money as a decimal string"
+    )
+    confidence = strict.CharField()
+    reasons = serializers.ListField(child=strict.CharField())
+    request_url = strict.CharField()
+    request_gpu_hours = strict.IntegerField(allow_null=True)
 
 
 class RecommendationAnswerSerializer(serializers.Serializer):

@@ -1,4 +1,5 @@
 """Include under /api/v1/: benchmarks/ (list, POST a result) and recommendations/ (POST)."""
+
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 

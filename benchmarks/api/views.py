@@ -1,14 +1,19 @@
 """API views: parse, call a selector or service, answer. No business rules here."""
+
 from __future__ import annotations
 
+from typing import Any
+
+from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, permissions, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from allocations.figures import money_text
 from benchmarks import selectors, services
+from benchmarks.models import BenchmarkResult
+from core.figures import money_text
 
 from . import serializers as s
 from .filters import BenchmarkResultFilter
@@ -25,8 +30,12 @@ class CanSubmitResults(permissions.BasePermission):
         return selectors.can_submit_results(request.user)
 
 
-class BenchmarkResultViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
-                             mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class BenchmarkResultViewSet(
+    mixins.CreateModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
     """Benchmark results: list (filterable, paginated) and record one (the harness posts here)."""
 
     serializer_class = s.BenchmarkResultSerializer
@@ -34,12 +43,13 @@ class BenchmarkResultViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
     api_conflicts = False  # recording a result moves no state (portal/schema.py)
     permission_classes = [permissions.IsAuthenticated, CanSubmitResults]
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[BenchmarkResult]:
         return selectors.benchmark_results()
 
-    @extend_schema(request=s.BenchmarkResultInputSerializer,
-                   responses={201: s.BenchmarkResultSerializer})
-    def create(self, request: Request, *args, **kwargs) -> Response:
+    @extend_schema(
+        request=s.BenchmarkResultInputSerializer, responses={201: s.BenchmarkResultSerializer}
+    )
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         data = s.BenchmarkResultInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         result = services.benchmark_result_record(by=request.user, **data.validated_data)
@@ -52,12 +62,14 @@ class RecommendationView(APIView):
 
     api_conflicts = False  # a read with a body: nothing to conflict with (portal/schema.py)
 
-    @extend_schema(request=s.RecommendationRequestSerializer,
-                   responses={200: s.RecommendationAnswerSerializer})
+    @extend_schema(
+        request=s.RecommendationRequestSerializer, responses={200: s.RecommendationAnswerSerializer}
+    )
     def post(self, request: Request) -> Response:
         if not isinstance(request.data, dict):
-            return Response({"non_field_errors": ["Send a JSON object."]},
-                            status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {"non_field_errors": ["Send a JSON object."]}, status=status.HTTP_400_BAD_REQUEST
+            )
         outcome = selectors.recommendations_for(data=request.data)
         body = outcome.as_dict()
         # Money is a decimal string in the API (docs/api.md), the recommender's float included.

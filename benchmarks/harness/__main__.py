@@ -1,4 +1,5 @@
 """Command line: `python -m benchmarks.harness run ...` and `... profile`."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,15 +13,26 @@ from benchmarks.harness.post import PostError, post_result
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.harness",
-                                description="Measure training throughput and peak memory.")
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.harness",
+        description="Measure training throughput and peak memory.",
+    )
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="measure one workload and print the result as JSON")
     r.add_argument("--model", required=True, choices=CNN_MODELS + tuple(GPT_SIZES))
-    r.add_argument("--dims", type=int, default=2, choices=(1, 2, 3),
-                   help="1 for GPT models, 2 for slices, 3 for volumes")
-    r.add_argument("--image-size", type=int, default=0,
-                   help="pixels per side (CNN) or tokens per sample (GPT; 0 = block size)")
+    r.add_argument(
+        "--dims",
+        type=int,
+        default=2,
+        choices=(1, 2, 3),
+        help="1 for GPT models, 2 for slices, 3 for volumes",
+    )
+    r.add_argument(
+        "--image-size",
+        type=int,
+        default=0,
+        help="pixels per side (CNN) or tokens per sample (GPT; 0 = block size)",
+    )
     r.add_argument("--batch-size", type=int, required=True, help="per GPU (per rank)")
     r.add_argument("--precision", default="fp32", choices=PRECISIONS)
     r.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
@@ -31,8 +43,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--node-type", default="", help="the portal's node type name, e.g. B-A100-40")
     r.add_argument("--notes", default="")
     r.add_argument("--post", metavar="URL", help="portal base URL to POST the result to")
-    r.add_argument("--token", default=os.environ.get("PORTAL_TOKEN", ""),
-                   help="API token (default: $PORTAL_TOKEN)")
+    r.add_argument(
+        "--token",
+        default=os.environ.get("PORTAL_TOKEN", ""),
+        help="API token (default: $PORTAL_TOKEN)",
+    )
     sub.add_parser("profile", help="print parameters, FLOPs and activations of every workload")
     return p
 
@@ -42,11 +57,20 @@ def _run(args: argparse.Namespace) -> int:
         raise SystemExit("--image-size is required for CNN models")
     if args.post and not (args.token and args.node_type):
         raise SystemExit("--post needs --token (or $PORTAL_TOKEN) and --node-type")
-    cfg = RunConfig(model=args.model, dims=args.dims, image_size=args.image_size,
-                    batch_size=args.batch_size, precision=args.precision, device=args.device,
-                    repeats=args.repeats, warmup=args.warmup, steps=args.steps,
-                    node_type=args.node_type, notes=args.notes,
-                    threads=args.threads)
+    cfg = RunConfig(
+        model=args.model,
+        dims=args.dims,
+        image_size=args.image_size,
+        batch_size=args.batch_size,
+        precision=args.precision,
+        device=args.device,
+        repeats=args.repeats,
+        warmup=args.warmup,
+        steps=args.steps,
+        node_type=args.node_type,
+        notes=args.notes,
+        threads=args.threads,
+    )
     result = run(cfg)
     if os.environ.get("RANK", "0") != "0":
         return 0  # under torchrun only rank 0 reports

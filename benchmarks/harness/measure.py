@@ -3,6 +3,7 @@
 Standalone: PyTorch and MONAI only. Under `torchrun` it trains with DistributedDataParallel and
 reports the global throughput of all ranks (strategy "ddp").
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -94,7 +95,8 @@ def _prepare(cfg: RunConfig, dev: torch.device) -> tuple[nn.Module, torch.Tensor
     if dev.type == "cuda" and cfg.model not in GPT_SIZES:
         # channels_last lets cuDNN pick tensor-core kernels without layout transposes.
         fmt = torch.channels_last if cfg.dims == 2 else torch.channels_last_3d
-        net = net.to(memory_format=fmt)
+        # Module.to takes memory_format at runtime; torch's overloads omit it.
+        net = net.to(memory_format=fmt)  # type: ignore[call-overload]
         x = x.contiguous(memory_format=fmt)
     return net, x, y
 
@@ -116,8 +118,9 @@ def _sync(dev: torch.device) -> None:
         torch.cuda.synchronize(dev)
 
 
-def _steps(cfg: RunConfig, net: nn.Module, x: torch.Tensor, y: torch.Tensor,
-           dev: torch.device) -> Iterator[None]:
+def _steps(
+    cfg: RunConfig, net: nn.Module, x: torch.Tensor, y: torch.Tensor, dev: torch.device
+) -> Iterator[None]:
     """Yield after each full training step (forward, backward, optimizer)."""
     opt = torch.optim.Adam(net.parameters(), lr=1e-4)
     # Loss scaling only matters for fp16 on CUDA (bf16 has fp32's exponent range).
@@ -142,8 +145,12 @@ def _peak_memory_gb(dev: torch.device) -> float:
 
 def software_versions(dev: torch.device) -> dict[str, str]:
     """Versions that explain a throughput: python, torch, monai, CUDA/cuDNN and the device name."""
-    info = {"python": platform.python_version(), "torch": torch.__version__,
-            "platform": platform.platform(), "cpu_threads": str(torch.get_num_threads())}
+    info = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "platform": platform.platform(),
+        "cpu_threads": str(torch.get_num_threads()),
+    }
     with contextlib.suppress(ImportError):
         import monai
 
@@ -208,18 +215,30 @@ def run(cfg: RunConfig) -> dict[str, Any]:
     return result
 
 
-def _result(cfg: RunConfig, d: _Dist, rates: list[float], peak_gb: float,
-            software: dict[str, str]) -> dict[str, Any]:
+def _result(
+    cfg: RunConfig, d: _Dist, rates: list[float], peak_gb: float, software: dict[str, str]
+) -> dict[str, Any]:
     size = cfg.image_size or (GPT_SIZES[cfg.model].block_size if cfg.model in GPT_SIZES else 0)
     return {
-        "node_type": cfg.node_type, "workload": cfg.model, "dims": cfg.dims,
-        "image_size": size, "precision": cfg.precision,
-        "strategy": "ddp" if d.active else "single", "gpus": d.world,
-        "batch_size": cfg.batch_size, "throughput": round(statistics.median(rates), 4),
-        "throughput_min": round(min(rates), 4), "throughput_max": round(max(rates), 4),
-        "repeats": cfg.repeats, "peak_memory_gb": round(peak_gb, 4), "source": "measured",
+        "node_type": cfg.node_type,
+        "workload": cfg.model,
+        "dims": cfg.dims,
+        "image_size": size,
+        "precision": cfg.precision,
+        "strategy": "ddp" if d.active else "single",
+        "gpus": d.world,
+        "batch_size": cfg.batch_size,
+        "throughput": round(statistics.median(rates), 4),
+        "throughput_min": round(min(rates), 4),
+        "throughput_max": round(max(rates), 4),
+        "repeats": cfg.repeats,
+        "peak_memory_gb": round(peak_gb, 4),
+        "source": "measured",
         "software": software,
         "measured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "notes": cfg.notes or (f"steps per repeat: {cfg.steps}, warm-up steps: {cfg.warmup}, "
-                               f"Adam, synthetic data, device {cfg.device}"),
+        "notes": cfg.notes
+        or (
+            f"steps per repeat: {cfg.steps}, warm-up steps: {cfg.warmup}, "
+            f"Adam, synthetic data, device {cfg.device}"
+        ),
     }

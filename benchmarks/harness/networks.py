@@ -3,6 +3,7 @@
 Standalone on purpose: this module imports PyTorch and MONAI only, so that it runs on a GPU node
 that has nothing of the portal installed.
 """
+
 from __future__ import annotations
 
 import math
@@ -108,8 +109,12 @@ def build_cnn(model: str, dims: int, in_channels: int = 1, num_classes: int = 2)
         return cls(spatial_dims=dims, in_channels=in_channels, out_channels=num_classes)
     if model in ("resnet18", "resnet50"):
         factory = nets.resnet18 if model == "resnet18" else nets.resnet50
-        return factory(spatial_dims=dims, n_input_channels=in_channels,
-                       num_classes=num_classes, conv1_t_stride=2)
+        return factory(
+            spatial_dims=dims,
+            n_input_channels=in_channels,
+            num_classes=num_classes,
+            conv1_t_stride=2,
+        )
     raise ValueError(f"unknown model {model!r}; choose from {CNN_MODELS + tuple(GPT_SIZES)}")
 
 
@@ -120,8 +125,9 @@ def build(model: str, dims: int) -> nn.Module:
     return build_cnn(model, dims)
 
 
-def make_batch(model: str, dims: int, image_size: int, batch_size: int,
-               device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def make_batch(
+    model: str, dims: int, image_size: int, batch_size: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Synthetic inputs and targets for one step (no dataset is downloaded, ever).
 
     For GPT models `image_size` is the sequence length in tokens (0 means the block size).

@@ -1,4 +1,5 @@
 """POST a measured result to the portal with the standard library only (no requests, no Django)."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,9 @@ class PostError(RuntimeError):
         self.body = body
 
 
-def post_result(base_url: str, token: str, result: dict[str, Any],
-                timeout: float = 30.0) -> dict[str, Any]:
+def post_result(
+    base_url: str, token: str, result: dict[str, Any], timeout: float = 30.0
+) -> dict[str, Any]:
     """Send `result` to `{base_url}/api/v1/benchmarks/` with `Authorization: Token <token>`.
 
     Returns the decoded JSON the portal answered with (the stored result). Raises PostError with
@@ -30,9 +32,15 @@ def post_result(base_url: str, token: str, result: dict[str, Any],
     if not url.startswith(("http://", "https://")):
         raise PostError(f"{base_url!r} is not an http(s) URL of the portal")
     req = urllib.request.Request(
-        url, data=json.dumps(result).encode(), method="POST",
-        headers={"Content-Type": "application/json", "Accept": "application/json",
-                 "Authorization": f"Token {token}"})
+        url,
+        data=json.dumps(result).encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "Authorization": f"Token {token}",
+        },
+    )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # nosec B310 # http(s) only, checked above
             raw = resp.read().decode() or "{}"

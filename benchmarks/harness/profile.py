@@ -4,6 +4,7 @@ Everything runs on PyTorch's `meta` device, so even a 3D DenseNet at 128^3 or GP
 profiled in seconds without allocating its memory. The recommender's catalogue records the
 numbers this prints (`python -m benchmarks.harness profile`).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -13,7 +14,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from benchmarks.harness.networks import GPT_SIZES, build, make_batch
+from benchmarks.harness.networks import GPT, GPT_SIZES, build, make_batch
 
 
 @dataclass(frozen=True)
@@ -58,21 +59,35 @@ def profile(model_key: str, dims: int, image_size: int, batch_size: int = 2) -> 
             seen[key] = max(seen.get(key, 0), t.untyped_storage().nbytes())
         return t
 
-    with (FlopCounterMode(display=False) as counter,
-          torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)):
+    with (
+        FlopCounterMode(display=False) as counter,
+        torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t),
+    ):
         out = net(x)
         loss = _loss(model_key, out, y)
     del loss
-    n_params = (net.transformer_parameters() if model_key in GPT_SIZES
-                else sum(p.numel() for p in net.parameters()))
-    return Profile(model_key, dims, image_size, n_params,
-                   counter.get_total_flops() // batch_size, sum(seen.values()) // batch_size)
+    n_params = (
+        net.transformer_parameters()
+        if isinstance(net, GPT)  # build() makes a GPT exactly for the GPT_SIZES keys
+        else sum(p.numel() for p in net.parameters())
+    )
+    return Profile(
+        model_key,
+        dims,
+        image_size,
+        n_params,
+        counter.get_total_flops() // batch_size,
+        sum(seen.values()) // batch_size,
+    )
 
 
 def reference_profiles() -> list[Profile]:
     """The profiles recorded in benchmarks/catalogue.py: CNNs at 224^2 and 128^3, GPT at 128."""
-    rows = [profile(m, d, 224 if d == 2 else 128)
-            for m in ("densenet121", "densenet169", "resnet18", "resnet50") for d in (2, 3)]
+    rows = [
+        profile(m, d, 224 if d == 2 else 128)
+        for m in ("densenet121", "densenet169", "resnet18", "resnet50")
+        for d in (2, 3)
+    ]
     rows += [profile(m, 1, GPT_SIZES[m].block_size) for m in GPT_SIZES if m != "gpt2-tiny"]
     return rows
 

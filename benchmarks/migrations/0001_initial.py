@@ -6,63 +6,214 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('allocations', '0002_nodetype_device_tf32'),
+        ("allocations", "0002_nodetype_device_tf32"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Workload',
+            name="Workload",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.SlugField(help_text='e.g. densenet121-2d, gpt2-xl', max_length=40, unique=True)),
-                ('model', models.CharField(help_text='e.g. densenet121, gpt2-xl', max_length=40)),
-                ('dims', models.PositiveSmallIntegerField(help_text='1 for sequences, 2 slices, 3 volumes')),
-                ('family', models.CharField(choices=[('cnn', 'Convolutional network'), ('gpt', 'GPT-2 style transformer')], max_length=3)),
-                ('reference_size', models.PositiveIntegerField()),
-                ('parameters', models.BigIntegerField()),
-                ('train_flops_per_sample', models.FloatField(help_text='forward + backward, at reference size')),
-                ('activation_bytes_per_sample', models.FloatField(help_text='saved for backward, fp32')),
-                ('description', models.TextField(blank=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "key",
+                    models.SlugField(
+                        help_text="e.g. densenet121-2d, gpt2-xl", max_length=40, unique=True
+                    ),
+                ),
+                ("model", models.CharField(help_text="e.g. densenet121, gpt2-xl", max_length=40)),
+                (
+                    "dims",
+                    models.PositiveSmallIntegerField(
+                        help_text="1 for sequences, 2 slices, 3 volumes"
+                    ),
+                ),
+                (
+                    "family",
+                    models.CharField(
+                        choices=[
+                            ("cnn", "Convolutional network"),
+                            ("gpt", "GPT-2 style transformer"),
+                        ],
+                        max_length=3,
+                    ),
+                ),
+                ("reference_size", models.PositiveIntegerField()),
+                ("parameters", models.BigIntegerField()),
+                (
+                    "train_flops_per_sample",
+                    models.FloatField(help_text="forward + backward, at reference size"),
+                ),
+                (
+                    "activation_bytes_per_sample",
+                    models.FloatField(help_text="saved for backward, fp32"),
+                ),
+                ("description", models.TextField(blank=True)),
             ],
             options={
-                'ordering': ['model', 'dims'],
-                'constraints': [models.UniqueConstraint(fields=('model', 'dims'), name='workload_unique_model_dims'), models.CheckConstraint(condition=models.Q(('dims__gte', 1), ('dims__lte', 3)), name='workload_dims_1_3')],
+                "ordering": ["model", "dims"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("model", "dims"), name="workload_unique_model_dims"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("dims__gte", 1), ("dims__lte", 3)),
+                        name="workload_dims_1_3",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='BenchmarkResult',
+            name="BenchmarkResult",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('precision', models.CharField(choices=[('fp32', 'fp32'), ('tf32', 'tf32'), ('fp16', 'fp16'), ('bf16', 'bf16')], max_length=4)),
-                ('strategy', models.CharField(choices=[('single', 'single'), ('ddp', 'ddp'), ('fsdp', 'fsdp'), ('deepspeed', 'deepspeed')], default='single', max_length=10)),
-                ('gpus', models.PositiveIntegerField(default=1)),
-                ('batch_size', models.PositiveIntegerField(help_text='per GPU')),
-                ('image_size', models.PositiveIntegerField(help_text='pixels per side, or tokens per sample')),
-                ('throughput', models.FloatField(help_text='samples/s over all GPUs, median of the repeats')),
-                ('throughput_min', models.FloatField(blank=True, null=True)),
-                ('throughput_max', models.FloatField(blank=True, null=True)),
-                ('repeats', models.PositiveIntegerField(default=1)),
-                ('peak_memory_gb', models.FloatField(blank=True, help_text='per GPU (CUDA) or process RSS (CPU)', null=True)),
-                ('source', models.CharField(choices=[('measured', 'Measured'), ('published', 'Published')], default='measured', max_length=9)),
-                ('citation', models.TextField(blank=True, help_text='where a published figure comes from, or how and where it was measured')),
-                ('software', models.JSONField(blank=True, default=dict)),
-                ('measured_at', models.DateTimeField(blank=True, null=True)),
-                ('notes', models.TextField(blank=True)),
-                ('catalogue_key', models.CharField(blank=True, max_length=80)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('node_type', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='benchmark_results', to='allocations.nodetype')),
-                ('submitted_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('workload', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='results', to='benchmarks.workload')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "precision",
+                    models.CharField(
+                        choices=[
+                            ("fp32", "fp32"),
+                            ("tf32", "tf32"),
+                            ("fp16", "fp16"),
+                            ("bf16", "bf16"),
+                        ],
+                        max_length=4,
+                    ),
+                ),
+                (
+                    "strategy",
+                    models.CharField(
+                        choices=[
+                            ("single", "single"),
+                            ("ddp", "ddp"),
+                            ("fsdp", "fsdp"),
+                            ("deepspeed", "deepspeed"),
+                        ],
+                        default="single",
+                        max_length=10,
+                    ),
+                ),
+                ("gpus", models.PositiveIntegerField(default=1)),
+                ("batch_size", models.PositiveIntegerField(help_text="per GPU")),
+                (
+                    "image_size",
+                    models.PositiveIntegerField(help_text="pixels per side, or tokens per sample"),
+                ),
+                (
+                    "throughput",
+                    models.FloatField(help_text="samples/s over all GPUs, median of the repeats"),
+                ),
+                ("throughput_min", models.FloatField(blank=True, null=True)),
+                ("throughput_max", models.FloatField(blank=True, null=True)),
+                ("repeats", models.PositiveIntegerField(default=1)),
+                (
+                    "peak_memory_gb",
+                    models.FloatField(
+                        blank=True, help_text="per GPU (CUDA) or process RSS (CPU)", null=True
+                    ),
+                ),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("measured", "Measured"), ("published", "Published")],
+                        default="measured",
+                        max_length=9,
+                    ),
+                ),
+                (
+                    "citation",
+                    models.TextField(
+                        blank=True,
+                        help_text="where a published figure comes from, or how and where it was measured",
+                    ),
+                ),
+                ("software", models.JSONField(blank=True, default=dict)),
+                ("measured_at", models.DateTimeField(blank=True, null=True)),
+                ("notes", models.TextField(blank=True)),
+                ("catalogue_key", models.CharField(blank=True, max_length=80)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "node_type",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="benchmark_results",
+                        to="allocations.nodetype",
+                    ),
+                ),
+                (
+                    "submitted_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "workload",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="results",
+                        to="benchmarks.workload",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['workload__model', 'workload__dims', 'node_type__name', 'precision', 'gpus', '-created_at'],
-                'indexes': [models.Index(fields=['workload', 'node_type'], name='bench_workload_node'), models.Index(fields=['node_type', 'precision'], name='bench_node_precision'), models.Index(fields=['source', '-created_at'], name='bench_source_created')],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('catalogue_key', ''), _negated=True), fields=('catalogue_key',), name='bench_unique_catalogue_key'), models.CheckConstraint(condition=models.Q(('throughput__gt', 0)), name='bench_throughput_pos'), models.CheckConstraint(condition=models.Q(('gpus__gte', 1)), name='bench_gpus_pos'), models.CheckConstraint(condition=models.Q(('throughput_min__isnull', True), ('throughput_min__lte', models.F('throughput')), _connector='OR'), name='bench_min_le_median'), models.CheckConstraint(condition=models.Q(('throughput_max__isnull', True), ('throughput_max__gte', models.F('throughput')), _connector='OR'), name='bench_max_ge_median')],
+                "ordering": [
+                    "workload__model",
+                    "workload__dims",
+                    "node_type__name",
+                    "precision",
+                    "gpus",
+                    "-created_at",
+                ],
+                "indexes": [
+                    models.Index(fields=["workload", "node_type"], name="bench_workload_node"),
+                    models.Index(fields=["node_type", "precision"], name="bench_node_precision"),
+                    models.Index(fields=["source", "-created_at"], name="bench_source_created"),
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("catalogue_key", ""), _negated=True),
+                        fields=("catalogue_key",),
+                        name="bench_unique_catalogue_key",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("throughput__gt", 0)), name="bench_throughput_pos"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("gpus__gte", 1)), name="bench_gpus_pos"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("throughput_min__isnull", True),
+                            ("throughput_min__lte", models.F("throughput")),
+                            _connector="OR",
+                        ),
+                        name="bench_min_le_median",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("throughput_max__isnull", True),
+                            ("throughput_max__gte", models.F("throughput")),
+                            _connector="OR",
+                        ),
+                        name="bench_max_ge_median",
+                    ),
+                ],
             },
         ),
     ]

@@ -4,10 +4,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
-    dependencies = [
-        ('benchmarks', '0001_initial'),
-    ]
+    dependencies = [("benchmarks", "0001_initial")]
 
     operations = [
         migrations.AddField(
@@ -16,18 +13,26 @@ class Migration(migrations.Migration):
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='benchmarkresult',
-            name='measured_hours',
+            model_name="benchmarkresult",
+            name="measured_hours",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='benchmarkresult',
-            name='predicted_hours',
+            model_name="benchmarkresult",
+            name="predicted_hours",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='benchmarkresult',
-            name='source',
-            field=models.CharField(choices=[('measured', 'Measured'), ('published', 'Published'), ('job', 'Measured by a job')], default='measured', max_length=9),
+            model_name="benchmarkresult",
+            name="source",
+            field=models.CharField(
+                choices=[
+                    ("measured", "Measured"),
+                    ("published", "Published"),
+                    ("job", "Measured by a job"),
+                ],
+                default="measured",
+                max_length=9,
+            ),
         ),
     ]

@@ -1,4 +1,5 @@
 """Rank every node type for a workload: memory fit, predicted time, GPU-hours, cost, policy."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -6,12 +7,7 @@ import math
 from collections.abc import Iterable
 
 from benchmarks.recommender import memory
-from benchmarks.recommender.predict import (
-    ResultIndex,
-    effective_peak,
-    predict,
-    resolve_precision,
-)
+from benchmarks.recommender.predict import ResultIndex, effective_peak, predict, resolve_precision
 from benchmarks.recommender.types import (
     NodeTypeInfo,
     Recommendation,
@@ -21,8 +17,9 @@ from benchmarks.recommender.types import (
 )
 
 
-def _costs(req: WorkloadRequest, node: NodeTypeInfo, hours: float) -> tuple[float | None,
-                                                                          float | None, str]:
+def _costs(
+    req: WorkloadRequest, node: NodeTypeInfo, hours: float
+) -> tuple[float | None, float | None, str]:
     """(cost, cost on demand, note). Cloud bills whole instances; HPC bills GPU-hours."""
     if node.kind == "cloud":
         instances = math.ceil(req.gpus / node.accelerators_per_node)
@@ -30,8 +27,10 @@ def _costs(req: WorkloadRequest, node: NodeTypeInfo, hours: float) -> tuple[floa
         spot = node.price_spot * instances * hours if node.price_spot is not None else None
         note = ""
         if instances * node.accelerators_per_node > req.gpus:
-            note = (f"{node.name} comes with {node.accelerators_per_node} GPUs per instance; "
-                    f"you pay for {instances * node.accelerators_per_node}, use {req.gpus}")
+            note = (
+                f"{node.name} comes with {node.accelerators_per_node} GPUs per instance; "
+                f"you pay for {instances * node.accelerators_per_node}, use {req.gpus}"
+            )
         return (spot if spot is not None else od), od, note
     cost = node.gpu_hour_rate * req.gpus * hours
     return cost, cost, ""
@@ -41,12 +40,20 @@ def _policy(req: WorkloadRequest, node: NodeTypeInfo) -> list[str]:
     """Reasons the facility's policy or hardware refuses this request (empty: allowed)."""
     out = []
     if req.data_sensitivity not in node.allowed_sensitivity:
-        out.append(f"{node.facility} does not accept {req.data_sensitivity} data "
-                   f"(accepts {', '.join(node.allowed_sensitivity)})")
-    offers = {"notebooks": node.notebooks, "root": node.root,
-              "public_web_service": node.public_web_service}
-    labels = {"notebooks": "notebooks", "root": "root access",
-              "public_web_service": "a public web service"}
+        out.append(
+            f"{node.facility} does not accept {req.data_sensitivity} data "
+            f"(accepts {', '.join(node.allowed_sensitivity)})"
+        )
+    offers = {
+        "notebooks": node.notebooks,
+        "root": node.root,
+        "public_web_service": node.public_web_service,
+    }
+    labels = {
+        "notebooks": "notebooks",
+        "root": "root access",
+        "public_web_service": "a public web service",
+    }
     out += [f"{node.facility} does not offer {labels[n]}" for n in req.needs if not offers[n]]
     if effective_peak(node, req.precision) is None:
         out.append(f"{node.accelerator} has no {req.precision} support (N/A in the peak table)")
@@ -59,21 +66,33 @@ def _limits(req: WorkloadRequest, rec: Recommendation) -> list[str]:
     out = []
     if req.budget is not None and rec.cost is not None and rec.cost > req.budget:
         out.append(f"costs about {rec.cost:,.2f}, over the budget of {req.budget:,.2f}")
-    if (req.deadline_hours is not None and rec.predicted_hours is not None
-            and rec.predicted_hours > req.deadline_hours):
-        out.append(f"takes about {rec.predicted_hours:,.1f} h, past the deadline of "
-                   f"{req.deadline_hours:,.1f} h")
+    if (
+        req.deadline_hours is not None
+        and rec.predicted_hours is not None
+        and rec.predicted_hours > req.deadline_hours
+    ):
+        out.append(
+            f"takes about {rec.predicted_hours:,.1f} h, past the deadline of "
+            f"{req.deadline_hours:,.1f} h"
+        )
     return out
 
 
-def assess(index: ResultIndex, workload: Workload, req: WorkloadRequest,
-           node: NodeTypeInfo) -> Recommendation:
+def assess(
+    index: ResultIndex, workload: Workload, req: WorkloadRequest, node: NodeTypeInfo
+) -> Recommendation:
     """The full verdict for one node type (rank and Pareto flag are set by `recommend`)."""
     precision, why = _auto_from_runs_here(index, workload, req, node) or resolve_precision(
-        node, req.precision)
+        node, req.precision
+    )
     req = dataclasses.replace(req, precision=precision)
-    rec = Recommendation(facility=node.facility, node_type=node.name,
-                         accelerator=node.accelerator, kind=node.kind, precision=precision)
+    rec = Recommendation(
+        facility=node.facility,
+        node_type=node.name,
+        accelerator=node.accelerator,
+        kind=node.kind,
+        precision=precision,
+    )
     if why:
         rec.reasons.append(why[0].upper() + why[1:] + ".")
     mem = memory.choose(workload, req, node)
@@ -96,8 +115,10 @@ def assess(index: ResultIndex, workload: Workload, req: WorkloadRequest,
         rec.predicted_hours = req.dataset_samples * req.epochs / found.throughput / 3600
         rec.gpu_hours = rec.predicted_hours * req.gpus
         rec.cost, rec.cost_on_demand, note = _costs(req, node, rec.predicted_hours)
-        rec.reasons.append(f"Predicted {fmt_number(found.throughput)} samples/s "
-                           f"({found.confidence} confidence): " + "; ".join(found.notes) + ".")
+        rec.reasons.append(
+            f"Predicted {fmt_number(found.throughput)} samples/s "
+            f"({found.confidence} confidence): " + "; ".join(found.notes) + "."
+        )
         if note:
             rec.reasons.append(note + ".")
     elif supported:
@@ -108,14 +129,18 @@ def assess(index: ResultIndex, workload: Workload, req: WorkloadRequest,
     return rec
 
 
-def _auto_from_runs_here(index: ResultIndex, workload: Workload, req: WorkloadRequest,
-                         node: NodeTypeInfo) -> tuple[str, str] | None:
+def _auto_from_runs_here(
+    index: ResultIndex, workload: Workload, req: WorkloadRequest, node: NodeTypeInfo
+) -> tuple[str, str] | None:
     """For `auto`, the precision that runs of this model on this very node type used, if any:
     what the trainer really does here (a "GPU" node type whose jobs ran on CPU ran fp32)."""
     if req.precision != "auto":
         return None
-    here = [r for r in index.by_hw_model.get((node.accelerator, workload.model, workload.dims), [])
-            if r.node_type == node.name]
+    here = [
+        r
+        for r in index.by_hw_model.get((node.accelerator, workload.model, workload.dims), [])
+        if r.node_type == node.name
+    ]
     if not here:
         return None
     runs = [r for r in here if r.source == "job"] or here
@@ -123,15 +148,19 @@ def _auto_from_runs_here(index: ResultIndex, workload: Workload, req: WorkloadRe
     for r in runs:
         counts[r.precision] = counts.get(r.precision, 0) + 1
     precision = max(sorted(counts), key=lambda p: counts[p])
-    return precision, (f"auto: {precision}, the precision that {workload.model} ran at on "
-                       f"{node.name} ({len(runs)} result{'s' if len(runs) != 1 else ''} here)")
+    return precision, (
+        f"auto: {precision}, the precision that {workload.model} ran at on "
+        f"{node.name} ({len(runs)} result{'s' if len(runs) != 1 else ''} here)"
+    )
 
 
 def describe(r) -> str:
     """One line naming a benchmark result: what, where, how fast, and where it comes from."""
     where = r.citation.split(",")[0] if r.source == "published" else f"{r.source} here"
-    return (f"{r.model} {r.dims}D {r.image_size}px on {r.node_type}, {r.precision}, {r.gpus} GPU, "
-            f"batch {r.batch_size}: {fmt_number(r.throughput)} samples/s ({where})")
+    return (
+        f"{r.model} {r.dims}D {r.image_size}px on {r.node_type}, {r.precision}, {r.gpus} GPU, "
+        f"batch {r.batch_size}: {fmt_number(r.throughput)} samples/s ({where})"
+    )
 
 
 def pareto_front(recs: Iterable[Recommendation]) -> list[Recommendation]:
@@ -140,9 +169,14 @@ def pareto_front(recs: Iterable[Recommendation]) -> list[Recommendation]:
     Usable: eligible, fitting, with a prediction. Sorted by time; among equal points the first
     is kept, so the front holds no duplicates.
     """
-    pts = sorted((r for r in recs if r.eligible and r.fits_memory and r.cost is not None
-                  and r.predicted_hours is not None),
-                 key=lambda r: (r.predicted_hours, r.cost))
+    pts = sorted(
+        (
+            r
+            for r in recs
+            if r.eligible and r.fits_memory and r.cost is not None and r.predicted_hours is not None
+        ),
+        key=lambda r: (r.predicted_hours, r.cost),
+    )
     front: list[Recommendation] = []
     best_cost = math.inf
     for r in pts:
@@ -154,12 +188,21 @@ def pareto_front(recs: Iterable[Recommendation]) -> list[Recommendation]:
 
 def _rank_key(r: Recommendation) -> tuple:
     usable = r.eligible and r.fits_memory
-    return (not usable, r.predicted_hours is None, r.predicted_hours or 0.0,
-            r.cost if r.cost is not None else math.inf, r.node_type)
+    return (
+        not usable,
+        r.predicted_hours is None,
+        r.predicted_hours or 0.0,
+        r.cost if r.cost is not None else math.inf,
+        r.node_type,
+    )
 
 
-def recommend(req: WorkloadRequest, workloads: Iterable[Workload],
-              nodes: Iterable[NodeTypeInfo], results: Iterable) -> list[Recommendation]:
+def recommend(
+    req: WorkloadRequest,
+    workloads: Iterable[Workload],
+    nodes: Iterable[NodeTypeInfo],
+    results: Iterable,
+) -> list[Recommendation]:
     """Assess every node type and return them ranked, best first.
 
     Rank order: eligible and fitting first, then by predicted time, ties by cost; options with

@@ -1,4 +1,5 @@
 """Leave-one-out accuracy: hide each result, predict it from the rest, per prediction method."""
+
 from __future__ import annotations
 
 import statistics
@@ -6,12 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from benchmarks.recommender.predict import METHODS, PREDICTORS, ResultIndex, harness_of
-from benchmarks.recommender.types import (
-    BenchmarkRecord,
-    NodeTypeInfo,
-    Workload,
-    WorkloadRequest,
-)
+from benchmarks.recommender.types import BenchmarkRecord, NodeTypeInfo, Workload, WorkloadRequest
 
 
 @dataclass(frozen=True)
@@ -40,19 +36,30 @@ class LooRow:
 
 
 def _request_for(r: BenchmarkRecord) -> WorkloadRequest:
-    return WorkloadRequest(model=r.model, dims=r.dims, image_size=r.image_size,
-                           dataset_samples=1, epochs=1, precision=r.precision, gpus=r.gpus,
-                           batch_size=r.batch_size, data_sensitivity="public",
-                           strategy=r.strategy, harness=harness_of(r))
+    return WorkloadRequest(
+        model=r.model,
+        dims=r.dims,
+        image_size=r.image_size,
+        dataset_samples=1,
+        epochs=1,
+        precision=r.precision,
+        gpus=r.gpus,
+        batch_size=r.batch_size,
+        data_sensitivity="public",
+        strategy=r.strategy,
+        harness=harness_of(r),
+    )
 
 
 def _label(r: BenchmarkRecord, i: int) -> str:
-    return r.id or (f"{r.node_type}/{r.model}{r.dims}d/{r.image_size}/{r.precision}"
-                    f"/b{r.batch_size}#{i}")
+    return r.id or (
+        f"{r.node_type}/{r.model}{r.dims}d/{r.image_size}/{r.precision}/b{r.batch_size}#{i}"
+    )
 
 
-def leave_one_out(results: Iterable[BenchmarkRecord], nodes: Iterable[NodeTypeInfo],
-                  workloads: Iterable[Workload]) -> list[LooCase]:
+def leave_one_out(
+    results: Iterable[BenchmarkRecord], nodes: Iterable[NodeTypeInfo], workloads: Iterable[Workload]
+) -> list[LooCase]:
     """For every result and every method that can predict it without it, one case.
 
     Each method is forced (no fallback), so "measured" is scored only where another result of
@@ -65,14 +72,16 @@ def leave_one_out(results: Iterable[BenchmarkRecord], nodes: Iterable[NodeTypeIn
     for i, hidden in enumerate(results):
         if hidden.node_type not in by_name or (hidden.model, hidden.dims) not in wl:
             continue
-        index = ResultIndex(results[:i] + results[i + 1:], nodes, workloads)
+        index = ResultIndex(results[:i] + results[i + 1 :], nodes, workloads)
         req, node = _request_for(hidden), by_name[hidden.node_type]
         for method in METHODS:
-            found = PREDICTORS[method](index, wl[(hidden.model, hidden.dims)], req, node,
-                                       hidden.strategy)
+            found = PREDICTORS[method](
+                index, wl[(hidden.model, hidden.dims)], req, node, hidden.strategy
+            )
             if found is not None:
-                cases.append(LooCase(_label(hidden, i), method, hidden.throughput,
-                                     found.throughput))
+                cases.append(
+                    LooCase(_label(hidden, i), method, hidden.throughput, found.throughput)
+                )
     return cases
 
 

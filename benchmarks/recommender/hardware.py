@@ -1,6 +1,7 @@
 """What hardware and harness a figure belongs to: precision classes and dense peaks, `auto`
 precision per chip, the work per sample that limits each device, and the harness a result came
 from. Pure functions over the recommender's dataclasses (no Django)."""
+
 from __future__ import annotations
 
 from benchmarks.recommender.types import BenchmarkRecord, NodeTypeInfo, Workload
@@ -33,14 +34,15 @@ def resolve_precision(node: NodeTypeInfo, wanted: str) -> tuple[str, str]:
         if has["bf16"]:
             return "bf16", "auto: bf16 mixed precision"
         if has["fp16"]:
-            return "fp16", (f"auto: fp16 mixed precision ({node.accelerator} has no bf16 "
-                            "units)")
+            return "fp16", (f"auto: fp16 mixed precision ({node.accelerator} has no bf16 units)")
         return "fp32", f"auto: fp32 ({node.accelerator} has no 16-bit units listed)"
     if wanted in has and not has[wanted]:
         other = "fp16" if wanted == "bf16" else "bf16"
         if has[other]:
-            return other, (f"{node.accelerator} has no {wanted} units: predicted with {other} "
-                           "mixed precision, what you would run there")
+            return other, (
+                f"{node.accelerator} has no {wanted} units: predicted with {other} "
+                "mixed precision, what you would run there"
+            )
     return wanted, ""
 
 

@@ -10,6 +10,7 @@ Model (bytes per GPU):
   total       = (states + activations) x strategy overhead + 0.75 GiB workspace
                 (CUDA context, cuBLAS/cuDNN workspaces, allocator fragmentation).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -42,14 +43,19 @@ class MemoryEstimate:
         return self.total_gb <= self.capacity_gb
 
 
-def estimate(workload: Workload, req: WorkloadRequest, node: NodeTypeInfo,
-             strategy: str) -> MemoryEstimate:
+def estimate(
+    workload: Workload, req: WorkloadRequest, node: NodeTypeInfo, strategy: str
+) -> MemoryEstimate:
     """Per-GPU memory of training `workload` as `req` asks, under `strategy`, on `node`."""
-    states = workload.parameters * STATE_BYTES_PER_PARAM[req.precision]
+    states: float = workload.parameters * STATE_BYTES_PER_PARAM[req.precision]
     if strategy in SHARDED:
         states /= req.gpus
-    acts = (workload.activation_bytes_per_sample * workload.scale(req.image_size)
-            * req.batch_size * ACTIVATION_FACTOR[req.precision])
+    acts = (
+        workload.activation_bytes_per_sample
+        * workload.scale(req.image_size)
+        * req.batch_size
+        * ACTIVATION_FACTOR[req.precision]
+    )
     total = (states + acts) * OVERHEAD[strategy] + WORKSPACE_BYTES
     return MemoryEstimate(strategy, states / GIB, acts / GIB, total / GIB, node.memory_gb)
 
@@ -87,17 +93,22 @@ def with_measurement(mem: MemoryEstimate, peak_gb: float) -> MemoryEstimate:
     return replace(mem, total_gb=peak_gb + WORKSPACE_BYTES / GIB, measured=True)
 
 
-def explain(workload: Workload, req: WorkloadRequest, node: NodeTypeInfo,
-            mem: MemoryEstimate) -> str:
+def explain(
+    workload: Workload, req: WorkloadRequest, node: NodeTypeInfo, mem: MemoryEstimate
+) -> str:
     """One sentence on the memory verdict, with the numbers behind it."""
     share = " per GPU after sharding" if mem.strategy in SHARDED else ""
-    head = (f"needs about {mem.total_gb:.1f} GB per GPU ({workload.parameters / 1e9:.2f} B "
-            f"parameters -> {mem.states_gb:.1f} GB of weights, gradients and Adam state{share}; "
-            f"activations {mem.activations_gb:.1f} GB at batch {req.batch_size})")
+    head = (
+        f"needs about {mem.total_gb:.1f} GB per GPU ({workload.parameters / 1e9:.2f} B "
+        f"parameters -> {mem.states_gb:.1f} GB of weights, gradients and Adam state{share}; "
+        f"activations {mem.activations_gb:.1f} GB at batch {req.batch_size})"
+    )
     if mem.measured:
-        head = (f"needs about {mem.total_gb:.1f} GB per GPU (measured peak for this exact "
-                f"configuration, plus workspace; the estimate was "
-                f"{mem.states_gb + mem.activations_gb:.1f} GB before overheads)")
+        head = (
+            f"needs about {mem.total_gb:.1f} GB per GPU (measured peak for this exact "
+            f"configuration, plus workspace; the estimate was "
+            f"{mem.states_gb + mem.activations_gb:.1f} GB before overheads)"
+        )
     if mem.fits:
         return f"Fits with {mem.strategy}: {head} of {node.memory_gb:g} GB."
     hint = ""
@@ -109,4 +120,3 @@ def explain(workload: Workload, req: WorkloadRequest, node: NodeTypeInfo,
     elif mem.strategy not in SHARDED:
         hint = "; choose FSDP or DeepSpeed ZeRO-3 to shard it"
     return f"Does not fit in {node.memory_gb:g} GB with {mem.strategy}: {head}{hint}."
-

@@ -16,6 +16,7 @@ is bf16 where the accelerator has bf16 units, else fp16, and fp32 on a CPU (the 
 autocast there); bf16 asked of an fp16-only chip (V100, MI100 is bf16-capable) is predicted as
 fp16 mixed precision, which is what one runs there, and the row says so.
 """
+
 from __future__ import annotations
 
 import math
@@ -72,8 +73,12 @@ class ResultIndex:
     Results whose node type or workload is unknown are ignored.
     """
 
-    def __init__(self, results: Iterable[BenchmarkRecord], nodes: Iterable[NodeTypeInfo],
-                 workloads: Iterable[Workload]) -> None:
+    def __init__(
+        self,
+        results: Iterable[BenchmarkRecord],
+        nodes: Iterable[NodeTypeInfo],
+        workloads: Iterable[Workload],
+    ) -> None:
         self.nodes = {n.name: n for n in nodes}
         self.workloads = {(w.model, w.dims): w for w in workloads}
         self.by_hw: dict[str, list[BenchmarkRecord]] = defaultdict(list)
@@ -87,26 +92,32 @@ class ResultIndex:
             self.by_hw[node.accelerator].append(r)
             self.by_hw_model[(node.accelerator, r.model, r.dims)].append(r)
         self._efficiency: dict[str, float] = {}
-        self._calibration: dict[tuple[str, str, str],
-                                tuple[float, float, int, list[BenchmarkRecord]]] = {}
+        self._calibration: dict[
+            tuple[str, str, str], tuple[float, float, int, list[BenchmarkRecord]]
+        ] = {}
 
-    def measured_peak_gb(self, node: NodeTypeInfo, workload: Workload, req: WorkloadRequest,
-                         strategy: str) -> float | None:
+    def measured_peak_gb(
+        self, node: NodeTypeInfo, workload: Workload, req: WorkloadRequest, strategy: str
+    ) -> float | None:
         """Peak GPU memory measured for exactly this configuration on this chip, if any.
 
         Only GPU results count: on CPUs the harness records the process's RSS, not tensors.
         """
         if node.device != "gpu":
             return None
-        peaks = [r.peak_memory_gb for r in
-                 self.by_hw_model.get((node.accelerator, workload.model, workload.dims), [])
-                 if r.peak_memory_gb and r.source == "measured"
-                 and (r.precision, r.image_size, r.batch_size, r.strategy, r.gpus)
-                 == (req.precision, req.image_size, req.batch_size, strategy, req.gpus)]
+        peaks = [
+            r.peak_memory_gb
+            for r in self.by_hw_model.get((node.accelerator, workload.model, workload.dims), [])
+            if r.peak_memory_gb
+            and r.source == "measured"
+            and (r.precision, r.image_size, r.batch_size, r.strategy, r.gpus)
+            == (req.precision, req.image_size, req.batch_size, strategy, req.gpus)
+        ]
         return max(peaks) if peaks else None
 
-    def harness_ratio(self, want: str, have: str, like: BenchmarkRecord,
-                      exclude: str) -> tuple[float, int] | None:
+    def harness_ratio(
+        self, want: str, have: str, like: BenchmarkRecord, exclude: str
+    ) -> tuple[float, int] | None:
         """Median of throughput(want) / throughput(have) over other accelerators where both
         harnesses measured `like`'s model, dims, size, GPU count and precision class; with the
         number of accelerators. None where no other chip has both."""
@@ -114,11 +125,16 @@ class ResultIndex:
         by_chip: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         for r in self.all:
             chip = self.nodes[r.node_type].accelerator
-            if chip != exclude and (r.model, r.dims, r.image_size, r.gpus,
-                                    precision_class(r.precision)) == key:
+            if (
+                chip != exclude
+                and (r.model, r.dims, r.image_size, r.gpus, precision_class(r.precision)) == key
+            ):
                 by_chip[chip][harness_of(r)].append(r.throughput)
-        ratios = [statistics.median(h[want]) / statistics.median(h[have])
-                  for h in by_chip.values() if h.get(want) and h.get(have)]
+        ratios = [
+            statistics.median(h[want]) / statistics.median(h[have])
+            for h in by_chip.values()
+            if h.get(want) and h.get(have)
+        ]
         return (statistics.median(ratios), len(ratios)) if ratios else None
 
     # -- scaling across GPU counts -------------------------------------------------------
@@ -147,8 +163,9 @@ class ResultIndex:
                     values.append(kept ** (1 / math.log2(r.gpus / base.gpus)))
         return min(1.0, statistics.median(values)) if values else 0.0
 
-    def scale_gpus(self, throughput: float, from_gpus: int, to_gpus: int,
-                   accelerator: str) -> float:
+    def scale_gpus(
+        self, throughput: float, from_gpus: int, to_gpus: int, accelerator: str
+    ) -> float:
         """Move a throughput from one GPU count to another with the scaling efficiency."""
         if from_gpus == to_gpus:
             return throughput
@@ -170,8 +187,9 @@ class ResultIndex:
         work = work_per_sample(self.workloads[(r.model, r.dims)], r.image_size, node.device)
         return peak, r.throughput * work / r.gpus / 1e12
 
-    def calibration(self, workload: Workload, precision: str,
-                    target: NodeTypeInfo) -> tuple[float, float, int, list[BenchmarkRecord]]:
+    def calibration(
+        self, workload: Workload, precision: str, target: NodeTypeInfo
+    ) -> tuple[float, float, int, list[BenchmarkRecord]]:
         """Fit achieved = c x peak^b (log-space least squares) on the most similar results.
 
         Tiers: same model and dims, then same family, then anything, always at the same
@@ -186,12 +204,17 @@ class ResultIndex:
             self._calibration[key] = self._fit(workload, precision, target)
         return self._calibration[key]
 
-    def _fit(self, workload: Workload, precision: str,
-             target: NodeTypeInfo) -> tuple[float, float, int, list[BenchmarkRecord]]:
+    def _fit(
+        self, workload: Workload, precision: str, target: NodeTypeInfo
+    ) -> tuple[float, float, int, list[BenchmarkRecord]]:
         pclass = precision_class(precision)
-        pool = [r for r in self.all if precision_class(r.precision) == pclass
-                and self.nodes[r.node_type].accelerator != target.accelerator
-                and self.nodes[r.node_type].device == target.device]
+        pool = [
+            r
+            for r in self.all
+            if precision_class(r.precision) == pclass
+            and self.nodes[r.node_type].accelerator != target.accelerator
+            and self.nodes[r.node_type].device == target.device
+        ]
         tiers = (
             [r for r in pool if (r.model, r.dims) == (workload.model, workload.dims)],
             [r for r in pool if self.workloads[(r.model, r.dims)].family == workload.family],
@@ -215,63 +238,88 @@ def _power_fit(points: list[tuple[float, float]]) -> tuple[float, float]:
     b = min(1.0, max(0.0, b))
     return math.exp(my - b * mx), b
 
-def _transfer(index: ResultIndex, r: BenchmarkRecord, per_sample_ratio: float,
-              req: WorkloadRequest, node: NodeTypeInfo, strategy: str) -> float:
+
+def _transfer(
+    index: ResultIndex,
+    r: BenchmarkRecord,
+    per_sample_ratio: float,
+    req: WorkloadRequest,
+    node: NodeTypeInfo,
+    strategy: str,
+) -> float:
     """Carry result r over to the request: work per sample, GPU count, strategy."""
     thr = r.throughput * per_sample_ratio
     thr = index.scale_gpus(thr, r.gpus, req.gpus, node.accelerator)
     return thr * STRATEGY_SPEED[strategy] / STRATEGY_SPEED.get(r.strategy, 1.0)
 
 
-def _same_hw(index: ResultIndex, node: NodeTypeInfo, req: WorkloadRequest,
-             pool: list[BenchmarkRecord]) -> list[BenchmarkRecord]:
+def _same_hw(
+    index: ResultIndex, node: NodeTypeInfo, req: WorkloadRequest, pool: list[BenchmarkRecord]
+) -> list[BenchmarkRecord]:
     return [r for r in pool if precision_compatible(node, req.precision, r.precision)]
 
 
-def predict_measured(index: ResultIndex, workload: Workload, req: WorkloadRequest,
-                     node: NodeTypeInfo, strategy: str) -> Prediction | None:
+def predict_measured(
+    index: ResultIndex, workload: Workload, req: WorkloadRequest, node: NodeTypeInfo, strategy: str
+) -> Prediction | None:
     """Nearest result of the same model and dims on the same accelerator, or None."""
-    pool = _same_hw(index, node, req,
-                    index.by_hw_model.get((node.accelerator, workload.model, workload.dims), []))
+    pool = _same_hw(
+        index,
+        node,
+        req,
+        index.by_hw_model.get((node.accelerator, workload.model, workload.dims), []),
+    )
     if not pool:
         return None
 
     def distance(r: BenchmarkRecord) -> float:
-        return ((r.node_type != node.name) * 0.5 + (r.precision != req.precision) * 0.5
-                + _log2_ratio(r.gpus, req.gpus) + 0.5 * _log2_ratio(r.batch_size, req.batch_size)
-                + _log2_ratio(r.image_size, req.image_size)
-                + (bool(req.harness) and harness_of(r) != req.harness) * 0.25)
+        return (
+            (r.node_type != node.name) * 0.5
+            + (r.precision != req.precision) * 0.5
+            + _log2_ratio(r.gpus, req.gpus)
+            + 0.5 * _log2_ratio(r.batch_size, req.batch_size)
+            + _log2_ratio(r.image_size, req.image_size)
+            + (bool(req.harness) and harness_of(r) != req.harness) * 0.25
+        )
 
     r = min(pool, key=distance)
-    siblings = [q for q in pool if (q.gpus, q.strategy) == (r.gpus, r.strategy)
-                and harness_of(q) == harness_of(r)]
+    siblings = [
+        q
+        for q in pool
+        if (q.gpus, q.strategy) == (r.gpus, r.strategy) and harness_of(q) == harness_of(r)
+    ]
     fit = _fit_step_time(workload, siblings)
     if fit is None:
         ratio = workload.flops(r.image_size) / workload.flops(req.image_size)
         how = "scaled by FLOPs per sample"
     else:
         alpha, beta = fit
-        ratio = ((alpha / r.batch_size + beta * workload.flops(r.image_size))
-                 / (alpha / req.batch_size + beta * workload.flops(req.image_size)))
+        ratio = (alpha / r.batch_size + beta * workload.flops(r.image_size)) / (
+            alpha / req.batch_size + beta * workload.flops(req.image_size)
+        )
         how = "scaled by a per-sample time model fitted on its results here"
     thr = _transfer(index, r, ratio, req, node, strategy)
     far = distance(r) >= 1.0
-    notes = [f"from a {r.source} result for {r.model} on {r.node_type} ({r.precision}, "
-             f"{r.gpus} GPU, batch {r.batch_size}, size {r.image_size}: "
-             f"{fmt_number(r.throughput)} samples/s)"
-             + (f", {how}" if ratio != 1.0 else "")]
+    notes = [
+        f"from a {r.source} result for {r.model} on {r.node_type} ({r.precision}, "
+        f"{r.gpus} GPU, batch {r.batch_size}, size {r.image_size}: "
+        f"{fmt_number(r.throughput)} samples/s)" + (f", {how}" if ratio != 1.0 else "")
+    ]
     if req.harness and harness_of(r) != req.harness:
         found = index.harness_ratio(req.harness, harness_of(r), r, exclude=node.accelerator)
         if found is not None:
             factor, pairs = found
             thr *= factor
-            notes.append(f"x {factor:.2f}, what {req.harness} measures against "
-                         f"{harness_of(r)} on {pairs} other chip{'s' if pairs != 1 else ''}")
+            notes.append(
+                f"x {factor:.2f}, what {req.harness} measures against "
+                f"{harness_of(r)} on {pairs} other chip{'s' if pairs != 1 else ''}"
+            )
     return Prediction(thr, "measured", "medium" if far else "high", r, notes)
 
 
-def _fit_step_time(workload: Workload, results: list[BenchmarkRecord]
-                   ) -> tuple[float, float] | None:
+def _fit_step_time(
+    workload: Workload, results: list[BenchmarkRecord]
+) -> tuple[float, float] | None:
     """Fit time per sample = alpha / batch + beta x FLOPs per sample over same-model results.
 
     alpha is a fixed cost per step (launches, optimizer, Python) shared by the batch; beta the
@@ -296,11 +344,15 @@ def _fit_step_time(workload: Workload, results: list[BenchmarkRecord]
     return (alpha, beta) if alpha >= 0 and beta >= 0 else None
 
 
-def predict_flops_scaled(index: ResultIndex, workload: Workload, req: WorkloadRequest,
-                         node: NodeTypeInfo, strategy: str) -> Prediction | None:
+def predict_flops_scaled(
+    index: ResultIndex, workload: Workload, req: WorkloadRequest, node: NodeTypeInfo, strategy: str
+) -> Prediction | None:
     """Nearest result of another model on the same accelerator, scaled by FLOPs per sample."""
-    pool = [r for r in _same_hw(index, node, req, index.by_hw.get(node.accelerator, []))
-            if (r.model, r.dims) != (workload.model, workload.dims)]
+    pool = [
+        r
+        for r in _same_hw(index, node, req, index.by_hw.get(node.accelerator, []))
+        if (r.model, r.dims) != (workload.model, workload.dims)
+    ]
     if not pool:
         return None
     target = workload.flops(req.image_size)
@@ -310,29 +362,43 @@ def predict_flops_scaled(index: ResultIndex, workload: Workload, req: WorkloadRe
 
     def distance(r: BenchmarkRecord) -> float:
         other = index.workloads[(r.model, r.dims)]
-        return (2.0 * (other.family != workload.family) + (r.dims != workload.dims)
-                + _log2_ratio(flops_of(r), target) + _log2_ratio(r.gpus, req.gpus)
-                + 0.5 * _log2_ratio(r.batch_size, req.batch_size))
+        return (
+            2.0 * (other.family != workload.family)
+            + (r.dims != workload.dims)
+            + _log2_ratio(flops_of(r), target)
+            + _log2_ratio(r.gpus, req.gpus)
+            + 0.5 * _log2_ratio(r.batch_size, req.batch_size)
+        )
 
     r = min(pool, key=distance)
     other = index.workloads[(r.model, r.dims)]
-    ratio = (work_per_sample(other, r.image_size, node.device)
-             / work_per_sample(workload, req.image_size, node.device))
+    ratio = work_per_sample(other, r.image_size, node.device) / work_per_sample(
+        workload, req.image_size, node.device
+    )
     thr = _transfer(index, r, ratio, req, node, strategy)
     if node.device == "cpu":
-        how = (f"by FLOPs per sample ({flops_of(r) / 1e9:,.1f} GFLOP there, "
-               f"{target / 1e9:,.1f} here: a CPU is compute-bound)")
+        how = (
+            f"by FLOPs per sample ({flops_of(r) / 1e9:,.1f} GFLOP there, "
+            f"{target / 1e9:,.1f} here: a CPU is compute-bound)"
+        )
     else:
-        how = (f"by activation bytes per sample ({other.activation_bytes_per_sample * other.scale(r.image_size) / 2**20:,.0f} MiB there, "
-               f"{workload.activation_bytes_per_sample * workload.scale(req.image_size) / 2**20:,.0f} MiB here: mixed-precision "
-               "training on a GPU is bound by memory traffic, not FLOPs")
-    notes = [(f"scaled from {r.model} ({r.dims}D) on {r.node_type} "
-              f"({fmt_number(r.throughput)} samples/s, {r.precision}) {how}")]
+        how = (
+            f"by activation bytes per sample ({other.activation_bytes_per_sample * other.scale(r.image_size) / 2**20:,.0f} MiB there, "
+            f"{workload.activation_bytes_per_sample * workload.scale(req.image_size) / 2**20:,.0f} MiB here: mixed-precision "
+            "training on a GPU is bound by memory traffic, not FLOPs"
+        )
+    notes = [
+        (
+            f"scaled from {r.model} ({r.dims}D) on {r.node_type} "
+            f"({fmt_number(r.throughput)} samples/s, {r.precision}) {how}"
+        )
+    ]
     return Prediction(thr, "flops_scaled", "medium", r, notes)
 
 
-def predict_roofline(index: ResultIndex, workload: Workload, req: WorkloadRequest,
-                     node: NodeTypeInfo, strategy: str) -> Prediction | None:
+def predict_roofline(
+    index: ResultIndex, workload: Workload, req: WorkloadRequest, node: NodeTypeInfo, strategy: str
+) -> Prediction | None:
     """Peak TFLOP/s at the precision x calibrated utilisation; None without a peak figure."""
     peak = effective_peak(node, req.precision)
     if not peak:
@@ -342,25 +408,35 @@ def predict_roofline(index: ResultIndex, workload: Workload, req: WorkloadReques
     if used:
         one_gpu = rate * 1e12 / work_per_sample(workload, req.image_size, node.device)
         neighbour = min(points, key=lambda r: abs(math.log(index.achieved(r)[0] / peak)))  # type: ignore[index]
-        how = (f"fitted on {used} results on other hardware, achieved ~ peak^{b:.2f}; "
-               f"nearest: {neighbour.model} on {neighbour.node_type} ({neighbour.precision}, "
-               f"{fmt_number(neighbour.throughput)} samples/s)")
+        how = (
+            f"fitted on {used} results on other hardware, achieved ~ peak^{b:.2f}; "
+            f"nearest: {neighbour.model} on {neighbour.node_type} ({neighbour.precision}, "
+            f"{fmt_number(neighbour.throughput)} samples/s)"
+        )
     else:
         one_gpu = rate * 1e12 / workload.flops(req.image_size)  # rate is TFLOP/s here
         neighbour = None
         how = f"a stated default utilisation of {c:.0%} of peak: nothing measured to fit on"
     thr = index.scale_gpus(one_gpu, 1, req.gpus, node.accelerator) * STRATEGY_SPEED[strategy]
-    notes = [(f"roofline from {peak:g} TFLOP/s peak at {req.precision} ({how}); "
-              f"no result on {node.accelerator}")]
+    notes = [
+        (
+            f"roofline from {peak:g} TFLOP/s peak at {req.precision} ({how}); "
+            f"no result on {node.accelerator}"
+        )
+    ]
     return Prediction(thr, "roofline", "low", neighbour, notes)
 
 
-PREDICTORS = {"measured": predict_measured, "flops_scaled": predict_flops_scaled,
-              "roofline": predict_roofline}
+PREDICTORS = {
+    "measured": predict_measured,
+    "flops_scaled": predict_flops_scaled,
+    "roofline": predict_roofline,
+}
 
 
-def predict(index: ResultIndex, workload: Workload, req: WorkloadRequest, node: NodeTypeInfo,
-            strategy: str) -> Prediction | None:
+def predict(
+    index: ResultIndex, workload: Workload, req: WorkloadRequest, node: NodeTypeInfo, strategy: str
+) -> Prediction | None:
     """The best available prediction (measured, then FLOPs-scaled, then roofline), or None."""
     for method in METHODS:
         found = PREDICTORS[method](index, workload, req, node, strategy)

@@ -1,5 +1,6 @@
 """Plain data the recommender works on: no Django, so the API, pages, seeding and benchmarks
 can all feed it (from model rows or from `benchmarks.catalogue`)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

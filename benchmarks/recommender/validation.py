@@ -3,6 +3,7 @@
 Every problem is collected per field, with the allowed values or range, so the API can answer
 one 400 listing them all instead of failing on the first.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,9 +40,15 @@ class RecommendationInputError(ValueError):
         self.errors = errors
 
 
-def _number(data: Mapping[str, Any], name: str, errors: dict[str, list[str]], *,
-            integer: bool, required: bool = True,
-            limits: tuple[float, float] | None = None) -> float | None:
+def _number(
+    data: Mapping[str, Any],
+    name: str,
+    errors: dict[str, list[str]],
+    *,
+    integer: bool,
+    required: bool = True,
+    limits: tuple[float, float] | None = None,
+) -> float | None:
     raw = data.get(name)
     if raw is None or raw == "":
         if required:
@@ -65,15 +72,33 @@ def _number(data: Mapping[str, Any], name: str, errors: dict[str, list[str]], *,
     return int(value) if integer else value
 
 
-def _choice(data: Mapping[str, Any], name: str, allowed: Iterable[str],
-            errors: dict[str, list[str]], default: str | None = None) -> str | None:
+def _whole(
+    data: Mapping[str, Any],
+    name: str,
+    errors: dict[str, list[str]],
+    *,
+    limits: tuple[float, float] | None = None,
+) -> int | None:
+    """`_number` for a whole number, typed as one."""
+    value = _number(data, name, errors, integer=True, limits=limits)
+    return None if value is None else int(value)
+
+
+def _choice(
+    data: Mapping[str, Any],
+    name: str,
+    allowed: Iterable[str],
+    errors: dict[str, list[str]],
+    default: str | None = None,
+) -> str | None:
     allowed = tuple(allowed)
     raw = data.get(name, default)
     if raw in (None, ""):
         raw = default
     if raw is None:
         errors.setdefault(name, []).append(
-            f"This field is required; allowed: {', '.join(allowed)}.")
+            f"This field is required; allowed: {', '.join(allowed)}."
+        )
         return None
     if raw not in allowed:
         errors.setdefault(name, []).append(f"Unknown value {raw!r}; allowed: {', '.join(allowed)}.")
@@ -95,13 +120,14 @@ def _needs(data: Mapping[str, Any], errors: dict[str, list[str]]) -> tuple[str, 
     return tuple(dict.fromkeys(raw))
 
 
-def _model_and_dims(data: Mapping[str, Any], workloads: Iterable[Workload],
-                    errors: dict[str, list[str]]) -> tuple[Workload | None, int | None]:
+def _model_and_dims(
+    data: Mapping[str, Any], workloads: Iterable[Workload], errors: dict[str, list[str]]
+) -> tuple[Workload | None, int | None]:
     by_model: dict[str, dict[int, Workload]] = {}
     for w in workloads:
         by_model.setdefault(w.model, {})[w.dims] = w
     model = _choice(data, "model", sorted(by_model), errors)
-    dims = _number(data, "dims", errors, integer=True, limits=(1, 3))
+    dims = _whole(data, "dims", errors, limits=(1, 3))
     if model is None or dims is None:
         return None, dims
     if dims not in by_model[model]:
@@ -120,25 +146,49 @@ def parse_request(data: Mapping[str, Any], workloads: Iterable[Workload]) -> Wor
     errors: dict[str, list[str]] = {}
     workload, dims = _model_and_dims(data, workloads, errors)
     size_raw = data.get("image_size")
-    image_size = None
+    image_size: int | None = None
     if workload is not None and size_raw in (None, "", 0, "0"):
         image_size = workload.reference_size
     elif size_raw not in (None, "", 0, "0"):
-        image_size = _number(data, "image_size", errors, integer=True,
-                             limits=SEQUENCE_LIMITS if dims == 1 else None)
-    values = {n: _number(data, n, errors, integer=n != "epochs")
-              for n in ("dataset_samples", "epochs", "gpus", "batch_size")}
-    optional = {n: _number(data, n, errors, integer=False, required=False)
-                for n in ("budget", "deadline_hours")}
+        image_size = _whole(
+            data, "image_size", errors, limits=SEQUENCE_LIMITS if dims == 1 else None
+        )
+    values = {
+        n: _number(data, n, errors, integer=n != "epochs")
+        for n in ("dataset_samples", "epochs", "gpus", "batch_size")
+    }
+    optional = {
+        n: _number(data, n, errors, integer=False, required=False)
+        for n in ("budget", "deadline_hours")
+    }
     precision = _choice(data, "precision", REQUEST_PRECISIONS, errors)
     sensitivity = _choice(data, "data_sensitivity", SENSITIVITY_TIERS, errors)
     strategy = _choice(data, "strategy", ("auto",) + STRATEGIES, errors, default="auto")
     needs = _needs(data, errors)
     if strategy == "single" and values["gpus"] not in (None, 1):
         errors.setdefault("strategy", []).append(
-            "single means one GPU; use ddp, fsdp or deepspeed.")
+            "single means one GPU; use ddp, fsdp or deepspeed."
+        )
     if errors or workload is None:
         raise RecommendationInputError(errors or {"model": ["Unknown model."]})
-    return WorkloadRequest(model=workload.model, dims=workload.dims, image_size=int(image_size),
-                           needs=needs, precision=precision, data_sensitivity=sensitivity,
-                           strategy=strategy, **values, **optional)  # type: ignore[arg-type]
+    # No errors, so every required field parsed (each None above recorded an error).
+    samples, epochs = values["dataset_samples"], values["epochs"]
+    gpus, batch_size = values["gpus"], values["batch_size"]
+    assert samples is not None and epochs is not None and gpus is not None
+    assert batch_size is not None and image_size is not None
+    assert precision is not None and sensitivity is not None and strategy is not None
+    return WorkloadRequest(
+        model=workload.model,
+        dims=workload.dims,
+        image_size=image_size,
+        needs=needs,
+        precision=precision,
+        data_sensitivity=sensitivity,
+        strategy=strategy,
+        dataset_samples=int(samples),  # whole numbers already (integer=True)
+        epochs=epochs,
+        gpus=int(gpus),
+        batch_size=int(batch_size),
+        budget=optional["budget"],
+        deadline_hours=optional["deadline_hours"],
+    )

@@ -1,6 +1,7 @@
 """The portal's REST API over httpx, with its errors turned into the command line's exit
 codes (docs/cli.md): 2 bad input (400, 404), 3 refused by the portal (409), 4 auth (401, 403),
 1 anything else that went wrong (the portal unreachable, a 5xx)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -43,26 +44,48 @@ def _error(response: httpx.Response, url: str) -> PortalError:
     detail = body.get("detail") if isinstance(body, dict) else None
     status = response.status_code
     if status == 401:
-        hint = "" if detail and "/account/tokens/" in str(detail) else (
-            f" Log in again with `portal login`, or make a token on {url}/account/tokens/.")
-        return PortalError(f"Not authenticated: {detail or 'the portal refused the token'}.{hint}"
-                           .replace("..", "."), code=AUTH, status=status, body=body)
+        hint = (
+            ""
+            if detail and "/account/tokens/" in str(detail)
+            else (f" Log in again with `portal login`, or make a token on {url}/account/tokens/.")
+        )
+        return PortalError(
+            f"Not authenticated: {detail or 'the portal refused the token'}.{hint}".replace(
+                "..", "."
+            ),
+            code=AUTH,
+            status=status,
+            body=body,
+        )
     if status == 403:
         return PortalError(f"Not allowed: {detail}", code=AUTH, status=status, body=body)
     if status == 409:
-        return PortalError(f"Refused by the portal: {detail or body}", code=REFUSED, status=status,
-                           body=body)
+        return PortalError(
+            f"Refused by the portal: {detail or body}", code=REFUSED, status=status, body=body
+        )
     if status == 404:
-        return PortalError(f"Not found: {detail or 'no such object, or not yours to see'}",
-                           code=USAGE, status=status, body=body)
+        return PortalError(
+            f"Not found: {detail or 'no such object, or not yours to see'}",
+            code=USAGE,
+            status=status,
+            body=body,
+        )
     if status in (400, 415):
         lines = field_messages(body)
-        return PortalError("The portal refused the input:\n  " + "\n  ".join(lines), code=USAGE,
-                           status=status, body=body)
+        return PortalError(
+            "The portal refused the input:\n  " + "\n  ".join(lines),
+            code=USAGE,
+            status=status,
+            body=body,
+        )
     if status == 429:
         return PortalError(f"Too many attempts: {detail}", code=AUTH, status=status, body=body)
-    return PortalError(f"The portal answered {status}: {detail or response.reason_phrase}",
-                       code=FAILED, status=status, body=body)
+    return PortalError(
+        f"The portal answered {status}: {detail or response.reason_phrase}",
+        code=FAILED,
+        status=status,
+        body=body,
+    )
 
 
 class Client:
@@ -71,16 +94,19 @@ class Client:
         headers = {"User-Agent": f"portal-cli/{__version__}", "Accept": "application/json"}
         if settings.token:
             headers["Authorization"] = f"Token {settings.token}"
-        self._http = httpx.Client(base_url=f"{settings.url}/api/v1/", headers=headers,
-                                  timeout=timeout)
+        self._http = httpx.Client(
+            base_url=f"{settings.url}/api/v1/", headers=headers, timeout=timeout
+        )
 
-    def request(self, method: str, path: str, *, json: Any = None,
-                params: dict[str, Any] | None = None) -> Any:
+    def request(
+        self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None
+    ) -> Any:
         try:
             response = self._http.request(method, path, json=json, params=params)
         except httpx.HTTPError as error:
-            raise PortalError(f"Cannot reach the portal at {self.settings.url}: {error}",
-                              code=FAILED) from None
+            raise PortalError(
+                f"Cannot reach the portal at {self.settings.url}: {error}", code=FAILED
+            ) from None
         if response.status_code >= 400:
             raise _error(response, self.settings.url)
         return response.json() if response.content else None
@@ -104,15 +130,19 @@ class Client:
     def token(self, *, username: str, password: str) -> str:
         """POST auth/token/ (no Authorization header: the credentials are the body)."""
         try:
-            response = httpx.post(f"{self.settings.url}/api/v1/auth/token/",
-                                  json={"username": username, "password": password},
-                                  timeout=self._http.timeout)
+            response = httpx.post(
+                f"{self.settings.url}/api/v1/auth/token/",
+                json={"username": username, "password": password},
+                timeout=self._http.timeout,
+            )
         except httpx.HTTPError as error:
-            raise PortalError(f"Cannot reach the portal at {self.settings.url}: {error}",
-                              code=FAILED) from None
+            raise PortalError(
+                f"Cannot reach the portal at {self.settings.url}: {error}", code=FAILED
+            ) from None
         if response.status_code == 400:
-            raise PortalError("Wrong username or password.", code=AUTH, status=400,
-                              body=response.json())
+            raise PortalError(
+                "Wrong username or password.", code=AUTH, status=400, body=response.json()
+            )
         if response.status_code >= 400:
             raise _error(response, self.settings.url)
         return response.json()["token"]

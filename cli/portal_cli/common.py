@@ -1,5 +1,6 @@
 """What every command shares: the `--json` option, the client, and running a command body
 with the portal's refusals turned into exit codes."""
+
 from __future__ import annotations
 
 from typing import Annotated
@@ -9,7 +10,9 @@ import typer
 from . import config
 from .client import AUTH, Client, PortalError
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the API's objects as JSON (for scripts).")]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print the API's objects as JSON (for scripts).")
+]
 
 
 def client(*, need_token: bool = True) -> Client:

@@ -1,6 +1,7 @@
 """Where `portal login` keeps the portal's URL and the token: one JSON file in the user's
 config dir (`$XDG_CONFIG_HOME/portal/config.json`, else `~/.config/portal/`), mode 600.
 PORTAL_URL and PORTAL_TOKEN override what is stored."""
+
 from __future__ import annotations
 
 import json
@@ -34,7 +35,9 @@ def load() -> Settings:
             stored = {}
     url = os.environ.get("PORTAL_URL") or stored.get("url") or DEFAULT_URL
     if os.environ.get("PORTAL_TOKEN"):
-        return Settings(url=url.rstrip("/"), token=os.environ["PORTAL_TOKEN"], source="PORTAL_TOKEN")
+        return Settings(
+            url=url.rstrip("/"), token=os.environ["PORTAL_TOKEN"], source="PORTAL_TOKEN"
+        )
     token = stored.get("token")
     return Settings(url=url.rstrip("/"), token=token, source=str(path) if token else "")
 

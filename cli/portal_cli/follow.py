@@ -1,5 +1,6 @@
 """`--follow`: poll the portal and draw a live progress bar until the work ends; the exit code
 is the outcome (0 succeeded; 1 failed, cancelled or timed out)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -11,7 +12,7 @@ from .client import FAILED, OK, Client
 from .output import duration, err
 
 POLL_SECONDS = 1.0
-FINAL = ("succeeded", "failed", "cancelled", "timeout")
+FINAL = ("succeeded", "failed", "cancelled", "timeout", "stopped_early")
 
 
 def _started(job: dict) -> dt.datetime | None:
@@ -48,8 +49,12 @@ def outcome(state: str) -> int:
 
 def follow_job(client: Client, job_id: int) -> dict:
     """Draw the job's progress until it is final; return the last job object."""
-    columns = (TextColumn("job {task.fields[id]} [bold]{task.fields[state]:<10}[/]"), BarColumn(),
-               TaskProgressColumn(), TextColumn("{task.fields[detail]}"))
+    columns = (
+        TextColumn("job {task.fields[id]} [bold]{task.fields[state]:<10}[/]"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.fields[detail]}"),
+    )
     with Progress(*columns, console=err, transient=False) as progress:
         task = progress.add_task("job", total=100, id=job_id, state="…", detail="")
         state = None
@@ -59,8 +64,12 @@ def follow_job(client: Client, job_id: int) -> dict:
                 reason = f": {job['state_reason']}" if job.get("state_reason") else ""
                 progress.console.print(f"job {job_id}: {job['state']}{reason}")
                 state = job["state"]
-            progress.update(task, completed=float(job.get("percent") or 0), state=job["state"],
-                            detail=job_detail(job))
+            progress.update(
+                task,
+                completed=float(job.get("percent") or 0),
+                state=job["state"],
+                detail=job_detail(job),
+            )
             if job.get("is_final"):
                 return job
             time.sleep(POLL_SECONDS)
@@ -68,9 +77,12 @@ def follow_job(client: Client, job_id: int) -> dict:
 
 def follow_sweep(client: Client, sweep_id: int) -> dict:
     """Draw cells finished out of the sweep's size until every cell is final."""
-    columns = (TextColumn("sweep {task.fields[id]}"), BarColumn(),
-               TextColumn("{task.fields[cells]} cells"),
-               TextColumn("{task.fields[detail]}"))
+    columns = (
+        TextColumn("sweep {task.fields[id]}"),
+        BarColumn(),
+        TextColumn("{task.fields[cells]} cells"),
+        TextColumn("{task.fields[detail]}"),
+    )
     with Progress(*columns, console=err, transient=False) as progress:
         task = progress.add_task("sweep", total=None, id=sweep_id, cells="…", detail="")
         while True:
@@ -78,23 +90,32 @@ def follow_sweep(client: Client, sweep_id: int) -> dict:
             counts = sweep.get("counts") or {}
             done = sum(counts.get(s, 0) for s in FINAL)
             detail = "  ".join(f"{s} {n}" for s, n in counts.items() if n)
-            progress.update(task, total=sweep["size"], completed=done, detail=detail,
-                            cells=f"{done}/{sweep['size']}")
-            if done >= sweep["size"]:
+            progress.update(
+                task,
+                total=sweep["size"],
+                completed=done,
+                detail=detail,
+                cells=f"{done}/{sweep['size']}",
+            )
+            # A staged sweep (early stopping, a search) may end below its size: the API says.
+            if sweep.get("finished", done >= sweep["size"]):
                 return sweep
             time.sleep(POLL_SECONDS)
 
 
 def sweep_outcome(sweep: dict) -> int:
+    """OK when every cell succeeded or was stopped early by the sweep's own schedule."""
     counts = sweep.get("counts") or {}
-    return OK if counts.get("succeeded", 0) == sweep["size"] else FAILED
+    cells = sum(counts.values())
+    good = counts.get("succeeded", 0) + counts.get("stopped_early", 0)
+    return OK if cells and good == cells and counts.get("succeeded", 0) else FAILED
 
 
 def new_text(seen: str, tail: str) -> str:
     """What `tail` (the log's last part now) adds to `seen` (the last part printed before):
     the tail's end after the longest overlap, so a moving window prints each line once."""
     if tail.startswith(seen):
-        return tail[len(seen):]
+        return tail[len(seen) :]
     for k in range(min(len(seen), len(tail)), 0, -1):
         if seen.endswith(tail[:k]):
             return tail[k:]

@@ -1,4 +1,5 @@
 """`portal jobs launch|list|show|logs|cancel`."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,9 @@ from .common import JsonOpt, client
 from .follow import follow_job, follow_log, gpu_hours_so_far, job_detail, outcome
 from .output import err, hours, print_json, show_estimate, table
 
-app = typer.Typer(help="Training jobs: launch (and follow), list, show, logs, cancel.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Training jobs: launch (and follow), list, show, logs, cancel.", no_args_is_help=True
+)
 
 
 def parse_params(pairs: list[str]) -> dict:
@@ -30,52 +32,144 @@ def parse_params(pairs: list[str]) -> dict:
     return params
 
 
+def allocation_ref(value: str) -> int | str:
+    """`--allocation`: an allocation's id, or "auto" (placement chooses: docs/placement.md)."""
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{value!r}: give an allocation's id or auto", param_hint="--allocation"
+        ) from None
+
+
+def show_placement(placement: dict) -> None:
+    """The ranking POST placements/ answered (or a placed job keeps): one row per allocation."""
+    table(
+        "Placement",
+        ["rank", "allocation", "facility", "wait", "finish", "cost", "why"],
+        [
+            (
+                o["rank"],
+                o["allocation"],
+                o["label"],
+                _minutes(o["wait"]["seconds"]) if o["wait"] else None,
+                (o["finish_at"] or "")[11:16],
+                f"{o['cost']} {o['currency']}" if o["eligible"] else None,
+                o["reason"],
+            )
+            for o in placement["options"]
+        ],
+    )
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
 @app.command()
 def launch(
-    allocation: Annotated[int, typer.Option(help="The allocation to run on (see `portal allocations`).")],
+    allocation: Annotated[
+        str,
+        typer.Option(
+            help="The allocation to run on (see `portal allocations`), or auto: the one of "
+            "yours predicted to finish it first (--prefer cost: the cheapest)."
+        ),
+    ],
+    prefer: Annotated[
+        str, typer.Option(help="With --allocation auto: finish (default) or cost.")
+    ] = "finish",
     gpus: Annotated[int | None, typer.Option(help="GPUs (default 1).")] = None,
-    wall_time: Annotated[int | None, typer.Option(help="Wall time in minutes (default 60); the "
-                                                          "launch reserves GPUs x wall time unless "
-                                                          "the recommender predicts less.")] = None,
+    wall_time: Annotated[
+        int | None,
+        typer.Option(
+            help="Wall time in minutes (default 60); the "
+            "launch reserves GPUs x wall time unless "
+            "the recommender predicts less."
+        ),
+    ] = None,
     model: Annotated[str | None, typer.Option(help="densenet121, resnet18, ...")] = None,
     epochs: Annotated[int | None, typer.Option()] = None,
-    dataset: Annotated[str | None, typer.Option(help="synthetic-ct, synthetic-xray, or one of the "
-                                                        "project's datasets by id or name.")] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option(
+            help="synthetic-ct, synthetic-xray, or one of the project's datasets by id or name."
+        ),
+    ] = None,
     batch_size: Annotated[int | None, typer.Option()] = None,
     lr: Annotated[float | None, typer.Option()] = None,
     seed: Annotated[int | None, typer.Option()] = None,
-    param: Annotated[list[str] | None, typer.Option(help="Any other train parameter, key=value "
-                                                            "(repeatable; docs/workload.md).")] = None,
-    estimate: Annotated[bool, typer.Option("--estimate", help="Show what the launch would reserve "
-                                                              "and whether it fits; launch nothing.")] = False,
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="Draw its progress until it ends; exit "
-                                                                 "0 if it succeeded, 1 if not.")] = False,
+    param: Annotated[
+        list[str] | None,
+        typer.Option(help="Any other train parameter, key=value (repeatable; docs/workload.md)."),
+    ] = None,
+    estimate: Annotated[
+        bool,
+        typer.Option(
+            "--estimate",
+            help="Show what the launch would reserve and whether it fits; launch nothing.",
+        ),
+    ] = False,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            "-f",
+            help="Draw its progress until it ends; exit 0 if it succeeded, 1 if not.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Launch a training job (the default job unless you say otherwise)."""
     params = parse_params(param or [])
-    for key, value in (("model", model), ("epochs", epochs), ("dataset", dataset),
-                       ("batch_size", batch_size), ("lr", lr), ("seed", seed)):
+    for key, value in (
+        ("model", model),
+        ("epochs", epochs),
+        ("dataset", dataset),
+        ("batch_size", batch_size),
+        ("lr", lr),
+        ("seed", seed),
+    ):
         if value is not None:
             params[key] = value
-    body: dict = {"allocation": allocation, "params": params}
+    ref = allocation_ref(allocation)
+    body: dict = {"allocation": ref, "params": params}
+    if ref == "auto":
+        body["prefer"] = prefer
     if gpus is not None:
         body["gpus"] = gpus
     if wall_time is not None:
         body["wall_time_minutes"] = wall_time
     api = client()
+    if estimate and ref == "auto":  # the ranking itself: where it would go, and why
+        ranked = api.post("placements/", {k: v for k, v in body.items() if k != "allocation"})
+        if as_json:
+            print_json(ranked)
+        else:
+            show_placement(ranked)
+            typer.echo(ranked["summary"])
+        raise typer.Exit(OK if ranked["chosen"] is not None else REFUSED)
     if estimate:
         found = api.post("jobs/estimate/", body)
-        show_estimate(found, f"{found['gpu_hours']} GPU-hours, {found['cost']} {found['currency']}",
-                      as_json=as_json)
+        show_estimate(
+            found,
+            f"{found['gpu_hours']} GPU-hours, {found['cost']} {found['currency']}",
+            as_json=as_json,
+        )
         raise typer.Exit(OK if found["fits"] else REFUSED)
     job = api.post("jobs/", body)
+    if job.get("placement") and not as_json:
+        err.print(job["placement"]["summary"], highlight=False)
     if not follow:
         print_json(job) if as_json else _summary(job, api.settings.url)
         return
     if not as_json:
-        err.print(f"Launched job {job['id']}: estimate {job['estimate_gpu_hours']} GPU-hours "
-                  f"({job['estimate_source']}); {api.settings.url}{job['url']}", highlight=False)
+        err.print(
+            f"Launched job {job['id']}: estimate {job['estimate_gpu_hours']} GPU-hours "
+            f"({job['estimate_source']}); {api.settings.url}{job['url']}",
+            highlight=False,
+        )
     final = follow_job(api, job["id"])
     print_json(final) if as_json else _summary(final, api.settings.url)
     raise typer.Exit(outcome(final["state"]))
@@ -84,8 +178,10 @@ def launch(
 def _summary(job: dict, url: str) -> None:
     reason = f" ({job['state_reason']})" if job.get("state_reason") else ""
     typer.echo(f"job {job['id']}: {job['state']}{reason}  {job_detail(job)}")
-    typer.echo(f"estimate {job['estimate_gpu_hours']} GPU-hours ({job['estimate_source']}); "
-               f"{url}{job['url']}")
+    typer.echo(
+        f"estimate {job['estimate_gpu_hours']} GPU-hours ({job['estimate_source']}); "
+        f"{url}{job['url']}"
+    )
 
 
 @app.command("list")
@@ -103,14 +199,30 @@ def list_jobs(
     if as_json:
         print_json(rows)
         return
-    table("Jobs", ["id", "allocation", "sweep", "state", "model", "gpus", "estimate", "GPU-h", "created"],
-          [(j["id"], j["allocation"], j["sweep"], j["state"], (j.get("params") or {}).get("model"),
-            j["gpus"], hours(j["estimate_gpu_hours"]), hours((j["gpu_seconds"] or 0) / 3600, 4),
-            (j["created_at"] or "")[:16].replace("T", " ")) for j in rows])
+    table(
+        "Jobs",
+        ["id", "allocation", "sweep", "state", "model", "gpus", "estimate", "GPU-h", "created"],
+        [
+            (
+                j["id"],
+                j["allocation"],
+                j["sweep"],
+                j["state"],
+                (j.get("params") or {}).get("model"),
+                j["gpus"],
+                hours(j["estimate_gpu_hours"]),
+                hours((j["gpu_seconds"] or 0) / 3600, 4),
+                (j["created_at"] or "")[:16].replace("T", " "),
+            )
+            for j in rows
+        ],
+    )
 
 
 @app.command()
-def show(job: Annotated[int, typer.Argument(help="The job's id.")], as_json: JsonOpt = False) -> None:
+def show(
+    job: Annotated[int, typer.Argument(help="The job's id.")], as_json: JsonOpt = False
+) -> None:
     """One job: state, progress, estimate, metrics."""
     api = client()
     data = api.get(f"jobs/{job}/")
@@ -119,16 +231,24 @@ def show(job: Annotated[int, typer.Argument(help="The job's id.")], as_json: Jso
         return
     _summary(data, api.settings.url)
     metrics = data.get("metrics") or {}
-    flat = {k: v for k, v in (metrics.get("patient") or metrics).items() if isinstance(v, (int, float))}
+    flat = {
+        k: v for k, v in (metrics.get("patient") or metrics).items() if isinstance(v, (int, float))
+    }
     if flat:
         table("Metrics", ["metric", "value"], [(k, f"{v:.4f}") for k, v in flat.items()])
-    typer.echo(f"GPU-hours so far {gpu_hours_so_far(data):.4f}; params {json.dumps(data['params'])}")
+    typer.echo(
+        f"GPU-hours so far {gpu_hours_so_far(data):.4f}; params {json.dumps(data['params'])}"
+    )
 
 
 @app.command()
-def logs(job: Annotated[int, typer.Argument(help="The job's id.")],
-         follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing until it ends.")] = False,
-         as_json: JsonOpt = False) -> None:
+def logs(
+    job: Annotated[int, typer.Argument(help="The job's id.")],
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing until it ends.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
     """The tail of a job's log."""
     api = client()
     if follow and as_json:
@@ -142,12 +262,15 @@ def logs(job: Annotated[int, typer.Argument(help="The job's id.")],
     if as_json:
         print_json(data)
     else:
-        sys.stdout.write(data["log"] if data["log"].endswith("\n") or not data["log"] else data["log"] + "\n")
+        sys.stdout.write(
+            data["log"] if data["log"].endswith("\n") or not data["log"] else data["log"] + "\n"
+        )
 
 
 @app.command()
-def cancel(job: Annotated[int, typer.Argument(help="The job's id.")], as_json: JsonOpt = False) -> None:
+def cancel(
+    job: Annotated[int, typer.Argument(help="The job's id.")], as_json: JsonOpt = False
+) -> None:
     """Cancel a job (a finished one is refused: exit 3)."""
     data = client().post(f"jobs/{job}/cancel/")
     print_json(data) if as_json else typer.echo(f"job {data['id']}: {data['state']}")
-

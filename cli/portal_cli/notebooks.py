@@ -1,4 +1,5 @@
 """`portal notebooks start|stop|list|show`: JupyterLab sessions on an allocation."""
+
 from __future__ import annotations
 
 import time
@@ -11,21 +12,30 @@ from .client import FAILED, Client
 from .common import JsonOpt, client
 from .output import err, hours, print_json, table
 
-app = typer.Typer(help="Notebook sessions (JupyterLab): start (and open), stop, list, show.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Notebook sessions (JupyterLab): start (and open), stop, list, show.", no_args_is_help=True
+)
 POLL_SECONDS = 1.0
 ENDED = ("stopped", "failed")
 
 
 def _summary(nb: dict, base: str) -> None:
     reason = f" ({nb['reason']})" if nb.get("reason") else ""
-    typer.echo(f"notebook {nb['id']}: {nb['state']}{reason}  {nb['gpus']} GPUs for "
-               f"{nb['hours']} h on allocation {nb['allocation']}")
-    charged = (f"charged {nb['gpu_seconds']} GPU-seconds" if nb.get("charged") else
-               f"reserves {hours(nb['reserved_gpu_seconds'] / 3600)} GPU-hours; "
-               f"{hours(nb['gpu_seconds_so_far'] / 3600, 4)} so far")
-    idle = f"; idle {nb['idle_for']} s (limit {nb['idle_limit_minutes']} min)" \
-        if nb.get("idle_for") is not None else ""
+    typer.echo(
+        f"notebook {nb['id']}: {nb['state']}{reason}  {nb['gpus']} GPUs for "
+        f"{nb['hours']} h on allocation {nb['allocation']}"
+    )
+    charged = (
+        f"charged {nb['gpu_seconds']} GPU-seconds"
+        if nb.get("charged")
+        else f"reserves {hours(nb['reserved_gpu_seconds'] / 3600)} GPU-hours; "
+        f"{hours(nb['gpu_seconds_so_far'] / 3600, 4)} so far"
+    )
+    idle = (
+        f"; idle {nb['idle_for']} s (limit {nb['idle_limit_minutes']} min)"
+        if nb.get("idle_for") is not None
+        else ""
+    )
     typer.echo(f"{charged}{idle}; {base}{nb['page']}")
     if nb.get("url"):
         typer.echo(f"JupyterLab: {nb['url']}")
@@ -43,14 +53,32 @@ def wait_running(api: Client, pk: int, *, timeout: float) -> dict:
 
 @app.command()
 def start(
-    allocation: Annotated[int, typer.Option(help="The allocation to run on (see `portal allocations`).")],
-    gpus: Annotated[int, typer.Option(help="GPUs, within one node of the allocation's node type.")] = 1,
-    hours_: Annotated[float, typer.Option("--hours", help="The wall limit in hours (to 0.01): "
-                                                          "it is stopped there, and GPUs x hours "
-                                                          "is reserved until it is charged.")] = 2.0,
-    open_: Annotated[bool, typer.Option("--open", help="Wait until it runs, then open JupyterLab "
-                                                       "in your browser (exit 1 if it never ran).")] = False,
-    wait: Annotated[float, typer.Option(help="With --open: seconds to wait for it to run.")] = 300.0,
+    allocation: Annotated[
+        int, typer.Option(help="The allocation to run on (see `portal allocations`).")
+    ],
+    gpus: Annotated[
+        int, typer.Option(help="GPUs, within one node of the allocation's node type.")
+    ] = 1,
+    hours_: Annotated[
+        float,
+        typer.Option(
+            "--hours",
+            help="The wall limit in hours (to 0.01): "
+            "it is stopped there, and GPUs x hours "
+            "is reserved until it is charged.",
+        ),
+    ] = 2.0,
+    open_: Annotated[
+        bool,
+        typer.Option(
+            "--open",
+            help="Wait until it runs, then open JupyterLab "
+            "in your browser (exit 1 if it never ran).",
+        ),
+    ] = False,
+    wait: Annotated[
+        float, typer.Option(help="With --open: seconds to wait for it to run.")
+    ] = 300.0,
     as_json: JsonOpt = False,
 ) -> None:
     """Open a notebook session on an allocation (refused with exit 3 when it does not fit)."""
@@ -69,8 +97,9 @@ def start(
 
 
 @app.command()
-def stop(notebook: Annotated[int, typer.Argument(help="The session's id.")],
-         as_json: JsonOpt = False) -> None:
+def stop(
+    notebook: Annotated[int, typer.Argument(help="The session's id.")], as_json: JsonOpt = False
+) -> None:
     """Stop a session (yours; a stopped one is refused: exit 3). It is charged what it ran."""
     api = client()
     nb = api.post(f"notebooks/{notebook}/stop/")
@@ -86,20 +115,37 @@ def list_notebooks(
     """Notebook sessions on the allocations you can see, newest first."""
     api = client()
     query = {"allocation": allocation} if allocation else {}
-    rows = api.get("notebooks/", **query)["results"][:limit] if limit else \
-        api.all_pages("notebooks/", **query)
+    rows = (
+        api.get("notebooks/", **query)["results"][:limit]
+        if limit
+        else api.all_pages("notebooks/", **query)
+    )
     if as_json:
         print_json(rows)
         return
-    table("Notebooks", ["id", "allocation", "owner", "state", "gpus", "hours", "GPU-h", "started"],
-          [(n["id"], n["allocation"], n["owner"], n["state"], n["gpus"], n["hours"],
-            hours(n["gpu_seconds_so_far"] / 3600, 4),
-            (n["started_at"] or "")[:16].replace("T", " ")) for n in rows])
+    table(
+        "Notebooks",
+        ["id", "allocation", "owner", "state", "gpus", "hours", "GPU-h", "started"],
+        [
+            (
+                n["id"],
+                n["allocation"],
+                n["owner"],
+                n["state"],
+                n["gpus"],
+                n["hours"],
+                hours(n["gpu_seconds_so_far"] / 3600, 4),
+                (n["started_at"] or "")[:16].replace("T", " "),
+            )
+            for n in rows
+        ],
+    )
 
 
 @app.command()
-def show(notebook: Annotated[int, typer.Argument(help="The session's id.")],
-         as_json: JsonOpt = False) -> None:
+def show(
+    notebook: Annotated[int, typer.Argument(help="The session's id.")], as_json: JsonOpt = False
+) -> None:
     """One session: state, reservation or charge, idle time, and its URL (yours only)."""
     api = client()
     nb = api.get(f"notebooks/{notebook}/")

@@ -1,4 +1,5 @@
 """Tables for people (Rich), JSON for scripts (`--json`: the API's objects, unchanged)."""
+
 from __future__ import annotations
 
 import json
@@ -8,6 +9,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -20,18 +22,63 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
-def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    grid = Table(title=title, title_justify="left")
+def table(
+    title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, compact: bool = False
+) -> None:
+    """A table; `compact`: no borders, one space between columns, only text columns folded
+    when the terminal is narrow (numbers and dates stay whole)."""
+    if compact:
+        grid = Table(
+            title=title,
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            padding=(0, 0),
+        )
+    else:
+        grid = Table(title=title, title_justify="left")
     for name in columns:
         numeric = name.lower() in NUMERIC
-        grid.add_column(name, justify="right" if numeric else "left", overflow="fold")
+        grid.add_column(
+            name,
+            justify="right" if numeric else "left",
+            overflow="fold",
+            no_wrap=compact and (numeric or name.lower() in WHOLE),
+        )
     for row in rows:
         grid.add_row(*("-" if v is None or v == "" else str(v) for v in row))
     out.print(grid)
 
 
-NUMERIC = {"id", "granted", "used", "reserved", "left", "gpus", "gpu-h", "estimate", "cells",
-           "cost", "rank", "folds", "epoch", "%"}
+NUMERIC = {
+    "id",
+    "granted",
+    "used",
+    "reserved",
+    "left",
+    "gpus",
+    "gpu-h",
+    "estimate",
+    "cells",
+    "cost",
+    "rank",
+    "folds",
+    "epoch",
+    "%",
+}
+
+
+# Columns a compact table never folds: a date or a state cut in two reads as something else.
+WHOLE = {"ends", "runs out", "status", "state"}
+
+
+def grant(value: Any) -> str:
+    """Granted GPU-hours: whole as most grants are, else to 2 places."""
+    if value is None or value == "":
+        return "-"
+    number = Decimal(str(value))
+    return f"{number:,.0f}" if number == number.to_integral_value() else f"{number:,.2f}"
 
 
 def hours(value: Any, places: int = 3) -> str:
@@ -64,6 +111,8 @@ def show_estimate(found: dict[str, Any], headline: str, *, as_json: bool) -> Non
         print_json(found)
         return
     fits = "fits" if found["fits"] else "does NOT fit"
-    typer.echo(f"Estimate: {headline} ({found['source']}); "
-               f"{found['remaining_gpu_hours']} GPU-hours left: it {fits}.")
+    typer.echo(
+        f"Estimate: {headline} ({found['source']}); "
+        f"{found['remaining_gpu_hours']} GPU-hours left: it {fits}."
+    )
     typer.echo(found["basis"])

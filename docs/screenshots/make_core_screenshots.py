@@ -4,6 +4,7 @@
 
     .venv/bin/python docs/screenshots/make_core_screenshots.py [http://127.0.0.1:8000] [password]
 """
+
 from __future__ import annotations
 
 import sys
@@ -49,8 +50,10 @@ def main(base: str, password: str) -> None:
         page.screenshot(path=HERE / "review-queue.png", full_page=True)
         page.locator("table a").first.click()
         page.screenshot(path=HERE / "request-review.png", full_page=True)
-        page.goto(f"{base}/recommend/?model=densenet121&dims=2&image_size=224&dataset_samples="
-                  "100000&epochs=50&precision=bf16&gpus=1&batch_size=64&data_sensitivity=internal")
+        page.goto(
+            f"{base}/recommend/?model=densenet121&dims=2&image_size=224&dataset_samples="
+            "100000&epochs=50&precision=bf16&gpus=1&batch_size=64&data_sensitivity=internal"
+        )
         page.wait_for_timeout(1500)
         page.screenshot(path=HERE / "recommend.png", full_page=True)
         browser.close()
@@ -58,5 +61,7 @@ def main(base: str, password: str) -> None:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    main(args[0].rstrip("/") if args else "http://127.0.0.1:8000",
-         args[1] if len(args) > 1 else "demo")
+    main(
+        args[0].rstrip("/") if args else "http://127.0.0.1:8000",
+        args[1] if len(args) > 1 else "demo",
+    )

@@ -3,6 +3,7 @@ data (`make run`, or `manage.py seed_demo` + `runserver`), in Debian's chromium.
 
     .venv/bin/python docs/screenshots/make_screenshots.py [http://127.0.0.1:8000]
 """
+
 from __future__ import annotations
 
 import sys

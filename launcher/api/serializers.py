@@ -1,32 +1,41 @@
 """Input and output shapes of the jobs and sweeps API. Input is validated per field (400); the
 fields, bounds and cross-field rules come from launcher/params.py, the one home the browser
 forms and the launch services read too."""
+
 from __future__ import annotations
 
+import datetime as dt
 import re
-from typing import Any
+from typing import Any, cast
 
+from django.db.models import QuerySet
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
-from allocations.api import strict as serializers
+from rest_framework import serializers
 
 from allocations.models import Allocation
+from core import strict
+from core.bounds import ID_MAX, ID_MIN
 
 from .. import params as P
 from .. import sweepgrid
-from ..estimates import default_wall_time
+from ..heartbeat import last_beat, queue_notice
 from ..models import Job, Sweep
+from ..placement.rank import PREFER
+from ..search import spec as search_spec
+from .fields import AUTO, AllocationOrAuto
 
 # A dataset reference: a synthetic set, or one of the project's datasets by id or name (the
 # service looks it up and resolves its path). Never a path: nothing with a slash gets here.
 _REF_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
 
-def _dataset(value: str) -> str:
+def _dataset(value: str) -> None:
     if value in P.SYNTHETIC or _REF_RE.match(value):
-        return value
+        return
     raise serializers.ValidationError(
         f"Name one of the project's datasets (by id or name) or {' or '.join(P.SYNTHETIC)};"
-        " paths are not accepted.")
+        " paths are not accepted."
+    )
 
 
 def param_field(name: str, **kwargs: Any) -> serializers.Field:
@@ -40,9 +49,10 @@ def param_field(name: str, **kwargs: Any) -> serializers.Field:
     if spec.kind is bool:
         return serializers.BooleanField(**kwargs)
     if spec.kind is str:
-        return serializers.CharField(max_length=40, **kwargs)
-    field = serializers.IntegerField if spec.kind is int else serializers.FloatField
-    return field(min_value=spec.low, max_value=spec.high, **kwargs)
+        return strict.CharField(max_length=40, **kwargs)
+    if spec.kind is int:
+        return strict.IntegerField(min_value=spec.int_low, max_value=spec.int_high, **kwargs)
+    return strict.FloatField(min_value=spec.low, max_value=spec.high, **kwargs)
 
 
 def _errors_to_fields(errors: dict[str, str]) -> dict[str, Any]:
@@ -61,45 +71,130 @@ class TrainParams(serializers.Serializer):
     """`ctxray train` parameters (docs/workload.md). Omitted ones take the default job's values
     (launcher/params.py DEFAULT_JOB) or, beyond those, the trainer's own defaults."""
 
-    dataset = serializers.CharField(default=P.DEFAULT_JOB["dataset"], validators=[_dataset],
-                                    help_text="synthetic-ct, synthetic-xray, or an absolute path on the cluster.")
-    wall_time_minutes = serializers.IntegerField(
-        min_value=P.WALL_TIME_MINUTES[0], max_value=P.WALL_TIME_MINUTES[1], required=False,
-        help_text="Accepted here too for scripts; the top-level field wins.")
+    dataset = strict.CharField(
+        default=P.DEFAULT_JOB["dataset"],
+        validators=[_dataset],
+        help_text="synthetic-ct, synthetic-xray, or an absolute path on the cluster.",
+    )
+    wall_time_minutes = strict.IntegerField(
+        min_value=P.WALL_TIME_MINUTES[0],
+        max_value=P.WALL_TIME_MINUTES[1],
+        required=False,
+        help_text="Accepted here too for scripts; the top-level field wins.",
+    )
 
-    def get_fields(self):
+    def get_fields(self) -> dict[str, serializers.Field]:
         fields = super().get_fields()
         for name, spec in P.PARAMS.items():
             if spec.job:
                 fields[name] = param_field(name)
         return fields
 
-    def validate(self, attrs):
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         return P.with_defaults(attrs)
 
 
 class FixedParams(serializers.Serializer):
     """Train arguments shared by every cell of a sweep (sweepgrid.FIXED_ALLOWED)."""
 
-    def get_fields(self):
+    def get_fields(self) -> dict[str, serializers.Field]:
         return {name: param_field(name) for name in sweepgrid.FIXED_ALLOWED}
 
 
-class GridAxes(serializers.Serializer):
-    """An explicit grid: every combination of the lists, times `folds` (one training run each)."""
+class EarlyStoppingIn(serializers.Serializer):
+    """Asynchronous successive halving (docs/sweeps.md): rungs at min_epochs x eta^k epochs;
+    a configuration outside the top 1/eta of those that reached a rung stops on every fold."""
 
-    models = serializers.ListField(child=serializers.ChoiceField(choices=list(sweepgrid.MODELS)),
-                                   min_length=1)
-    lrs = serializers.ListField(child=serializers.FloatField(
-        min_value=P.PARAMS["lr"].low, max_value=P.PARAMS["lr"].high), min_length=1)
-    lr_steps = serializers.ListField(child=serializers.IntegerField(
-        min_value=P.PARAMS["lr_step"].low, max_value=P.PARAMS["lr_step"].high), min_length=1)
-    weight_decays = serializers.ListField(child=serializers.FloatField(
-        min_value=P.PARAMS["weight_decay"].low, max_value=P.PARAMS["weight_decay"].high),
-        min_length=1)
-    folds = serializers.IntegerField(min_value=P.PARAMS["folds"].low,
-                                     max_value=P.PARAMS["folds"].high, default=1)
+    method = serializers.ChoiceField(choices=list(search_spec.METHODS), default="asha")
+    eta = strict.IntegerField(
+        min_value=search_spec.ETA_RANGE[0], max_value=search_spec.ETA_RANGE[1], default=3
+    )
+    min_epochs = strict.IntegerField(min_value=1, max_value=500, default=1)
+
+
+class SearchIn(serializers.Serializer):
+    """How configurations are chosen: every grid point, or `trials` drawn at random or by TPE
+    (Optuna), within an optional GPU-hour budget of the search's own."""
+
+    strategy = serializers.ChoiceField(choices=list(search_spec.STRATEGIES), default="grid")
+    trials = strict.IntegerField(min_value=1, max_value=sweepgrid.MAX_CELLS, required=False)
+    seed = strict.IntegerField(min_value=0, max_value=search_spec.MAX_SEED, default=0)
+    gpu_hours = strict.FloatField(min_value=0.001, max_value=1e9, required=False)
+
+
+class RangeIn(serializers.Serializer):
+    """A random or TPE search's range of one axis, sampled uniformly (or log-uniformly)."""
+
+    min = strict.FloatField(min_value=0)
+    max = strict.FloatField(min_value=0)
+    log = serializers.BooleanField(default=False)
+
+
+def _axis(name: str, *, integer: bool) -> serializers.Field:
+    """A grid axis: a list of values within the parameter's bounds, or (a random or TPE
+    search) a range {"min", "max", "log"}. The two shapes are disjoint in the schema."""
+    bound = P.PARAMS[name]
+    assert bound.low is not None and bound.high is not None  # every axis is bounded
+    low: float = float(bound.low)
+    high: float = float(bound.high)
+    item: dict[str, Any] = {
+        "type": "integer" if integer else "number",
+        "minimum": int(low) if integer else low,
+        "maximum": int(high) if integer else high,
+    }
+
+    def child() -> serializers.Field:  # a fresh one per list: DRF binds a child to its parent
+        if integer:
+            return strict.IntegerField(min_value=int(low), max_value=int(high))
+        return strict.FloatField(min_value=low, max_value=high)
+
+    @extend_schema_field(
+        {
+            "anyOf": [  # disjoint (an array, an object): anyOf says the same, cheaper to check
+                {"type": "array", "items": item, "minItems": 1},
+                {
+                    "type": "object",
+                    "properties": {
+                        "min": item,
+                        "max": item,
+                        "log": {"type": "boolean", "default": False},
+                    },
+                    "required": ["min", "max"],
+                },
+            ]
+        }
+    )
+    class Axis(serializers.Field):
+        def to_internal_value(self, data: Any) -> Any:
+            if isinstance(data, dict):
+                checked = RangeIn(data=data)
+                if not checked.is_valid():
+                    raise serializers.ValidationError(checked.errors)
+                return dict(data)
+            return serializers.ListField(child=child(), min_length=1).run_validation(data)
+
+        def to_representation(self, value: Any) -> Any:
+            return value
+
+    return Axis(help_text="A list, or for a random or TPE search a range {min, max, log}.")
+
+
+class GridAxes(serializers.Serializer):
+    """An explicit grid (every combination of the lists, times `folds`), or with `search` a
+    random or TPE search over lists and ranges (`search.trials` configurations x `folds`)."""
+
+    models = serializers.ListField(
+        child=serializers.ChoiceField(choices=list(sweepgrid.MODELS)), min_length=1
+    )
+    lrs = _axis("lr", integer=False)
+    lr_steps = _axis("lr_step", integer=True)
+    weight_decays = _axis("weight_decay", integer=False)
+    folds = strict.IntegerField(
+        min_value=P.PARAMS["folds"].int_low, max_value=P.PARAMS["folds"].int_high, default=1
+    )
     fixed = FixedParams(required=False)
+    early_stopping = EarlyStoppingIn(required=False)
+    search = SearchIn(required=False)
 
 
 class GridPreset(serializers.Serializer):
@@ -108,7 +203,7 @@ class GridPreset(serializers.Serializer):
 
     preset = serializers.ChoiceField(choices=list(sweepgrid.PRESETS))
 
-    def get_fields(self):
+    def get_fields(self) -> dict[str, serializers.Field]:
         fields = {"preset": super().get_fields()["preset"]}
         for name, field in GridAxes().get_fields().items():
             field.required = False
@@ -118,8 +213,13 @@ class GridPreset(serializers.Serializer):
         return fields
 
 
-_GRID_SCHEMA = PolymorphicProxySerializer(component_name="SweepGrid", serializers=[GridAxes, GridPreset],
-                                          resource_type_field_name=None)
+_GRID_SCHEMA = PolymorphicProxySerializer(
+    component_name="SweepGrid", serializers=[GridAxes, GridPreset], resource_type_field_name=None
+)
+
+
+def _shape(data: dict[str, Any]) -> type[serializers.Serializer]:
+    return GridPreset if "preset" in data else GridAxes
 
 
 @extend_schema_field(_GRID_SCHEMA)
@@ -127,69 +227,85 @@ class SweepGrid(serializers.Field):
     """The grid, checked by the matching shape's serializer (per-field messages) and then by
     sweepgrid.validate (repeats, the cell limit)."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
-            raise serializers.ValidationError("Give an object: the grid's lists, or {\"preset\": \"claire\"}.")
-        shape = GridPreset if "preset" in data else GridAxes
-        checked = shape(data=data)
+            raise serializers.ValidationError(
+                'Give an object: the grid\'s lists, or {"preset": "claire"}.'
+            )
+        checked = _shape(data)(data=data)
         if not checked.is_valid():
             raise serializers.ValidationError(checked.errors)
         try:
             sweepgrid.validate(data)
         except sweepgrid.GridError as error:
             field, _, message = str(error).partition(": ")
-            if field in GridAxes().fields and message:
+            head = field.split(".")[0]
+            if head in GridAxes().fields and message:
                 raise serializers.ValidationError({field: [message]}) from None
             raise serializers.ValidationError(str(error)) from None
         return dict(data)
 
-    def to_representation(self, value):
+    def to_representation(self, value: Any) -> Any:
         return value
 
 
 class _AllocationScoped(serializers.Serializer):
-    allocation = serializers.PrimaryKeyRelatedField(queryset=Allocation.objects.none())  # scoped in the view
-    gpus = serializers.IntegerField(min_value=P.GPUS[0], max_value=P.GPUS[1], default=P.DEFAULT_GPUS)
-    wall_time_minutes = serializers.IntegerField(
-        min_value=P.WALL_TIME_MINUTES[0], max_value=P.WALL_TIME_MINUTES[1], required=False,
+    allocation = AllocationOrAuto(queryset=Allocation.objects.none())  # scoped in the view
+    prefer = serializers.ChoiceField(
+        choices=list(PREFER),
+        default="finish",
+        help_text='With "allocation": "auto": the earliest predicted finish, or the lowest cost.',
+    )
+    project = strict.IntegerField(
+        min_value=ID_MIN,
+        max_value=ID_MAX,
+        required=False,
+        help_text='With "allocation": "auto": only this project\'s allocations.',
+    )
+    gpus = strict.IntegerField(min_value=P.GPUS[0], max_value=P.GPUS[1], default=P.DEFAULT_GPUS)
+    wall_time_minutes = strict.IntegerField(
+        min_value=P.WALL_TIME_MINUTES[0],
+        max_value=P.WALL_TIME_MINUTES[1],
+        required=False,
         help_text=f"Per run; default: the predicted run time x {P.WALL_TIME_MARGIN}, at least "
-                  f"{P.WALL_TIME_FLOOR_MINUTES} min ({P.DEFAULT_WALL_TIME_MINUTES} without a "
-                  "prediction). The launch reserves this limit x GPUs; the run is stopped there.")
+        f"{P.WALL_TIME_FLOOR_MINUTES} min ({P.DEFAULT_WALL_TIME_MINUTES} without a "
+        "prediction). The launch reserves this limit x GPUs; the run is stopped there.",
+    )
 
-    def __init__(self, *args, allocations=None, **kwargs):
+    def __init__(
+        self, *args: Any, allocations: QuerySet[Allocation] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["allocation"].queryset = allocations if allocations is not None else Allocation.objects.none()
+        if "allocation" not in self.fields:
+            return  # POST placements/: every allocation of the caller's is a candidate
+        field = cast(strict.PrimaryKeyRelatedField, self.fields["allocation"])
+        # drf-stubs give RelatedField.queryset a Manager type, whose __get__ mypy then applies.
+        field.queryset = Allocation.objects.none() if allocations is None else allocations  # type: ignore[arg-type]
 
-    def _wall_time(self, attrs):
+    def _placed(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """`project` only goes with "auto" (a named allocation has its own project)."""
+        if "project" in attrs and attrs.get("allocation", AUTO) != AUTO:
+            raise serializers.ValidationError(
+                {"project": 'Only with "allocation": "auto" (a named allocation has its project).'}
+            )
+        return attrs
+
+    def _wall_time(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """The wall time given at the top or in `params` (the top-level one wins), else None:
+        the launch service predicts it (launcher/services/launch.py)."""
         params = dict(attrs.get("params") or {})
-        attrs["wall_time_minutes"] = (attrs.get("wall_time_minutes") or params.pop("wall_time_minutes", None)
-                                      or self._predicted_minutes(attrs, params))
+        attrs["wall_time_minutes"] = attrs.get("wall_time_minutes") or params.pop(
+            "wall_time_minutes", None
+        )
         params.pop("wall_time_minutes", None)
         attrs["params"] = params
         return attrs
-
-    @staticmethod
-    def _predicted_minutes(attrs, params) -> int:
-        """No wall time given: the prediction with its margin (P.WALL_TIME_MARGIN)."""
-        return default_wall_time(allocation=attrs.get("allocation"), params=_first_cell(attrs, params),
-                                 gpus=attrs.get("gpus") or P.DEFAULT_GPUS).minutes
-
-
-def _first_cell(attrs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """What one run of this launch trains: the job's params, or a sweep's first cell."""
-    grid = attrs.get("grid")
-    if grid is None or attrs.get("workload", "sweep") != "sweep":
-        return P.with_defaults(params)
-    grid = sweepgrid.PRESETS.get(grid.get("preset"), grid) if "preset" in grid else grid
-    models = grid.get("models") or [P.DEFAULT_JOB["model"]]
-    return {**P.DEFAULT_SWEEP_PARAMS, **params, **(grid.get("fixed") or {}), "model": models[0],
-            "folds": grid.get("folds", 1)}
 
 
 class SweepParams(TrainParams):
     """A sweep's shared parameters: the data, and any train argument the grid does not set."""
 
-    def validate(self, attrs):
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         return attrs  # combinations are checked with the grid, in SweepInput.validate
 
 
@@ -198,13 +314,16 @@ class SweepInput(_AllocationScoped):
 
     grid = SweepGrid()
     params = SweepParams(required=False, default=dict)
-    concurrency = serializers.IntegerField(min_value=P.CONCURRENCY[0], max_value=P.CONCURRENCY[1],
-                                           default=P.DEFAULT_CONCURRENCY,
-                                           help_text="How many cells may run at once.")
-    name = serializers.CharField(max_length=120, required=False, default="", allow_blank=True)
+    concurrency = strict.IntegerField(
+        min_value=P.CONCURRENCY[0],
+        max_value=P.CONCURRENCY[1],
+        default=P.DEFAULT_CONCURRENCY,
+        help_text="How many cells may run at once.",
+    )
+    name = strict.CharField(max_length=120, required=False, default="", allow_blank=True)
 
-    def validate(self, attrs):
-        return _validate_sweep(self._wall_time(attrs))
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        return _validate_sweep(self._wall_time(self._placed(attrs)))
 
 
 def _validate_sweep(attrs: dict[str, Any]) -> dict[str, Any]:
@@ -224,14 +343,18 @@ class LaunchInput(_AllocationScoped):
     workload = serializers.ChoiceField(choices=["ctxray-train", "sweep"], default="ctxray-train")
     params = TrainParams(default=dict)
     grid = SweepGrid(required=False)
-    concurrency = serializers.IntegerField(min_value=P.CONCURRENCY[0], max_value=P.CONCURRENCY[1],
-                                           default=P.DEFAULT_CONCURRENCY)
-    name = serializers.CharField(max_length=120, required=False, default="", allow_blank=True)
+    concurrency = strict.IntegerField(
+        min_value=P.CONCURRENCY[0], max_value=P.CONCURRENCY[1], default=P.DEFAULT_CONCURRENCY
+    )
+    name = strict.CharField(max_length=120, required=False, default="", allow_blank=True)
 
-    def validate(self, attrs):
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs = self._placed(attrs)
         if attrs["workload"] == "sweep":
             if "grid" not in attrs:
-                raise serializers.ValidationError({"grid": "A sweep needs a grid (or {\"preset\": \"claire\"})."})
+                raise serializers.ValidationError(
+                    {"grid": 'A sweep needs a grid (or {"preset": "claire"}).'}
+                )
             return _validate_sweep(self._wall_time(attrs))
         attrs = self._wall_time(attrs)
         attrs["params"] = P.with_defaults(attrs["params"])
@@ -242,93 +365,197 @@ class LaunchInput(_AllocationScoped):
 
 
 class SweepEstimateOut(serializers.Serializer):
-    cells = serializers.IntegerField()
+    cells = strict.IntegerField()
     per_cell_gpu_hours = serializers.DecimalField(max_digits=12, decimal_places=3)
     total_gpu_hours = serializers.DecimalField(max_digits=14, decimal_places=3)
     total_cost = serializers.DecimalField(max_digits=14, decimal_places=4)
-    currency = serializers.CharField()
-    source = serializers.CharField(help_text="measured, recommender or wall-time")
-    basis = serializers.CharField()
+    currency = strict.CharField()
+    # A field named like Field.source: DRF takes declared fields off the class; the
+    # stubs see the attribute.
+    source = strict.CharField(help_text="measured, recommender or wall-time")  # type: ignore[assignment]
+    basis = strict.CharField()
     remaining_gpu_hours = serializers.DecimalField(max_digits=14, decimal_places=3)
-    fits = serializers.BooleanField()
+    fits = serializers.BooleanField(
+        help_text="Whether what launching reserves fits what is left: the whole grid, or for a "
+        "staged sweep (early stopping, a search) its first `concurrency` cells"
+    )
+    staged = serializers.BooleanField()
+    expected_gpu_hours = serializers.DecimalField(
+        max_digits=14,
+        decimal_places=3,
+        allow_null=True,
+        help_text="With early stopping: the rung schedule's expected case (total_gpu_hours is "
+        "the worst case, every cell to its last epoch)",
+    )
+    expected_basis = strict.CharField(allow_blank=True)
 
 
 class JobEstimateOut(serializers.Serializer):
     gpu_hours = serializers.DecimalField(max_digits=12, decimal_places=3)
     cost = serializers.DecimalField(max_digits=14, decimal_places=4)
-    currency = serializers.CharField()
-    source = serializers.CharField(help_text="measured, recommender or wall-time")
-    basis = serializers.CharField()
-    predicted_hours = serializers.DecimalField(max_digits=14, decimal_places=6, allow_null=True,
-                                               help_text="One run's predicted wall hours, if any")
+    currency = strict.CharField()
+    # A field named like Field.source: DRF takes declared fields off the class; the
+    # stubs see the attribute.
+    source = strict.CharField(help_text="measured, recommender or wall-time")  # type: ignore[assignment]
+    basis = strict.CharField()
+    predicted_hours = serializers.DecimalField(
+        max_digits=14,
+        decimal_places=6,
+        allow_null=True,
+        help_text="One run's predicted wall hours, if any",
+    )
     remaining_gpu_hours = serializers.DecimalField(max_digits=14, decimal_places=3)
     fits = serializers.BooleanField()
 
 
 # The recommender's prediction at launch (launcher/estimates.py), beside the estimate.
-PREDICTION_FIELDS = ["estimate_basis", "estimate_confidence", "estimate_neighbour",
-                     "predicted_hours", "predicted_images_per_s"]
+PREDICTION_FIELDS = [
+    "estimate_basis",
+    "estimate_confidence",
+    "estimate_neighbour",
+    "predicted_hours",
+    "predicted_images_per_s",
+]
 
 
-class JobOut(serializers.ModelSerializer):
-    percent = serializers.FloatField(read_only=True)
-    images_per_s = serializers.FloatField(
-        read_only=True, allow_null=True,
+# Placement (docs/placement.md): the ranking the launch chose from ("allocation": "auto"), and
+# the predicted wait (launch to start) and finish beside the real started_at and finished_at.
+PLACEMENT_FIELDS = ["placement", "predicted_wait_seconds", "predicted_finish_at"]
+
+
+class JobOut(strict.ModelSerializer):
+    percent = strict.FloatField(read_only=True)
+    images_per_s = strict.FloatField(
+        read_only=True,
+        allow_null=True,
         help_text="Measured throughput: images trained per second of training steps, all ranks "
-                  "(validation and start-up not counted); the whole run's once it has ended, "
-                  "the running figure before; null until reported.")
-    state_label = serializers.CharField(source="get_state_display", read_only=True)
+        "(validation and start-up not counted); the whole run's once it has ended, "
+        "the running figure before; null until reported.",
+    )
+    state_label = strict.CharField(source="get_state_display", read_only=True)
     is_final = serializers.BooleanField(read_only=True)
     url = serializers.SerializerMethodField()
+    queue_notice = serializers.SerializerMethodField(
+        help_text="Null, or (while the job is `queued` past a minute and no background worker "
+        "has been seen for a while) a sentence saying the task queue is not being "
+        "served, so the job waits there until a worker runs again."
+    )
 
     class Meta:
         model = Job
-        fields = ["id", "allocation", "sweep", "workload", "params", "gpus", "wall_time_minutes",
-                  "estimate_gpu_hours", "estimate_cost", "estimate_source", "state", "state_label",
-                  "is_final", "state_reason", "scheduler_id", "array_index", "exit_code", "progress",
-                  "percent", "images_per_s", "metrics", "gpu_seconds", "created_at", "submitted_at", "started_at",
-                  "finished_at", "url", *PREDICTION_FIELDS]
+        fields = [
+            "id",
+            "allocation",
+            "sweep",
+            "workload",
+            "params",
+            "gpus",
+            "wall_time_minutes",
+            "estimate_gpu_hours",
+            "estimate_cost",
+            "estimate_source",
+            "state",
+            "state_label",
+            "is_final",
+            "state_reason",
+            "scheduler_id",
+            "array_index",
+            "stopped_at_epoch",
+            "rung",
+            "exit_code",
+            "progress",
+            "percent",
+            "images_per_s",
+            "metrics",
+            "gpu_seconds",
+            "created_at",
+            "submitted_at",
+            "started_at",
+            "finished_at",
+            "url",
+            "queue_notice",
+            *PREDICTION_FIELDS,
+            *PLACEMENT_FIELDS,
+        ]
 
     def get_url(self, job: Job) -> str:
         return f"/jobs/{job.pk}/"
 
+    def get_queue_notice(self, job: Job) -> str | None:
+        return queue_notice(job, seen=self._last_beat)
+
+    def _last_beat(self) -> dt.datetime | None:
+        """The worker's last heartbeat, read at most once per response (a list shares it)."""
+        context = cast(dict[str, Any], self.context)  # the serializer's own dict (stubs: Mapping)
+        if "worker_last_beat" not in context:
+            context["worker_last_beat"] = last_beat()
+        return context["worker_last_beat"]
+
 
 class JobListOut(JobOut):
     class Meta(JobOut.Meta):
-        fields = [f for f in JobOut.Meta.fields if f not in ("metrics", "progress")]
+        fields = [f for f in JobOut.Meta.fields if f not in ("metrics", "progress", "placement")]
 
 
-class SweepOut(serializers.ModelSerializer):
+class SweepOut(strict.ModelSerializer):
     grid = serializers.JSONField(help_text="The grid as launched (see SweepGrid).")
     url = serializers.SerializerMethodField()
 
     class Meta:
         model = Sweep
-        fields = ["id", "allocation", "name", "grid", "params", "size", "gpus",
-                  "wall_time_minutes", "concurrency", "scheduler_id", "estimate_gpu_hours",
-                  "estimate_cost", "sort_by", "created_at", "url"]
+        fields = [
+            "id",
+            "allocation",
+            "name",
+            "grid",
+            "params",
+            "size",
+            "gpus",
+            "wall_time_minutes",
+            "concurrency",
+            "scheduler_id",
+            "estimate_gpu_hours",
+            "estimate_cost",
+            "expected_gpu_hours",
+            "staged",
+            "sort_by",
+            "created_at",
+            "url",
+        ]
 
     def get_url(self, sweep: Sweep) -> str:
         return f"/sweeps/{sweep.pk}/"
 
 
-
 class SweepDetailOut(SweepOut):
     """sweeps/{id}/: the sweep with its cells counted by state and its leaderboard."""
 
-    counts = serializers.DictField(child=serializers.IntegerField(), read_only=True)
+    counts = serializers.DictField(child=strict.IntegerField(), read_only=True)
     leaderboard = serializers.ListField(child=serializers.DictField(), read_only=True)
+    schedule = serializers.DictField(
+        read_only=True,
+        allow_null=True,
+        help_text="Early stopping (null without): the rungs, each configuration's furthest rung "
+        "and why it stopped, GPU-hours charged and the estimated GPU-hours saved "
+        "(docs/sweeps.md).",
+    )
+
+    finished = serializers.BooleanField(
+        read_only=True,
+        help_text="Every cell is final and no more will come (a staged sweep may end below its "
+        "size: configurations stopped early, a search's budget spent)",
+    )
 
     class Meta(SweepOut.Meta):
-        fields = [*SweepOut.Meta.fields, "counts", "leaderboard"]
+        fields = [*SweepOut.Meta.fields, "counts", "leaderboard", "schedule", "finished"]
 
 
 class SweepCancelOut(serializers.Serializer):
-    id = serializers.IntegerField(read_only=True)
-    cancelled = serializers.IntegerField(read_only=True, help_text="How many cells were cancelled")
+    id = strict.IntegerField(read_only=True)
+    cancelled = strict.IntegerField(read_only=True, help_text="How many cells were cancelled")
 
 
 class JobLogOut(serializers.Serializer):
-    id = serializers.IntegerField(read_only=True)
+    id = strict.IntegerField(read_only=True)
     state = serializers.ChoiceField(choices=Job.State.choices, read_only=True)
-    log = serializers.CharField(read_only=True, help_text="The tail of the job's log")
+    log = strict.CharField(read_only=True, help_text="The tail of the job's log")

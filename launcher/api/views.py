@@ -1,4 +1,5 @@
 """Jobs and sweeps API: thin views over the launcher's selectors and services."""
+
 from __future__ import annotations
 
 import django_filters
@@ -8,34 +9,86 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from allocations.api.filters import IdFilter
+from core.filters import IdFilter
 
-from .. import selectors, services, sweepgrid
-from ..models import Job
-from .serializers import JobLogOut, SweepCancelOut, SweepDetailOut
-from .serializers import (JobEstimateOut, JobListOut, JobOut, LaunchInput, SweepEstimateOut,
-                          SweepInput, SweepOut)
+from .. import selectors, services, sweep_selectors, sweepgrid
+from ..idempotency import Idempotency, launch_once
+from ..models import IdempotencyKey, Job, Sweep
+from ..services import placement as placing
+from .fields import AUTO
+from .idempotent import IDEMPOTENCY_KEY, created, idempotency_of
+from .placement import work_of
+from .serializers import (
+    JobEstimateOut,
+    JobListOut,
+    JobLogOut,
+    JobOut,
+    LaunchInput,
+    SweepCancelOut,
+    SweepDetailOut,
+    SweepEstimateOut,
+    SweepInput,
+    SweepOut,
+)
 
-_CONFLICT = OpenApiResponse(description="Not allowed now: the allocation is not active, or the "
-                                        "estimate exceeds the GPU-hours (or budget) left; the body "
-                                        "carries the numbers.")
-_BAD = OpenApiResponse(description="Per-field messages, nested as the body is (params.<field>, grid.<field>).")
+_CONFLICT = OpenApiResponse(
+    description="Not allowed now: the allocation is not active, or the "
+    "estimate exceeds the GPU-hours (or budget) left; the body "
+    "carries the numbers. On a launch also: its "
+    "Idempotency-Key was used for another request."
+)
+_BAD = OpenApiResponse(
+    description="Per-field messages, nested as the body is (params.<field>, grid.<field>)."
+)
 
 
 class JobFilter(django_filters.FilterSet):
     allocation = IdFilter(field_name="allocation_id", label="Only this allocation's jobs")
+    sweep = IdFilter(field_name="sweep_id", label="Only this sweep's cells")
 
     class Meta:
         model = Job
-        fields = ["allocation"]
+        fields = ["allocation", "sweep"]
 
 
-def _launch_sweep(request, v) -> Response:
-    sweep = services.sweep_launch(
-        by=request.user, allocation=v["allocation"], grid=v["grid"], gpus=v["gpus"],
-        wall_time_minutes=v["wall_time_minutes"], params=v["params"],
-        concurrency=v["concurrency"], name=v["name"])
-    return Response(SweepOut(sweep).data, status=status.HTTP_201_CREATED)
+def _launch_sweep(request, v, idempotency: Idempotency | None):
+    if v["allocation"] == AUTO:
+        return placing.sweep_launch_placed(
+            by=request.user,
+            work=work_of(v, sweep=True),
+            name=v["name"],
+            prefer=v["prefer"],
+            project_id=v.get("project"),
+            idempotency=idempotency,
+        )
+    return services.sweep_launch(
+        by=request.user,
+        allocation=v["allocation"],
+        grid=v["grid"],
+        gpus=v["gpus"],
+        wall_time_minutes=v["wall_time_minutes"],
+        params=v["params"],
+        concurrency=v["concurrency"],
+        name=v["name"],
+        idempotency=idempotency,
+    )
+
+
+def _launched(request, kind: str, pk: int):
+    """What an idempotency key launched before, as its caller sees it (404 if no longer)."""
+    rows = (
+        selectors.visible_sweeps(request.user)
+        if kind == IdempotencyKey.Kind.SWEEP
+        else selectors.visible_jobs(request.user)
+    )
+    found = rows.filter(pk=pk).first()
+    if found is None:
+        raise selectors.NotVisible("Not found.")
+    return found
+
+
+def _out(launched) -> dict:
+    return (SweepOut if isinstance(launched, Sweep) else JobOut)(launched).data
 
 
 class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -50,19 +103,45 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def get_serializer_class(self):
         return JobListOut if self.action == "list" else JobOut
 
-    @extend_schema(request=LaunchInput, responses={201: JobOut, 400: _BAD, 409: _CONFLICT},
-                   description="Launch a training job (or, with workload \"sweep\" and a grid, a "
-                               "sweep: POST sweeps/ is the sweep's own path).")
+    @extend_schema(
+        request=LaunchInput,
+        responses={201: JobOut, 400: _BAD, 409: _CONFLICT},
+        parameters=[IDEMPOTENCY_KEY],
+        description='Launch a training job (or, with workload "sweep" and a grid, a '
+        "sweep: POST sweeps/ is the sweep's own path).",
+    )
     def create(self, request):
-        data = LaunchInput(data=request.data,
-                           allocations=selectors.sees_allocations(request.user))
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
-        if v["workload"] == "sweep":
-            return _launch_sweep(request, v)
-        job = services.job_launch(by=request.user, allocation=v["allocation"], gpus=v["gpus"],
-                                  wall_time_minutes=v["wall_time_minutes"], params=v["params"])
-        return Response(JobOut(job).data, status=status.HTTP_201_CREATED)
+        idempotency = idempotency_of(request, "jobs")
+
+        def launch():
+            data = LaunchInput(
+                data=request.data, allocations=selectors.sees_allocations(request.user)
+            )
+            data.is_valid(raise_exception=True)
+            v = data.validated_data
+            if v["workload"] == "sweep":
+                return _launch_sweep(request, v, idempotency)
+            if v["allocation"] == AUTO:
+                return placing.job_launch_placed(
+                    by=request.user,
+                    work=work_of(v, sweep=False),
+                    prefer=v["prefer"],
+                    project_id=v.get("project"),
+                    idempotency=idempotency,
+                )
+            return services.job_launch(
+                by=request.user,
+                allocation=v["allocation"],
+                gpus=v["gpus"],
+                wall_time_minutes=v["wall_time_minutes"],
+                params=v["params"],
+                idempotency=idempotency,
+            )
+
+        launched, replayed = launch_once(
+            idempotency, launch=launch, find=lambda kind, pk: _launched(request, kind, pk)
+        )
+        return created(_out(launched), replayed=replayed)
 
     @extend_schema(request=LaunchInput, responses={200: JobEstimateOut, 400: _BAD})
     @action(detail=False, methods=["post"])
@@ -72,12 +151,23 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         data = LaunchInput(data=request.data, allocations=selectors.sees_allocations(request.user))
         data.is_valid(raise_exception=True)
         v = data.validated_data
+        if v["allocation"] == AUTO:
+            return _auto_estimate()
         if v["workload"] == "sweep":
-            return Response({"workload": ["Estimate a sweep with POST sweeps/estimate/."]},
-                            status=status.HTTP_400_BAD_REQUEST)
-        return Response(JobEstimateOut(selectors.job_estimate(
-            allocation=v["allocation"], params=v["params"], gpus=v["gpus"],
-            wall_time_minutes=v["wall_time_minutes"])).data)
+            return Response(
+                {"workload": ["Estimate a sweep with POST sweeps/estimate/."]},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        return Response(
+            JobEstimateOut(
+                selectors.job_estimate(
+                    allocation=v["allocation"],
+                    params=v["params"],
+                    gpus=v["gpus"],
+                    wall_time_minutes=v["wall_time_minutes"],
+                )
+            ).data
+        )
 
     @extend_schema(request=None, responses=JobOut)
     @action(detail=True, methods=["post"])
@@ -85,9 +175,12 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         job = services.job_cancel(job=self.get_object(), by=request.user)
         return Response(JobOut(job).data)
 
-    @extend_schema(request=None, responses={201: JobOut, 400: _BAD, 409: _CONFLICT},
-                   description="Run again: a new job with this job's workload, GPUs, wall time, "
-                               "parameters and seed on the same allocation (docs/launcher.md).")
+    @extend_schema(
+        request=None,
+        responses={201: JobOut, 400: _BAD, 409: _CONFLICT},
+        description="Run again: a new job with this job's workload, GPUs, wall time, "
+        "parameters and seed on the same allocation (docs/launcher.md).",
+    )
     @action(detail=True, methods=["post"])
     def rerun(self, request, pk=None):
         job = services.job_rerun(job=self.get_object(), by=request.user)
@@ -109,12 +202,26 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
     def get_queryset(self):
         return selectors.visible_sweeps(self.request.user)
 
-    @extend_schema(request=SweepInput, responses={201: SweepOut, 400: _BAD, 409: _CONFLICT})
+    @extend_schema(
+        request=SweepInput,
+        responses={201: SweepOut, 400: _BAD, 409: _CONFLICT},
+        parameters=[IDEMPOTENCY_KEY],
+    )
     def create(self, request):
         """Launch a sweep: one training run per grid cell, checked on its total estimate."""
-        data = SweepInput(data=request.data, allocations=selectors.sees_allocations(request.user))
-        data.is_valid(raise_exception=True)
-        return _launch_sweep(request, data.validated_data)
+        idempotency = idempotency_of(request, "sweeps")
+
+        def launch():
+            data = SweepInput(
+                data=request.data, allocations=selectors.sees_allocations(request.user)
+            )
+            data.is_valid(raise_exception=True)
+            return _launch_sweep(request, data.validated_data, idempotency)
+
+        launched, replayed = launch_once(
+            idempotency, launch=launch, find=lambda kind, pk: _launched(request, kind, pk)
+        )
+        return created(_out(launched), replayed=replayed)
 
     @extend_schema(request=SweepInput, responses={200: SweepEstimateOut, 400: _BAD})
     @action(detail=False, methods=["post"])
@@ -123,19 +230,45 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         basis) and whether it fits what is left; launches nothing."""
         data = SweepInput(data=request.data, allocations=selectors.sees_allocations(request.user))
         data.is_valid(raise_exception=True)
-        return Response(SweepEstimateOut(selectors.sweep_estimate(**_estimate_args(data.validated_data))).data)
+        if data.validated_data["allocation"] == AUTO:
+            return _auto_estimate()
+        return Response(
+            SweepEstimateOut(selectors.sweep_estimate(**_estimate_args(data.validated_data))).data
+        )
 
-    @extend_schema(responses=SweepDetailOut, parameters=[
-        OpenApiParameter("sort_by", OpenApiTypes.STR, enum=list(sweepgrid.METRIC_NAMES),
-                         description="Leaderboard metric (default: the sweep's own)"),
-        OpenApiParameter("level", OpenApiTypes.STR,
-                         description="Metrics level in metrics.json (default `patient`)")])
+    @extend_schema(
+        responses=SweepDetailOut,
+        parameters=[
+            OpenApiParameter(
+                "sort_by",
+                OpenApiTypes.STR,
+                enum=list(sweepgrid.METRIC_NAMES),
+                description="Leaderboard metric (default: the sweep's own)",
+            ),
+            OpenApiParameter(
+                "level",
+                OpenApiTypes.STR,
+                description="Metrics level in metrics.json (default `patient`)",
+            ),
+        ],
+    )
     def retrieve(self, request, pk=None):
         sweep = self.get_object()
-        board = selectors.sweep_leaderboard(sweep, sort_by=request.query_params.get("sort_by"),
-                                            level=request.query_params.get("level", "patient"))
-        return Response({**SweepOut(sweep).data, "counts": selectors.sweep_counts(sweep),
-                         "leaderboard": board})
+        counts = sweep_selectors.sweep_counts(sweep)
+        board = sweep_selectors.sweep_leaderboard(
+            sweep,
+            sort_by=request.query_params.get("sort_by"),
+            level=request.query_params.get("level", "patient"),
+        )
+        return Response(
+            {
+                **SweepOut(sweep).data,
+                "counts": counts,
+                "finished": sweep_selectors.sweep_finished(sweep, counts),
+                "leaderboard": board,
+                "schedule": sweep_selectors.sweep_schedule(sweep),
+            }
+        )
 
     @extend_schema(request=None, responses=SweepCancelOut)
     @action(detail=True, methods=["post"])
@@ -144,6 +277,19 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         return Response({"id": int(pk), "cancelled": cancelled})
 
 
+def _auto_estimate() -> Response:
+    return Response(
+        {"allocation": ["An estimate is for one allocation: POST placements/ compares them all."]},
+        status=status.HTTP_400_BAD_REQUEST,
+    )
+
+
 def _estimate_args(v) -> dict:
-    return {"allocation": v["allocation"], "grid": v["grid"], "params": v["params"], "gpus": v["gpus"],
-            "wall_time_minutes": v["wall_time_minutes"]}
+    return {
+        "allocation": v["allocation"],
+        "grid": v["grid"],
+        "params": v["params"],
+        "gpus": v["gpus"],
+        "wall_time_minutes": v["wall_time_minutes"],
+        "concurrency": v.get("concurrency"),
+    }

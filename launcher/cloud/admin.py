@@ -1,20 +1,29 @@
 """Admin: the price catalogue with its refresh actions; clusters, nodes, tasks (their `argv`
 is what a worker runs) and interruptions read-only: they change through the cloud services."""
+
 from __future__ import annotations
 
 from django.contrib import admin, messages
 
-from allocations.admin import ReadOnlyMixin
 from allocations.models import Facility
+from core.admin import ReadOnlyMixin
 
+from .backend import AwsBackend
 from .models import CloudTask, Cluster, Interruption, Node, PriceCatalogueEntry
 from .services import price_catalogue_load, price_catalogue_refresh_spot
 
 
 @admin.register(PriceCatalogueEntry)
 class PriceCatalogueAdmin(admin.ModelAdmin):
-    list_display = ["instance_type", "region", "market", "price_per_hour", "currency", "source",
-                    "as_of"]
+    list_display = [
+        "instance_type",
+        "region",
+        "market",
+        "price_per_hour",
+        "currency",
+        "source",
+        "as_of",
+    ]
     list_filter = ["region", "market"]
     search_fields = ["instance_type"]
     actions = ["refresh_bundled", "refresh_spot_history"]
@@ -26,12 +35,15 @@ class PriceCatalogueAdmin(admin.ModelAdmin):
 
     @admin.action(description="Refresh spot prices from the EC2 spot price history")
     def refresh_spot_history(self, request, queryset):
-        for facility in Facility.objects.filter(backend=Facility.Backend.AWS, is_active=True):
+        for facility in Facility.objects.filter(backend=AwsBackend.name, is_active=True):
             result = price_catalogue_refresh_spot(facility=facility)
             level = messages.SUCCESS if result["updated"] else messages.WARNING
-            self.message_user(request, f"{facility.slug}: {result['updated']} updated, "
-                                       f"{result['skipped_implausible']} dummy prices skipped.",
-                              level=level)
+            self.message_user(
+                request,
+                f"{facility.slug}: {result['updated']} updated, "
+                f"{result['skipped_implausible']} dummy prices skipped.",
+                level=level,
+            )
 
 
 class NodeInline(ReadOnlyMixin, admin.TabularInline):

@@ -25,6 +25,7 @@ The user data (userdata.py) installs and starts it. It:
 Its S3 credentials are the instance profile's, read by boto3 from the metadata service; the
 role allows the allocation's prefix and nothing else.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,10 @@ from launcher.cloud.userdata import NodeConfig, WorkerSpec
 log = logging.getLogger("portal.agent")
 REPO = Path(__file__).resolve().parents[2]  # the bundle's root on an instance
 EXIT_PREEMPTED = 75
-NOTICE_PATHS = {"spot/instance-action": "meta-data/spot/instance-action",
-                "events/rebalance": "meta-data/events/recommendations/rebalance"}
+NOTICE_PATHS = {
+    "spot/instance-action": "meta-data/spot/instance-action",
+    "events/rebalance": "meta-data/events/recommendations/rebalance",
+}
 
 
 def _now() -> str:
@@ -76,14 +79,15 @@ class Job:
 
     # S3 helpers --------------------------------------------------------------------------------
     def _keys(self, prefix: str) -> list[str]:
-        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.spec.bucket,
-                                                                   Prefix=prefix)
+        pages = self.s3.get_paginator("list_objects_v2").paginate(
+            Bucket=self.spec.bucket, Prefix=prefix
+        )
         return [o["Key"] for page in pages for o in page.get("Contents", ())]
 
     def _download(self, prefix: str, folder: Path) -> int:
         count = 0
         for key in self._keys(prefix):
-            target = folder / key[len(prefix):]
+            target = folder / key[len(prefix) :]
             target.parent.mkdir(parents=True, exist_ok=True)
             self.s3.download_file(self.spec.bucket, key, str(target))
             count += 1
@@ -93,9 +97,16 @@ class Job:
         self.s3.put_object(Bucket=self.spec.bucket, Key=key, Body=json.dumps(data).encode())
 
     def _status(self, state: str, **extra: object) -> None:
-        self._put_json(f"{self.spec.task_prefix}status/{self.instance_id}.json",
-                       {"state": state, "instance": self.instance_id, "at": _now(),
-                        "resumed_files": self.resumed, **extra})
+        self._put_json(
+            f"{self.spec.task_prefix}status/{self.instance_id}.json",
+            {
+                "state": state,
+                "instance": self.instance_id,
+                "at": _now(),
+                "resumed_files": self.resumed,
+                **extra,
+            },
+        )
 
     def sync_out(self, stopped_on_notice: bool = False) -> None:
         """Upload changed output files; a new checkpoint also updates checkpoint-meta.json.
@@ -127,10 +138,16 @@ class Job:
                 graceful |= self.signalled and st.st_mtime_ns >= self.signalled_ns
         if new_checkpoint:
             progress = self._read_progress()
-            self._put_json(f"{self.spec.task_prefix}checkpoint-meta.json", {
-                "saved_at": _now(), "epoch": progress.get("epoch", 0),
-                "state": progress.get("state"), "graceful": graceful,
-                "instance": self.instance_id})
+            self._put_json(
+                f"{self.spec.task_prefix}checkpoint-meta.json",
+                {
+                    "saved_at": _now(),
+                    "epoch": progress.get("epoch", 0),
+                    "state": progress.get("state"),
+                    "graceful": graceful,
+                    "instance": self.instance_id,
+                },
+            )
 
     def _read_progress(self) -> dict:
         try:
@@ -140,8 +157,10 @@ class Job:
 
     # the run -----------------------------------------------------------------------------------
     def _argv(self) -> list[str]:
-        argv = [a.replace("{data}", str(self.data)).replace("{out}", str(self.out))
-                for a in self.spec.argv]
+        argv = [
+            a.replace("{data}", str(self.data)).replace("{out}", str(self.out))
+            for a in self.spec.argv
+        ]
         return [sys.executable if i == 0 and a == "python" else a for i, a in enumerate(argv)]
 
     def stop(self) -> None:
@@ -161,11 +180,15 @@ class Job:
             if path.is_file():
                 st = path.stat()
                 self._seen[path.relative_to(self.out).as_posix()] = (
-                    st.st_ino, st.st_mtime_ns, st.st_size)
+                    st.st_ino,
+                    st.st_mtime_ns,
+                    st.st_size,
+                )
         env = {**os.environ, "PYTHONPATH": str(REPO), **self.spec.env}
         with open(self.root / "job.log", "wb") as logf:
-            self.proc = subprocess.Popen(self._argv(), cwd=self.root, env=env, stdout=logf,
-                                         stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                self._argv(), cwd=self.root, env=env, stdout=logf, stderr=subprocess.STDOUT
+            )
         started = time.monotonic()
         if self.signalled:  # the notice came while the data was downloading
             self.proc.send_signal(signal.SIGTERM)
@@ -178,12 +201,19 @@ class Job:
         if code not in (0, EXIT_PREEMPTED) and self._read_progress().get("state") == "preempted":
             code = EXIT_PREEMPTED  # torchrun (gpus > 1) reports its workers' checkpoint exit as 1
         self.sync_out(stopped_on_notice=self.signalled and code == EXIT_PREEMPTED)
-        self.s3.upload_file(str(self.root / "job.log"), self.spec.bucket,
-                            f"{self.spec.task_prefix}logs/{self.instance_id}.log")
+        self.s3.upload_file(
+            str(self.root / "job.log"),
+            self.spec.bucket,
+            f"{self.spec.task_prefix}logs/{self.instance_id}.log",
+        )
         if self.deadline_hit and not self.signalled:
             limit = self.spec.deadline_seconds
-            self._status("failed", exit_code=code, deadline=True,
-                         error=f"Stopped at its wall time ({limit:.0f} s of run time).")
+            self._status(
+                "failed",
+                exit_code=code,
+                deadline=True,
+                error=f"Stopped at its wall time ({limit:.0f} s of run time).",
+            )
             return "failed"
         state = {0: "succeeded", EXIT_PREEMPTED: "preempted"}.get(code, "failed")
         self._status(state, exit_code=code)
@@ -197,8 +227,9 @@ class Job:
         if limit is None or self.proc is None or ran < limit:
             return
         if not self.deadline_hit:
-            log.info("task %s reached its wall time (%.0f s): stopping it", self.spec.task_prefix,
-                     limit)
+            log.info(
+                "task %s reached its wall time (%.0f s): stopping it", self.spec.task_prefix, limit
+            )
             self.deadline_hit = True
             self.proc.send_signal(signal.SIGTERM)
         elif ran >= limit + self.spec.kill_after_seconds:
@@ -208,8 +239,9 @@ class Job:
 class NodeAgent:
     """This instance's life: watch the metadata service, run assigned tasks one by one."""
 
-    def __init__(self, *, config: NodeConfig, workdir: Path, s3, imds: Imds,
-                 poll: float | None = None) -> None:
+    def __init__(
+        self, *, config: NodeConfig, workdir: Path, s3, imds: Imds, poll: float | None = None
+    ) -> None:
         self.config, self.workdir, self.s3, self.imds = config, workdir, s3, imds
         self.poll = poll if poll is not None else config.poll_seconds
         self.instance_id = imds.instance_id()
@@ -229,8 +261,9 @@ class NodeAgent:
 
     def assignment(self) -> WorkerSpec | None:
         try:
-            body = self.s3.get_object(Bucket=self.config.bucket,
-                                      Key=self.config.assignment_key)["Body"].read()
+            body = self.s3.get_object(Bucket=self.config.bucket, Key=self.config.assignment_key)[
+                "Body"
+            ].read()
         except self.s3.exceptions.NoSuchKey:
             return None
         # Fields this agent does not know (a newer portal's) are left out, so a warm worker on
@@ -257,10 +290,11 @@ class NodeAgent:
                 notice = json.loads(text)
             except ValueError:
                 notice = {"raw": text}
-            self.s3.put_object(Bucket=self.config.bucket,
-                               Key=f"{self.config.report_prefix}{self.instance_id}/{kind}",
-                               Body=json.dumps({**notice, "seen_at": _now(),
-                                                "kind": kind}).encode())
+            self.s3.put_object(
+                Bucket=self.config.bucket,
+                Key=f"{self.config.report_prefix}{self.instance_id}/{kind}",
+                Body=json.dumps({**notice, "seen_at": _now(), "kind": kind}).encode(),
+            )
             return kind
         return None
 
@@ -280,8 +314,13 @@ class NodeAgent:
         if spec is None:
             return False
         name = spec.task_prefix.rstrip("/").rsplit("/", 1)[-1]
-        self.job = Job(instance_id=self.instance_id, spec=spec, s3=self.s3,
-                       root=self.workdir / "tasks" / name, poll=self.poll)
+        self.job = Job(
+            instance_id=self.instance_id,
+            spec=spec,
+            s3=self.s3,
+            root=self.workdir / "tasks" / name,
+            poll=self.poll,
+        )
         if self.interrupted.is_set():
             self.job.signalled = True
         log.info("running task %s", spec.task_prefix)
@@ -298,8 +337,7 @@ class NodeAgent:
         return True
 
     def run_forever(self, stop: threading.Event) -> None:
-        watcher = threading.Thread(target=self.watch, args=(stop,), name="imds-watch",
-                                   daemon=True)
+        watcher = threading.Thread(target=self.watch, args=(stop,), name="imds-watch", daemon=True)
         watcher.start()
         while not stop.is_set():
             try:
@@ -311,8 +349,11 @@ class NodeAgent:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m launcher.cloud.agent", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m launcher.cloud.agent",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--workdir", type=Path, default=Path("/var/lib/portal"))
     parser.add_argument("--poll", type=float, default=None)
@@ -324,8 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     s3 = boto3.session.Session().client("s3", region_name=config.region)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    NodeAgent(config=config, workdir=args.workdir, s3=s3, imds=Imds(),
-              poll=args.poll).run_forever(stop)
+    NodeAgent(config=config, workdir=args.workdir, s3=s3, imds=Imds(), poll=args.poll).run_forever(
+        stop
+    )
     return 0
 
 

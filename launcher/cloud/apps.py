@@ -13,9 +13,3 @@ class CloudConfig(AppConfig):
         from .backend import AwsBackend
 
         register(AwsBackend())
-
-        from allocations.sections import register_allocation_section
-
-        from .pages import allocation_sections
-
-        register_allocation_section(allocation_sections)

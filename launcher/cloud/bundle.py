@@ -8,6 +8,7 @@ The archive is byte-for-byte reproducible (sorted names, zero mtimes and owners,
 timestamp), so the same code always has the same name and checksum: the portal uploads it once
 per allocation prefix and version, and the user data checks the SHA-256 before unpacking it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,8 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-AGENT_FILES = ("launcher/__init__.py", "launcher/cloud/__init__.py", "launcher/cloud/agent.py",
-               "launcher/cloud/imds.py", "launcher/cloud/userdata.py")
+AGENT_FILES = (
+    "launcher/__init__.py",
+    "launcher/cloud/__init__.py",
+    "launcher/cloud/agent.py",
+    "launcher/cloud/imds.py",
+    "launcher/cloud/userdata.py",
+)
 WORKLOADS = "launcher/workloads"
 
 
@@ -36,8 +42,11 @@ class Bundle:
 
 
 def bundle_files(root: Path = REPO) -> list[str]:
-    workloads = sorted(p.relative_to(root).as_posix() for p in (root / WORKLOADS).rglob("*.py")
-                       if "__pycache__" not in p.parts)
+    workloads = sorted(
+        p.relative_to(root).as_posix()
+        for p in (root / WORKLOADS).rglob("*.py")
+        if "__pycache__" not in p.parts
+    )
     return sorted({*AGENT_FILES, *workloads})
 
 
@@ -58,8 +67,9 @@ def build(root: Path = REPO) -> Bundle:
         gz.write(raw.getvalue())
     data = packed.getvalue()
     sha = hashlib.sha256(data).hexdigest()
-    return Bundle(name=f"portal-worker-{sha[:12]}.tar.gz", sha256=sha, data=data,
-                  files=tuple(files))
+    return Bundle(
+        name=f"portal-worker-{sha[:12]}.tar.gz", sha256=sha, data=data, files=tuple(files)
+    )
 
 
 @functools.lru_cache(maxsize=1)

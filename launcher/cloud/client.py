@@ -1,4 +1,5 @@
 """Which AwsClient serves a cluster or facility (endpoint from settings.AWS_ENDPOINT_URL)."""
+
 from __future__ import annotations
 
 import functools
@@ -9,8 +10,8 @@ from typing import Any
 from django.conf import settings
 
 from allocations.models import Facility
-from launcher.backends import aws
-from launcher.backends.aws import AwsClient
+from launcher.cloud import aws
+from launcher.cloud.aws import AwsClient
 
 from .models import Cluster, Installation
 
@@ -34,8 +35,10 @@ def facility_zones(facility: Facility) -> list[str | None]:
 # AMI GPU PyTorch 2.13 (Amazon Linux 2023): NVIDIA driver, CUDA, PyTorch at /opt/pytorch (the
 # version the workload is tested with). Clusters have workers only (no head node).
 # https://docs.aws.amazon.com/dlami/latest/devguide/find-dlami-id.html
-WORKER_IMAGE_PARAMETER = ("/aws/service/deeplearning/ami/x86_64/"
-                          "oss-nvidia-driver-gpu-pytorch-2.13-amazon-linux-2023/latest/ami-id")
+WORKER_IMAGE_PARAMETER = (
+    "/aws/service/deeplearning/ami/x86_64/"
+    "oss-nvidia-driver-gpu-pytorch-2.13-amazon-linux-2023/latest/ami-id"
+)
 
 
 def facility_image(facility: Facility) -> tuple[str, str]:
@@ -49,14 +52,18 @@ def facility_image(facility: Facility) -> tuple[str, str]:
 
 
 @functools.lru_cache(maxsize=32)
-def _backend(region: str, bucket: str, endpoint: str | None,
-             hooks: tuple[Callable[[Any], None], ...], installation: str) -> AwsClient:
+def _backend(
+    region: str,
+    bucket: str,
+    endpoint: str | None,
+    hooks: tuple[Callable[[Any], None], ...],
+    installation: str,
+) -> AwsClient:
     # boto3 clients are thread-safe and slow to build (~50 ms): one per place and hook set.
     # The key holds the hooks themselves, not their id()s: a hook that has been removed and
     # freed can leave its address to a new one, which then got the old hook's client (a test
     # injecting spot status codes saw another test's codes).
-    return AwsClient(region=region, bucket=bucket, endpoint_url=endpoint,
-                     installation=installation)
+    return AwsClient(region=region, bucket=bucket, endpoint_url=endpoint, installation=installation)
 
 
 def installation_id() -> str:
@@ -74,8 +81,13 @@ def installation_id() -> str:
 
 
 def _get(region: str, bucket: str, facility: Facility) -> AwsClient:
-    return _backend(region, bucket, settings.AWS_ENDPOINT_URL or None, tuple(aws.CLIENT_HOOKS),
-                    installation_id())
+    return _backend(
+        region,
+        bucket,
+        settings.AWS_ENDPOINT_URL or None,
+        tuple(aws.CLIENT_HOOKS),
+        installation_id(),
+    )
 
 
 def aws_client_for_facility(facility: Facility) -> AwsClient:

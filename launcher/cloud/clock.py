@@ -1,5 +1,6 @@
 """The cloud app's clock. moto starts instances instantly and never bills, so tests and the
 bench move this clock forward to see idle stops and minute charges without waiting."""
+
 from __future__ import annotations
 
 import datetime as dt

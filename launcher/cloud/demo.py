@@ -2,6 +2,7 @@
 data/prices.json), and the `local-cloud` facility's worker image parameter (the stand-in the
 instance emulator publishes in moto, which refuses AWS's own /aws/... names). Idempotent;
 called by `seed_demo`."""
+
 from __future__ import annotations
 
 from allocations.models import Facility

@@ -24,6 +24,7 @@ and `AWS_ENDPOINT_URL` at moto; no AWS keys at all, so boto3 on the "instance" c
 instance profile's credentials from the metadata endpoint. An instance that stops running in
 moto (terminated, stopped) has its whole process group killed, as a reclaimed machine would.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,8 +51,10 @@ BOOTSTRAP_MARK = "# Portal worker bootstrap"
 LOCAL_IMAGE_PARAMETER = "/portal/local/deeplearning-ami/x86_64/latest/ami-id"
 LOCAL_IMAGE_SOURCE = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"
 IMAGE_CHECK_S = 10.0  # how often the emulator checks that parameter is still there
-NOTICE_FILES = {"spot/instance-action": "spot-instance-action",
-                "events/recommendations/rebalance": "rebalance"}
+NOTICE_FILES = {
+    "spot/instance-action": "spot-instance-action",
+    "events/recommendations/rebalance": "rebalance",
+}
 
 # systemd replaced, in the sandbox only: `daemon-reload` does nothing; `enable --now UNIT`
 # reads the unit's Environment= and ExecStart= lines and runs ExecStart in the background,
@@ -92,8 +95,9 @@ def _now() -> dt.datetime:
 class Metadata:
     """What one instance's metadata endpoint serves."""
 
-    def __init__(self, *, instance: dict, user_data: str, role: str | None, region: str,
-                 notices: Path) -> None:
+    def __init__(
+        self, *, instance: dict, user_data: str, role: str | None, region: str, notices: Path
+    ) -> None:
         self.instance, self.user_data, self.role, self.region = instance, user_data, role, region
         self.notices = notices
         self.tokens: dict[str, float] = {}
@@ -107,12 +111,18 @@ class Metadata:
             "meta-data/ami-id": inst.get("ImageId", ""),
             "meta-data/placement/availability-zone": zone,
             "meta-data/placement/region": self.region,
-            "meta-data/instance-life-cycle": "spot" if inst.get("InstanceLifecycle") == "spot"
+            "meta-data/instance-life-cycle": "spot"
+            if inst.get("InstanceLifecycle") == "spot"
             else "on-demand",
             "user-data": self.user_data,
-            "dynamic/instance-identity/document": json.dumps({
-                "instanceId": inst["InstanceId"], "region": self.region,
-                "availabilityZone": zone, "instanceType": inst["InstanceType"]}),
+            "dynamic/instance-identity/document": json.dumps(
+                {
+                    "instanceId": inst["InstanceId"],
+                    "region": self.region,
+                    "availabilityZone": zone,
+                    "instanceType": inst["InstanceType"],
+                }
+            ),
         }
         if path in simple:
             return simple[path]
@@ -124,11 +134,17 @@ class Metadata:
         if self.role and path.rstrip("/") == creds.rstrip("/"):
             return self.role
         if self.role and path == creds + self.role:
-            return json.dumps({
-                "Code": "Success", "LastUpdated": _now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "Type": "AWS-HMAC", "AccessKeyId": "ASIAEMULATEDINSTANCE",
-                "SecretAccessKey": "emulated-instance-profile", "Token": "emulated-session",
-                "Expiration": (_now() + dt.timedelta(hours=6)).strftime("%Y-%m-%dT%H:%M:%SZ")})
+            return json.dumps(
+                {
+                    "Code": "Success",
+                    "LastUpdated": _now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "Type": "AWS-HMAC",
+                    "AccessKeyId": "ASIAEMULATEDINSTANCE",
+                    "SecretAccessKey": "emulated-instance-profile",
+                    "Token": "emulated-session",
+                    "Expiration": (_now() + dt.timedelta(hours=6)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                }
+            )
         return None
 
 
@@ -171,7 +187,7 @@ def _handler(meta: Metadata) -> type[BaseHTTPRequestHandler]:
                 return self._send(401)  # HttpTokens=required: no IMDSv1
             if not self.path.startswith("/latest/"):
                 return self._send(404)
-            value = meta.lookup(self.path[len("/latest/"):])
+            value = meta.lookup(self.path[len("/latest/") :])
             return self._send(404) if value is None else self._send(200, value)
 
     return Handler
@@ -180,18 +196,28 @@ def _handler(meta: Metadata) -> type[BaseHTTPRequestHandler]:
 class Sandbox:
     """One emulated instance: its metadata endpoint and its user data's processes."""
 
-    def __init__(self, *, root: Path, instance: dict, user_data: str, role: str | None,
-                 region: str, endpoint: str) -> None:
+    def __init__(
+        self,
+        *,
+        root: Path,
+        instance: dict,
+        user_data: str,
+        role: str | None,
+        region: str,
+        endpoint: str,
+    ) -> None:
         self.iid = instance["InstanceId"]
         self.dir = root / self.iid
         self.fs, self.shim, self.notices = self.dir / "fs", self.dir / "shim", self.dir / "imds"
         for d in (self.fs, self.shim, self.notices):
             d.mkdir(parents=True, exist_ok=True)
-        meta = Metadata(instance=instance, user_data=user_data, role=role, region=region,
-                        notices=self.notices)
+        meta = Metadata(
+            instance=instance, user_data=user_data, role=role, region=region, notices=self.notices
+        )
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(meta))
-        threading.Thread(target=self.server.serve_forever, daemon=True,
-                         name=f"imds-{self.iid}").start()
+        threading.Thread(
+            target=self.server.serve_forever, daemon=True, name=f"imds-{self.iid}"
+        ).start()
         (self.dir / "user-data").write_text(user_data)
         (self.shim / "systemctl").write_text(SYSTEMCTL)
         (self.shim / "python3").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
@@ -208,15 +234,23 @@ class Sandbox:
         """Run the user data as cloud-init would (once), in its own process group."""
         keep = ("HOME", "LANG", "LC_ALL", "TMPDIR")
         env = {k: os.environ[k] for k in keep if k in os.environ}
-        env.update(PATH=f"{self.shim}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-                   PORTAL_ROOT=str(self.fs), AWS_ENDPOINT_URL=self.endpoint,
-                   AWS_EC2_METADATA_SERVICE_ENDPOINT=self.metadata_url,
-                   AWS_SHARED_CREDENTIALS_FILE=str(self.dir / "no-credentials"),
-                   AWS_CONFIG_FILE=str(self.dir / "no-config"))
+        env.update(
+            PATH=f"{self.shim}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            PORTAL_ROOT=str(self.fs),
+            AWS_ENDPOINT_URL=self.endpoint,
+            AWS_EC2_METADATA_SERVICE_ENDPOINT=self.metadata_url,
+            AWS_SHARED_CREDENTIALS_FILE=str(self.dir / "no-credentials"),
+            AWS_CONFIG_FILE=str(self.dir / "no-config"),
+        )
         with open(self.dir / "cloud-init-output.log", "ab") as out:
-            self.proc = subprocess.Popen(["bash", str(self.dir / "user-data")], cwd=self.fs,
-                                         env=env, stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                ["bash", str(self.dir / "user-data")],
+                cwd=self.fs,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     def halt(self) -> None:
         """The machine is gone: every process it started dies, its endpoint closes."""
@@ -246,8 +280,9 @@ class Emulator:
     def publish_local_image(self) -> str:
         """Put LOCAL_IMAGE_PARAMETER into moto (an AMI moto knows). Idempotent."""
         image = self.ssm.get_parameter(Name=LOCAL_IMAGE_SOURCE)["Parameter"]["Value"]
-        self.ssm.put_parameter(Name=LOCAL_IMAGE_PARAMETER, Value=image, Type="String",
-                               Overwrite=True)
+        self.ssm.put_parameter(
+            Name=LOCAL_IMAGE_PARAMETER, Value=image, Type="String", Overwrite=True
+        )
         return image
 
     def ensure_local_image(self) -> str | None:
@@ -261,9 +296,12 @@ class Emulator:
         return None
 
     def _running(self) -> dict[str, dict]:
-        pages = self.ec2.get_paginator("describe_instances").paginate(Filters=[
-            {"Name": "instance-state-name", "Values": ["running"]}])
-        return {i["InstanceId"]: i for p in pages for r in p["Reservations"] for i in r["Instances"]}
+        pages = self.ec2.get_paginator("describe_instances").paginate(
+            Filters=[{"Name": "instance-state-name", "Values": ["running"]}]
+        )
+        return {
+            i["InstanceId"]: i for p in pages for r in p["Reservations"] for i in r["Instances"]
+        }
 
     def _role(self, instance: dict) -> str | None:
         arn = (instance.get("IamInstanceProfile") or {}).get("Arn", "")
@@ -275,7 +313,8 @@ class Emulator:
 
     def _user_data(self, iid: str) -> str:
         value = self.ec2.describe_instance_attribute(InstanceId=iid, Attribute="userData")[
-            "UserData"].get("Value", "")
+            "UserData"
+        ].get("Value", "")
         return base64.b64decode(value).decode() if value else ""
 
     def step(self) -> None:
@@ -289,9 +328,14 @@ class Emulator:
             if BOOTSTRAP_MARK not in user_data:
                 self.ignored.add(iid)
                 continue
-            box = Sandbox(root=self.root, instance=running[iid], user_data=user_data,
-                          role=self._role(running[iid]), region=self.region,
-                          endpoint=self.endpoint)
+            box = Sandbox(
+                root=self.root,
+                instance=running[iid],
+                user_data=user_data,
+                role=self._role(running[iid]),
+                region=self.region,
+                endpoint=self.endpoint,
+            )
             self.sandboxes[iid] = box
             log.info("booting %s in %s (metadata at %s)", iid, box.dir, box.metadata_url)
             box.boot()
@@ -313,8 +357,9 @@ class Emulator:
             box.halt()
 
 
-def send_notice(root: Path, instance_id: str, *, rebalance: bool = False,
-                seconds: int = 120) -> dict:
+def send_notice(
+    root: Path, instance_id: str, *, rebalance: bool = False, seconds: int = 120
+) -> dict:
     """What AWS does first when it takes a spot instance back: the metadata endpoint starts
     serving the notice (terminate in `seconds`), or a rebalance recommendation."""
     folder = Path(root) / instance_id / "imds"
@@ -331,8 +376,11 @@ def send_notice(root: Path, instance_id: str, *, rebalance: bool = False,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m launcher.cloud.emulator", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m launcher.cloud.emulator",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="boot every running portal instance in moto")
     run.add_argument("--endpoint", default=os.environ.get("AWS_ENDPOINT_URL"))
@@ -349,7 +397,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(send_notice(args.root, args.instance_id, rebalance=args.rebalance)))
         return 0
     if not args.endpoint:
-        parser.error("--endpoint (or AWS_ENDPOINT_URL) is required: the emulator plays moto's instances")
+        parser.error(
+            "--endpoint (or AWS_ENDPOINT_URL) is required: the emulator plays moto's instances"
+        )
     # The emulator's own calls (describe instances, read profiles) go to moto with dummy keys;
     # the sandboxes never see these.
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
@@ -358,8 +408,9 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    Emulator(endpoint=args.endpoint, region=args.region, root=args.root.resolve(),
-             poll=args.poll).run_forever(stop)
+    Emulator(
+        endpoint=args.endpoint, region=args.region, root=args.root.resolve(), poll=args.poll
+    ).run_forever(stop)
     return 0
 
 

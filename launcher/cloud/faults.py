@@ -9,6 +9,7 @@
 - `spot_request_status`: DescribeSpotInstanceRequests answers with chosen status codes per
   instance (moto has no spot requests for RunInstances launches, and never reclaims).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -19,7 +20,7 @@ from pathlib import Path
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
-from launcher.backends import aws
+from launcher.cloud import aws
 from launcher.cloud.emulator import send_notice
 
 
@@ -36,8 +37,7 @@ def capacity_errors(refuse: dict[tuple[str, str | None, str | None], str]) -> It
         for (t, z, m), code in refuse.items():
             if t == itype and z in (None, zone) and m in (None, market):
                 refused.append({"type": itype, "zone": zone, "market": market, "code": code})
-                raise ClientError({"Error": {"Code": code, "Message": "injected"}},
-                                  "RunInstances")
+                raise ClientError({"Error": {"Code": code, "Message": "injected"}}, "RunInstances")
 
     def hook(client) -> None:
         if client.meta.service_model.service_name == "ec2":
@@ -50,8 +50,15 @@ def capacity_errors(refuse: dict[tuple[str, str | None, str | None], str]) -> It
         aws.CLIENT_HOOKS.remove(hook)
 
 
-def interrupt(backend: aws.AwsClient, *, emulator_root: Path, task_prefix: str,
-              instance_id: str, grace_seconds: float = 120.0, rebalance: bool = False) -> dict:
+def interrupt(
+    backend: aws.AwsClient,
+    *,
+    emulator_root: Path,
+    task_prefix: str,
+    instance_id: str,
+    grace_seconds: float = 120.0,
+    rebalance: bool = False,
+) -> dict:
     """Serve the spot notice (or a rebalance recommendation) on the instance's metadata
     endpoint, wait (up to the grace time, AWS's two minutes) for its job to report a final
     status, then terminate the instance. Returns the notice, the status and the checkpoint
@@ -67,8 +74,12 @@ def interrupt(backend: aws.AwsClient, *, emulator_root: Path, task_prefix: str,
     checkpoint = backend.get_json(f"{task_prefix}checkpoint-meta.json")
     has_checkpoint = backend.exists(f"{task_prefix}out/checkpoint.pt")
     backend.terminate([instance_id])
-    return {"notice": notice, "status": status, "checkpoint": checkpoint,
-            "checkpoint_in_s3": has_checkpoint}
+    return {
+        "notice": notice,
+        "status": status,
+        "checkpoint": checkpoint,
+        "checkpoint_in_s3": has_checkpoint,
+    }
 
 
 @contextlib.contextmanager
@@ -79,17 +90,23 @@ def spot_request_status(codes: dict[str, str]) -> Iterator[None]:
 
     def before_call(**kwargs):
         # (the request is already serialized here; callers look up their own instance ids)
-        requests = [{"SpotInstanceRequestId": f"sir-{iid[-8:]}", "InstanceId": iid,
-                     "State": "active" if code == "fulfilled" else "closed",
-                     "Status": {"Code": code, "Message": "injected"}}
-                    for iid, code in codes.items()]
-        return (AWSResponse("https://ec2.injected/", 200, {}, None),
-                {"SpotInstanceRequests": requests, "ResponseMetadata": {"HTTPStatusCode": 200}})
+        requests = [
+            {
+                "SpotInstanceRequestId": f"sir-{iid[-8:]}",
+                "InstanceId": iid,
+                "State": "active" if code == "fulfilled" else "closed",
+                "Status": {"Code": code, "Message": "injected"},
+            }
+            for iid, code in codes.items()
+        ]
+        return (
+            AWSResponse("https://ec2.injected/", 200, {}, None),
+            {"SpotInstanceRequests": requests, "ResponseMetadata": {"HTTPStatusCode": 200}},
+        )
 
     def hook(client) -> None:
         if client.meta.service_model.service_name == "ec2":
-            client.meta.events.register("before-call.ec2.DescribeSpotInstanceRequests",
-                                        before_call)
+            client.meta.events.register("before-call.ec2.DescribeSpotInstanceRequests", before_call)
 
     aws.CLIENT_HOOKS.append(hook)
     try:

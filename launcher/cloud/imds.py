@@ -6,6 +6,7 @@ The instance metadata service answers only with a session token: PUT /latest/api
 http://169.254.169.254 on EC2; `AWS_EC2_METADATA_SERVICE_ENDPOINT` (the variable botocore reads
 too) points it at the local emulator's.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,7 +20,9 @@ TOKEN_TTL = 21600  # seconds, the most IMDS grants
 
 class Imds:
     def __init__(self, endpoint: str | None = None, *, timeout: float = 2.0) -> None:
-        endpoint = endpoint or os.environ.get("AWS_EC2_METADATA_SERVICE_ENDPOINT") or DEFAULT_ENDPOINT
+        endpoint = (
+            endpoint or os.environ.get("AWS_EC2_METADATA_SERVICE_ENDPOINT") or DEFAULT_ENDPOINT
+        )
         if not endpoint.startswith(("http://", "https://")):
             raise ValueError(f"the metadata endpoint must be an http(s) URL, not {endpoint!r}")
         self.endpoint = endpoint.rstrip("/")
@@ -30,8 +33,10 @@ class Imds:
     def token(self) -> str:
         if not self._token or time.monotonic() > self._expires:
             request = urllib.request.Request(
-                f"{self.endpoint}/latest/api/token", method="PUT",
-                headers={"X-aws-ec2-metadata-token-ttl-seconds": str(TOKEN_TTL)})
+                f"{self.endpoint}/latest/api/token",
+                method="PUT",
+                headers={"X-aws-ec2-metadata-token-ttl-seconds": str(TOKEN_TTL)},
+            )
             with urllib.request.urlopen(request, timeout=self.timeout) as reply:  # nosec B310 # http(s) checked in __init__
                 self._token = reply.read().decode()
             self._expires = time.monotonic() + TOKEN_TTL - 60
@@ -41,8 +46,10 @@ class Imds:
         """The text at /latest/<path>, or None when the service has nothing there (404: e.g. no
         spot notice yet). A refused token (expired) is renewed once."""
         for attempt in (1, 2):
-            request = urllib.request.Request(f"{self.endpoint}/latest/{path.lstrip('/')}",
-                                             headers={"X-aws-ec2-metadata-token": self.token()})
+            request = urllib.request.Request(
+                f"{self.endpoint}/latest/{path.lstrip('/')}",
+                headers={"X-aws-ec2-metadata-token": self.token()},
+            )
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as reply:  # nosec B310 # http(s) checked in __init__
                     return reply.read().decode()

@@ -1,5 +1,6 @@
 """Cloud clusters: one per allocation, spot workers only (no head node), the tasks they run, the
 interruptions they suffer, and the price catalogue that costs them."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -32,8 +33,11 @@ class PriceCatalogueEntry(models.Model):
     class Meta:
         ordering = ["region", "instance_type", "market"]
         verbose_name_plural = "price catalogue"
-        constraints = [models.UniqueConstraint(fields=["region", "instance_type", "market"],
-                                               name="price_unique_per_market")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["region", "instance_type", "market"], name="price_unique_per_market"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.instance_type} {self.market} {self.region}: {self.price_per_hour}/h"
@@ -49,12 +53,15 @@ class Cluster(models.Model):
         STOPPED = "stopped", "Stopped"
         FAILED = "failed", "Failed"
 
-    allocation = models.OneToOneField("allocations.Allocation", on_delete=models.PROTECT,
-                                      related_name="cluster")
-    facility = models.ForeignKey("allocations.Facility", on_delete=models.PROTECT,
-                                 related_name="clusters")
-    state = models.CharField(max_length=12, choices=State.choices, default=State.REQUESTED,
-                             db_index=True)
+    allocation = models.OneToOneField(
+        "allocations.Allocation", on_delete=models.PROTECT, related_name="cluster"
+    )
+    facility = models.ForeignKey(
+        "allocations.Facility", on_delete=models.PROTECT, related_name="clusters"
+    )
+    state = models.CharField(
+        max_length=12, choices=State.choices, default=State.REQUESTED, db_index=True
+    )
     state_reason = models.CharField(max_length=300, blank=True)
     region = models.CharField(max_length=30)
     bucket = models.CharField(max_length=63)
@@ -106,8 +113,9 @@ class Node(models.Model):
     zone = models.CharField(max_length=30, blank=True)
     gpus = models.PositiveSmallIntegerField(default=0)
     price_per_hour = models.DecimalField(max_digits=10, decimal_places=5, default=Decimal("0"))
-    state = models.CharField(max_length=12, choices=State.choices, default=State.REQUESTED,
-                             db_index=True)
+    state = models.CharField(
+        max_length=12, choices=State.choices, default=State.REQUESTED, db_index=True
+    )
     state_reason = models.CharField(max_length=300, blank=True)
     attempts = models.JSONField(default=list, blank=True)  # capacity refusals on the way
     # The image the instance booted, and where that id came from (an SSM parameter looked up
@@ -147,14 +155,16 @@ class CloudTask(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="tasks")
     job_id = models.PositiveBigIntegerField(null=True, blank=True, db_index=True)
     token = models.CharField(max_length=64, unique=True)
-    node = models.ForeignKey(Node, on_delete=models.SET_NULL, null=True, blank=True,
-                             related_name="tasks")
+    node = models.ForeignKey(
+        Node, on_delete=models.SET_NULL, null=True, blank=True, related_name="tasks"
+    )
     instance_type = models.CharField(max_length=40)
     gpus = models.PositiveSmallIntegerField(default=1)
     argv = models.JSONField(default=list)
     data_prefix = models.CharField(max_length=200)
-    state = models.CharField(max_length=12, choices=State.choices, default=State.QUEUED,
-                             db_index=True)
+    state = models.CharField(
+        max_length=12, choices=State.choices, default=State.QUEUED, db_index=True
+    )
     state_reason = models.CharField(max_length=300, blank=True)
     attempt = models.PositiveSmallIntegerField(default=1)
     progress = models.JSONField(default=dict, blank=True)
@@ -187,8 +197,9 @@ class Interruption(models.Model):
         SPOT_REQUEST = "spot-request", "Spot request status"
 
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="interruptions")
-    task = models.ForeignKey(CloudTask, on_delete=models.CASCADE, null=True, blank=True,
-                             related_name="interruptions")
+    task = models.ForeignKey(
+        CloudTask, on_delete=models.CASCADE, null=True, blank=True, related_name="interruptions"
+    )
     source = models.CharField(max_length=16, choices=Source.choices)
     detected_at = models.DateTimeField(default=timezone.now)
     notice_at = models.DateTimeField(null=True, blank=True)
@@ -196,8 +207,9 @@ class Interruption(models.Model):
     epoch_at_interruption = models.PositiveIntegerField(default=0)
     checkpoint_epoch = models.PositiveIntegerField(null=True, blank=True)
     work_lost_seconds = models.FloatField(default=0)
-    replacement = models.ForeignKey(Node, on_delete=models.SET_NULL, null=True, blank=True,
-                                    related_name="replaces")
+    replacement = models.ForeignKey(
+        Node, on_delete=models.SET_NULL, null=True, blank=True, related_name="replaces"
+    )
     resumed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

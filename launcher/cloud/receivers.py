@@ -1,6 +1,7 @@
 """React to allocation facts: an allocation that may no longer be used stops its workers.
 (The money check of a launch is `AwsBackend.price_launch`, called by the launcher's
 `job_launch` / `sweep_launch` under the allocation lock.)"""
+
 from __future__ import annotations
 
 from django.dispatch import receiver
@@ -16,5 +17,7 @@ from .tasks import stop_workers
 def _stop_workers(sender, allocation_id: int, to_state: str, **kwargs) -> None:
     if to_state not in Allocation.BLOCKED:  # the one home of "nothing may run"
         return
-    for cluster_id in Cluster.objects.filter(allocation_id=allocation_id).values_list("pk", flat=True):
+    for cluster_id in Cluster.objects.filter(allocation_id=allocation_id).values_list(
+        "pk", flat=True
+    ):
         stop_workers.delay(cluster_id, f"The allocation is {to_state}.")

@@ -1,18 +1,24 @@
 """Celery tasks of the cloud app: ids in, one service call, retry decisions. All idempotent."""
+
 from __future__ import annotations
 
 from celery import shared_task
 from django.db.models import Exists, F, OuterRef, Q
 
 from allocations.models import Facility
-from launcher.backends.base import BackendError
+from launcher.backends.contract import BackendError
 
 from . import services
+from .backend import AwsBackend
 from .models import CloudTask, Cluster, Node
 from .selectors import ACTIVE_TASK_STATES
 
-LIVE_CLUSTERS = (Cluster.State.PROVISIONING, Cluster.State.READY, Cluster.State.IDLE,
-                 Cluster.State.STOPPING)
+LIVE_CLUSTERS = (
+    Cluster.State.PROVISIONING,
+    Cluster.State.READY,
+    Cluster.State.IDLE,
+    Cluster.State.STOPPING,
+)
 
 
 @shared_task(name="cloud.start_task", bind=True, acks_late=True, max_retries=5)
@@ -21,7 +27,7 @@ def start_task(self, task_id: int) -> str:
         return services.task_start(task_id=task_id).state
     except BackendError as exc:
         if not exc.permanent:
-            raise self.retry(exc=exc, countdown=10)
+            raise self.retry(exc=exc, countdown=10) from exc
         raise
 
 
@@ -38,12 +44,14 @@ def clusters_to_sync():
     nodes = Node.objects.filter(cluster=OuterRef("pk")).exclude(state=Node.State.STOPPED)
     running = nodes.exclude(state__in=Node.GONE).exclude(instance_id="")
     owing = nodes.exclude(running_at=None).filter(
-        Q(charged_until__isnull=True) | Q(ended_at__isnull=True)
-        | Q(charged_until__lt=F("ended_at")))
+        Q(charged_until__isnull=True)
+        | Q(ended_at__isnull=True)
+        | Q(charged_until__lt=F("ended_at"))
+    )
     unfinished = CloudTask.objects.filter(cluster=OuterRef("pk"), state__in=ACTIVE_TASK_STATES)
     return Cluster.objects.filter(
-        Q(state__in=LIVE_CLUSTERS) | Q(Exists(running)) | Q(Exists(owing))
-        | Q(Exists(unfinished)))
+        Q(state__in=LIVE_CLUSTERS) | Q(Exists(running)) | Q(Exists(owing)) | Q(Exists(unfinished))
+    )
 
 
 @shared_task(name="cloud.sync_all", acks_late=True, ignore_result=True)
@@ -62,8 +70,9 @@ def sync_all() -> int:
 @shared_task(name="cloud.reconcile", acks_late=True)
 def reconcile() -> int:
     terminated = 0
-    for facility in Facility.objects.filter(backend=Facility.Backend.AWS, is_active=True,
-                                            clusters__isnull=False).distinct():
+    for facility in Facility.objects.filter(
+        backend=AwsBackend.name, is_active=True, clusters__isnull=False
+    ).distinct():
         terminated += len(services.cloud_reconcile(facility=facility).orphans_terminated)
     return terminated
 

@@ -16,6 +16,7 @@ comes from its instance profile (IMDSv2). The script:
 `PORTAL_ROOT` (empty on a real instance) lets the local emulator run the very same script in a
 sandbox directory (launcher/cloud/emulator.py).
 """
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """What a cloud worker runs for a CT/X-ray training job, and the shared data it reads."""
+
 from __future__ import annotations
 
 import tempfile
@@ -10,8 +11,22 @@ from .client import aws_client
 from .models import Cluster
 
 # Flags a job may set, passed as separate arguments (never through a shell).
-TRAIN_FLAGS = ("model", "epochs", "size", "batch-size", "lr", "lr-step", "weight-decay",
-               "patience", "folds", "fold", "seed", "bootstrap", "progress-every", "threads")
+TRAIN_FLAGS = (
+    "model",
+    "epochs",
+    "size",
+    "batch-size",
+    "lr",
+    "lr-step",
+    "weight-decay",
+    "patience",
+    "folds",
+    "fold",
+    "seed",
+    "bootstrap",
+    "progress-every",
+    "threads",
+)
 
 
 def ctxray_argv(params: dict, gpus: int = 1) -> list[str]:
@@ -21,10 +36,17 @@ def ctxray_argv(params: dict, gpus: int = 1) -> list[str]:
     on CPU), so every GPU the job pays for trains."""
     launcher = ["python", "-m"]
     if gpus > 1:
-        launcher += ["torch.distributed.run", "--standalone", f"--nproc_per_node={int(gpus)}",
-                     "-m"]
-    argv = [*launcher, "launcher.workloads.ctxray", "train", "--data", "{data}",
-            "--out", "{out}", "--resume"]
+        launcher += ["torch.distributed.run", "--standalone", f"--nproc_per_node={int(gpus)}", "-m"]
+    argv = [
+        *launcher,
+        "launcher.workloads.ctxray",
+        "train",
+        "--data",
+        "{data}",
+        "--out",
+        "{out}",
+        "--resume",
+    ]
     for flag in TRAIN_FLAGS:
         key = flag.replace("-", "_")
         if params.get(key) is not None:
@@ -34,12 +56,22 @@ def ctxray_argv(params: dict, gpus: int = 1) -> list[str]:
     return argv
 
 
-TINY = {"model": "resnet18", "size": 32, "batch_size": 8, "lr": 1e-3, "bootstrap": 50,
-        "progress_every": 1, "seed": 1, "threads": 1, "deterministic": True}
+TINY = {
+    "model": "resnet18",
+    "size": 32,
+    "batch_size": 8,
+    "lr": 1e-3,
+    "bootstrap": 50,
+    "progress_every": 1,
+    "seed": 1,
+    "threads": 1,
+    "deterministic": True,
+}
 
 
-def stage_synthetic_dataset(*, cluster: Cluster, name: str = "ct-tiny", n: int = 48,
-                            size: int = 48, modality: str = "ct") -> str:
+def stage_synthetic_dataset(
+    *, cluster: Cluster, name: str = "ct-tiny", n: int = 48, size: int = 48, modality: str = "ct"
+) -> str:
     """Write a deterministic synthetic dataset to the cluster's shared prefix (the head
     node's shared data). Idempotent. Returns the data prefix."""
     prefix = f"{cluster.prefix}data/{name}/"
@@ -66,6 +98,7 @@ def job_data_prefix(*, cluster: Cluster, params: dict) -> str:
     dataset = params.get("dataset") or "synthetic-ct"
     if dataset in SYNTHETIC:
         n = int(params.get("synthetic_n") or 48)
-        return stage_synthetic_dataset(cluster=cluster, name=f"{dataset}-{n}", n=n,
-                                       modality=SYNTHETIC[dataset])
+        return stage_synthetic_dataset(
+            cluster=cluster, name=f"{dataset}-{n}", n=n, modality=SYNTHETIC[dataset]
+        )
     return f"{cluster.prefix}data/{dataset.strip('/').split('/')[-1]}/"

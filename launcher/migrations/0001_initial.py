@@ -7,75 +7,163 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('allocations', '0001_initial'),
+        ("allocations", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Sweep',
+            name="Sweep",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(blank=True, max_length=120)),
-                ('grid', models.JSONField(default=dict)),
-                ('params', models.JSONField(blank=True, default=dict)),
-                ('size', models.PositiveIntegerField()),
-                ('gpus', models.PositiveSmallIntegerField(default=1)),
-                ('wall_time_minutes', models.PositiveIntegerField(default=60)),
-                ('concurrency', models.PositiveIntegerField(default=4)),
-                ('token', models.CharField(max_length=64, unique=True)),
-                ('scheduler_id', models.CharField(blank=True, max_length=64)),
-                ('estimate_gpu_hours', models.DecimalField(decimal_places=3, default=0, max_digits=12)),
-                ('estimate_cost', models.DecimalField(decimal_places=4, default=0, max_digits=12)),
-                ('sort_by', models.CharField(default='accuracy', max_length=20)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('allocation', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='sweeps', to='allocations.allocation')),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='launched_sweeps', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(blank=True, max_length=120)),
+                ("grid", models.JSONField(default=dict)),
+                ("params", models.JSONField(blank=True, default=dict)),
+                ("size", models.PositiveIntegerField()),
+                ("gpus", models.PositiveSmallIntegerField(default=1)),
+                ("wall_time_minutes", models.PositiveIntegerField(default=60)),
+                ("concurrency", models.PositiveIntegerField(default=4)),
+                ("token", models.CharField(max_length=64, unique=True)),
+                ("scheduler_id", models.CharField(blank=True, max_length=64)),
+                (
+                    "estimate_gpu_hours",
+                    models.DecimalField(decimal_places=3, default=0, max_digits=12),
+                ),
+                ("estimate_cost", models.DecimalField(decimal_places=4, default=0, max_digits=12)),
+                ("sort_by", models.CharField(default="accuracy", max_length=20)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "allocation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="sweeps",
+                        to="allocations.allocation",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="launched_sweeps",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
-            options={
-                'ordering': ['-created_at', '-id'],
-            },
+            options={"ordering": ["-created_at", "-id"]},
         ),
         migrations.CreateModel(
-            name='Job',
+            name="Job",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('workload', models.CharField(choices=[('ctxray-train', 'CT/X-ray training')], default='ctxray-train', max_length=40)),
-                ('params', models.JSONField(blank=True, default=dict)),
-                ('gpus', models.PositiveSmallIntegerField(default=1)),
-                ('wall_time_minutes', models.PositiveIntegerField(default=60)),
-                ('estimate_gpu_hours', models.DecimalField(decimal_places=3, default=0, max_digits=12)),
-                ('estimate_cost', models.DecimalField(decimal_places=4, default=0, max_digits=12)),
-                ('estimate_source', models.CharField(blank=True, max_length=40)),
-                ('state', models.CharField(choices=[('queued', 'Queued'), ('submitting', 'Submitting'), ('pending', 'Pending'), ('running', 'Running'), ('preempted', 'Preempted'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled'), ('timeout', 'Timed out')], db_index=True, default='queued', max_length=12)),
-                ('state_reason', models.CharField(blank=True, max_length=300)),
-                ('token', models.CharField(db_index=True, max_length=64)),
-                ('scheduler_id', models.CharField(blank=True, db_index=True, max_length=64)),
-                ('array_index', models.PositiveIntegerField(blank=True, null=True)),
-                ('workdir', models.CharField(blank=True, max_length=300)),
-                ('output_path', models.CharField(blank=True, max_length=300)),
-                ('exit_code', models.IntegerField(blank=True, null=True)),
-                ('progress', models.JSONField(blank=True, default=dict)),
-                ('metrics', models.JSONField(blank=True, null=True)),
-                ('gpu_seconds', models.BigIntegerField(default=0)),
-                ('log_tail', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('submitted_at', models.DateTimeField(blank=True, null=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('polled_at', models.DateTimeField(blank=True, null=True)),
-                ('allocation', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='jobs', to='allocations.allocation')),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='launched_jobs', to=settings.AUTH_USER_MODEL)),
-                ('sweep', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='jobs', to='launcher.sweep')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "workload",
+                    models.CharField(
+                        choices=[("ctxray-train", "CT/X-ray training")],
+                        default="ctxray-train",
+                        max_length=40,
+                    ),
+                ),
+                ("params", models.JSONField(blank=True, default=dict)),
+                ("gpus", models.PositiveSmallIntegerField(default=1)),
+                ("wall_time_minutes", models.PositiveIntegerField(default=60)),
+                (
+                    "estimate_gpu_hours",
+                    models.DecimalField(decimal_places=3, default=0, max_digits=12),
+                ),
+                ("estimate_cost", models.DecimalField(decimal_places=4, default=0, max_digits=12)),
+                ("estimate_source", models.CharField(blank=True, max_length=40)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("submitting", "Submitting"),
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("preempted", "Preempted"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                            ("timeout", "Timed out"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=12,
+                    ),
+                ),
+                ("state_reason", models.CharField(blank=True, max_length=300)),
+                ("token", models.CharField(db_index=True, max_length=64)),
+                ("scheduler_id", models.CharField(blank=True, db_index=True, max_length=64)),
+                ("array_index", models.PositiveIntegerField(blank=True, null=True)),
+                ("workdir", models.CharField(blank=True, max_length=300)),
+                ("output_path", models.CharField(blank=True, max_length=300)),
+                ("exit_code", models.IntegerField(blank=True, null=True)),
+                ("progress", models.JSONField(blank=True, default=dict)),
+                ("metrics", models.JSONField(blank=True, null=True)),
+                ("gpu_seconds", models.BigIntegerField(default=0)),
+                ("log_tail", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("submitted_at", models.DateTimeField(blank=True, null=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("polled_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "allocation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="jobs",
+                        to="allocations.allocation",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="launched_jobs",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "sweep",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="jobs",
+                        to="launcher.sweep",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['allocation', 'state'], name='launcher_jo_allocat_ef72d1_idx')],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('sweep__isnull', True)), fields=('token',), name='job_token_unique'), models.UniqueConstraint(fields=('sweep', 'array_index'), name='job_sweep_cell_unique')],
+                "ordering": ["-created_at", "-id"],
+                "indexes": [
+                    models.Index(
+                        fields=["allocation", "state"], name="launcher_jo_allocat_ef72d1_idx"
+                    )
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("sweep__isnull", True)),
+                        fields=("token",),
+                        name="job_token_unique",
+                    ),
+                    models.UniqueConstraint(
+                        fields=("sweep", "array_index"), name="job_sweep_cell_unique"
+                    ),
+                ],
             },
         ),
     ]

@@ -4,20 +4,13 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
-    dependencies = [
-        ('launcher', '0001_initial'),
-    ]
+    dependencies = [("launcher", "0001_initial")]
 
     operations = [
         migrations.AddField(
-            model_name='job',
-            name='prior_gpu_seconds',
-            field=models.BigIntegerField(default=0),
+            model_name="job", name="prior_gpu_seconds", field=models.BigIntegerField(default=0)
         ),
         migrations.AddField(
-            model_name='job',
-            name='resumes',
-            field=models.PositiveSmallIntegerField(default=0),
+            model_name="job", name="resumes", field=models.PositiveSmallIntegerField(default=0)
         ),
     ]

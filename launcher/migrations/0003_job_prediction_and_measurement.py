@@ -5,41 +5,44 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('benchmarks', '0002_job_results_and_calibration'),
-        ('launcher', '0002_job_resumes'),
+        ("benchmarks", "0002_job_results_and_calibration"),
+        ("launcher", "0002_job_resumes"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='job',
-            name='benchmark_result',
-            field=models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='job', to='benchmarks.benchmarkresult'),
+            model_name="job",
+            name="benchmark_result",
+            field=models.OneToOneField(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="job",
+                to="benchmarks.benchmarkresult",
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='estimate_basis',
-            field=models.TextField(blank=True),
+            model_name="job", name="estimate_basis", field=models.TextField(blank=True)
         ),
         migrations.AddField(
-            model_name='job',
-            name='estimate_confidence',
+            model_name="job",
+            name="estimate_confidence",
             field=models.CharField(blank=True, max_length=10),
         ),
         migrations.AddField(
-            model_name='job',
-            name='estimate_neighbour',
+            model_name="job",
+            name="estimate_neighbour",
             field=models.CharField(blank=True, max_length=300),
         ),
         migrations.AddField(
-            model_name='job',
-            name='predicted_hours',
+            model_name="job",
+            name="predicted_hours",
             field=models.DecimalField(blank=True, decimal_places=6, max_digits=14, null=True),
         ),
         migrations.AddField(
-            model_name='job',
-            name='predicted_images_per_s',
+            model_name="job",
+            name="predicted_images_per_s",
             field=models.FloatField(blank=True, null=True),
         ),
     ]

@@ -4,25 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
-    dependencies = [
-        ('launcher', '0002_job_resumes'),
-    ]
+    dependencies = [("launcher", "0002_job_resumes")]
 
     operations = [
         migrations.AddField(
-            model_name='job',
-            name='failure_alerted_at',
+            model_name="job",
+            name="failure_alerted_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='job',
-            name='utilisation_mean',
+            model_name="job",
+            name="utilisation_mean",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='job',
-            name='utilisation_source',
-            field=models.CharField(blank=True, choices=[('gpu', 'GPU'), ('cpu', 'CPU')], max_length=3),
+            model_name="job",
+            name="utilisation_source",
+            field=models.CharField(
+                blank=True, choices=[("gpu", "GPU"), ("cpu", "CPU")], max_length=3
+            ),
         ),
     ]

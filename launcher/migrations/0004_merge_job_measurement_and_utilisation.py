@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('launcher', '0003_job_prediction_and_measurement'),
-        ('launcher', '0003_job_utilisation_and_failure_alert'),
+        ("launcher", "0003_job_prediction_and_measurement"),
+        ("launcher", "0003_job_utilisation_and_failure_alert"),
     ]
 
-    operations = [
-    ]
+    operations = []

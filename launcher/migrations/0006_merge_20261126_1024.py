@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('launcher', '0005_backfill_allocation_ledger'),
-        ('launcher', '0005_job_submit_lease_and_stable_usage_ids'),
+        ("launcher", "0005_backfill_allocation_ledger"),
+        ("launcher", "0005_job_submit_lease_and_stable_usage_ids"),
     ]
 
-    operations = [
-    ]
+    operations = []

@@ -1,5 +1,9 @@
-"""The launcher's data: jobs (one training run each) and sweeps (a grid of jobs)."""
+"""The launcher's data: jobs (one training run each) and sweeps (a grid of jobs); the keys of
+idempotent launches; the workers' heartbeat."""
+
+from .heartbeat import WorkerHeartbeat
+from .idempotency import IdempotencyKey
 from .job import Job
 from .sweep import Sweep
 
-__all__ = ["Job", "Sweep"]
+__all__ = ["IdempotencyKey", "Job", "Sweep", "WorkerHeartbeat"]

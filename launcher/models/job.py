@@ -4,6 +4,7 @@ The fields are backend-neutral: `scheduler_id` is a Slurm job id or a cloud task
 `array_index` the task within a Slurm array (a sweep cell), `token` the unique name that makes
 submission idempotent (looked up before any re-submission).
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -22,22 +23,29 @@ class Job(models.Model):
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
         TIMEOUT = "timeout", "Timed out"
+        # A sweep cell whose configuration ranked outside the top 1/eta at a rung (ASHA,
+        # launcher/search/asha.py): charged what it ran, its reservation released.
+        STOPPED_EARLY = "stopped_early", "Stopped early"
 
-    FINAL = (State.SUCCEEDED, State.FAILED, State.CANCELLED, State.TIMEOUT)
+    FINAL = (State.SUCCEEDED, State.FAILED, State.CANCELLED, State.TIMEOUT, State.STOPPED_EARLY)
     # States in which the scheduler holds (or may hold) the job: polled by the monitor.
     LIVE = (State.SUBMITTING, State.PENDING, State.RUNNING, State.PREEMPTED)
 
     class Workload(models.TextChoices):
         CTXRAY_TRAIN = "ctxray-train", "CT/X-ray training"
 
-    allocation = models.ForeignKey("allocations.Allocation", on_delete=models.PROTECT,
-                                   related_name="jobs")
-    sweep = models.ForeignKey("launcher.Sweep", on_delete=models.CASCADE, null=True, blank=True,
-                              related_name="jobs")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
-                                   related_name="launched_jobs")
-    workload = models.CharField(max_length=40, choices=Workload.choices,
-                                default=Workload.CTXRAY_TRAIN)
+    allocation = models.ForeignKey(
+        "allocations.Allocation", on_delete=models.PROTECT, related_name="jobs"
+    )
+    sweep = models.ForeignKey(
+        "launcher.Sweep", on_delete=models.CASCADE, null=True, blank=True, related_name="jobs"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="launched_jobs"
+    )
+    workload = models.CharField(
+        max_length=40, choices=Workload.choices, default=Workload.CTXRAY_TRAIN
+    )
     # Validated workload parameters (model, epochs, dataset, lr, ...): see launcher/bundles.py.
     params = models.JSONField(default=dict, blank=True)
     gpus = models.PositiveSmallIntegerField(default=1)
@@ -53,17 +61,38 @@ class Job(models.Model):
     estimate_neighbour = models.CharField(max_length=300, blank=True)
     predicted_hours = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
     predicted_images_per_s = models.FloatField(null=True, blank=True)
+    # Placement (docs/placement.md), for a launch that asked for "auto": the ranking at that
+    # moment (`prefer`, the chosen allocation and the alternatives with their predicted wait,
+    # run, finish, cost and reasons, the sentence the job page shows), and the predicted wait
+    # (seconds from launch to start) and finish, measured against started_at - created_at and
+    # finished_at (launcher/placement_selectors.py: placement_errors).
+    placement = models.JSONField(null=True, blank=True)
+    predicted_wait_seconds = models.PositiveIntegerField(null=True, blank=True)
+    predicted_finish_at = models.DateTimeField(null=True, blank=True)
     # What this run measured, written back once it succeeded (launcher/services/measurement.py).
-    benchmark_result = models.OneToOneField("benchmarks.BenchmarkResult", null=True, blank=True,
-                                            on_delete=models.SET_NULL, related_name="job")
+    benchmark_result = models.OneToOneField(
+        "benchmarks.BenchmarkResult",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="job",
+    )
 
-    state = models.CharField(max_length=12, choices=State.choices, default=State.QUEUED,
-                             db_index=True)
+    state = models.CharField(
+        max_length=16, choices=State.choices, default=State.QUEUED, db_index=True
+    )
     # Why it waits or failed: the scheduler's pending reason, an exit code, a backend error.
     state_reason = models.CharField(max_length=300, blank=True)
     token = models.CharField(max_length=64, db_index=True)
     scheduler_id = models.CharField(max_length=64, blank=True, db_index=True)
     array_index = models.PositiveIntegerField(null=True, blank=True)
+    # A staged sweep's cell the portal has not released to the scheduler yet (it reserves
+    # nothing until released: launcher/services/sweeps.py).
+    held = models.BooleanField(default=False)
+    # Early stopping: the epochs this cell had finished when its configuration was stopped,
+    # and the rung (0-based) at which it was judged (the furthest one it passed otherwise).
+    stopped_at_epoch = models.PositiveIntegerField(null=True, blank=True)
+    rung = models.PositiveSmallIntegerField(null=True, blank=True)
     workdir = models.CharField(max_length=300, blank=True)
     output_path = models.CharField(max_length=300, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
@@ -76,8 +105,9 @@ class Job(models.Model):
     # Mean utilisation (percent) the trainer sampled over its run: of the GPUs through NVML
     # where it had GPUs, else of the CPU (source says which); empty if it reported none.
     utilisation_mean = models.FloatField(null=True, blank=True)
-    utilisation_source = models.CharField(max_length=3, blank=True,
-                                          choices=[("gpu", "GPU"), ("cpu", "CPU")])
+    utilisation_source = models.CharField(
+        max_length=3, blank=True, choices=[("gpu", "GPU"), ("cpu", "CPU")]
+    )
     log_tail = models.TextField(blank=True)
     # When staff were told of this job's failure (the failing-jobs digest tells each once).
     failure_alerted_at = models.DateTimeField(null=True, blank=True)
@@ -104,8 +134,9 @@ class Job(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["token"], condition=models.Q(sweep__isnull=True),
-                                    name="job_token_unique"),
+            models.UniqueConstraint(
+                fields=["token"], condition=models.Q(sweep__isnull=True), name="job_token_unique"
+            ),
             models.UniqueConstraint(fields=["sweep", "array_index"], name="job_sweep_cell_unique"),
         ]
         indexes = [models.Index(fields=["allocation", "state"])]
@@ -118,6 +149,13 @@ class Job(models.Model):
         return self.state in self.FINAL
 
     @property
+    def real_wait_seconds(self) -> float | None:
+        """Seconds from launch to start (None until it started): placement's wait, measured."""
+        if self.started_at is None:
+            return None
+        return max(0.0, (self.started_at - self.created_at).total_seconds())
+
+    @property
     def images_per_s(self) -> float | None:
         """The job's throughput, its one definition (pages, API, the benchmark result it
         becomes): images trained per second of training steps, all ranks, as the run measured
@@ -125,8 +163,11 @@ class Job(models.Model):
         it has one, else the trainer's running figure in progress.json; None if not reported."""
         measured = (self.metrics or {}).get("measured") or {}
         progress = self.progress or {}
-        value = (measured.get("train_images_per_s") or progress.get("train_images_per_s")
-                 or progress.get("images_per_s"))
+        value = (
+            measured.get("train_images_per_s")
+            or progress.get("train_images_per_s")
+            or progress.get("images_per_s")
+        )
         return float(value) if value else None
 
     @property

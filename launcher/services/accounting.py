@@ -3,6 +3,7 @@ offers unsaved UsageRecords for finished work (Slurm's sacct, the local runner's
 time); they are stored once each (unique by source and external id, so offering the same
 records again changes nothing), each job gets its charged GPU-seconds, then the thresholds are
 checked (alerts at 50/80/100%, exhaustion)."""
+
 from __future__ import annotations
 
 import logging
@@ -11,8 +12,8 @@ from collections.abc import Sequence
 from allocations.models import Allocation, UsageRecord
 from allocations.services import ledger_jobs_change, usage_check_thresholds, usage_record_many
 
-from ..backends.base import BackendError
-from ..backends.registry import Capability, backend_for, backends_with
+from ..backends.contract import BackendError, Capability
+from ..backends.registry import backend_for, backends_with
 from ..models import Job
 from ..selectors import allocations_owing_usage
 
@@ -26,8 +27,7 @@ def usage_ingest(*, allocation: Allocation) -> int:
     backend = backend_for(allocation.facility)
     if Capability.USAGE not in backend.capabilities:
         return 0  # not configured (served by `manual`)
-    return usage_ingest_records(allocation=allocation,
-                                records=backend.usage(allocation=allocation))
+    return usage_ingest_records(allocation=allocation, records=backend.usage(allocation=allocation))
 
 
 def usage_ingest_all() -> int:

@@ -1,4 +1,5 @@
 """Cancelling jobs and sweeps at a user's request."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -7,9 +8,10 @@ from django.utils import timezone
 
 from allocations.transitions import InvalidTransition
 
-from ..selectors import check_can_act
+from ..backends.contract import Capability
+from ..backends.registry import backend_for
 from ..models import Job, Sweep
-from ..backends.registry import Capability, backend_for
+from ..selectors import check_can_act
 from ..states import job_move
 
 S = Job.State
@@ -18,15 +20,21 @@ S = Job.State
 def job_cancel(*, job: Job, by: Any) -> Job:
     """Cancel a job: scancel on the backend (outside any transaction), then `cancelled`.
     Members of its project and staff may (NotVisible, 404, for those who may not see it;
-    PermissionDenied, 403, for reviewers). A job already final raises InvalidTransition (409).
+    Forbidden, 403, for reviewers). A job already final raises InvalidTransition (409).
     A job still being submitted is marked cancelled and the submission cancels its scheduler
     job when the id comes back."""
     check_can_act(by, job.allocation, what="cancel its jobs")
     if job.state in Job.FINAL:
         raise InvalidTransition(job, job.state, S.CANCELLED)
     _cancel_remote([job])
-    return job_move(job=job, to=S.CANCELLED, by=by, comment="Cancelled by the user.",
-                    finished_at=timezone.now(), state_reason="cancelled by the user")
+    return job_move(
+        job=job,
+        to=S.CANCELLED,
+        by=by,
+        comment="Cancelled by the user.",
+        finished_at=timezone.now(),
+        state_reason="cancelled by the user",
+    )
 
 
 def sweep_cancel(*, sweep: Sweep, by: Any) -> int:
@@ -40,8 +48,13 @@ def sweep_cancel(*, sweep: Sweep, by: Any) -> int:
     cancelled = 0
     for job in live:
         try:
-            job_move(job=job, to=S.CANCELLED, by=by, comment="Sweep cancelled by the user.",
-                     finished_at=timezone.now())
+            job_move(
+                job=job,
+                to=S.CANCELLED,
+                by=by,
+                comment="Sweep cancelled by the user.",
+                finished_at=timezone.now(),
+            )
             cancelled += 1
         except InvalidTransition:
             continue  # finished meanwhile

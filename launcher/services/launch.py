@@ -2,60 +2,46 @@
 active or the estimate exceeds what is left, with its data settled first. Submission happens
 later, in a task, after commit.
 
-A job's data (`job_data`, below): a synthetic set (the trainer's generator), or a dataset
-registered by the job's own project, resolved and confined on the side that sees the files.
-Never a raw path.
-
-A project's folder on a facility is `<storage_root>/<project code>` (`storage_root` in the
-facility's backend settings; the local backend defaults to `var/project-data`). A dataset's
-location is relative to that folder. At every launch, before any row is written:
-
-1. the dataset is looked up in the allocation's project, by id or by name (another project's
-   dataset is "not found", exactly like one that does not exist);
-2. its data-sensitivity tier must be one the facility accepts;
-3. its location must pass the policy's rules again (relative, no '..': a row could have been
-   written before the rules, or by hand);
-4. the facility's backend (the `data_paths` capability of launcher/backends/registry.py)
-   resolves the project folder and the dataset with every symlink followed (os.path.realpath
-   locally, `realpath -e` over SSH on Slurm, as an argument list) and refuses a dataset that
-   is missing or lands outside the project folder.
-
-Each refusal is a `DatasetRefused`: HTTP 400 on `params.dataset`, the form's `dataset` field,
-and nothing launched. The resolved absolute path travels in the job's params as `data_path`
-(written by the portal, never taken from the user) and reaches the trainer as `--data`; the
-resolved project folder travels as `data_root` and reaches it as `--data-root`: the trainer
-resolves `--data` again on the node when it starts and refuses to read it if it now lies
-outside that folder (a symlink swapped in after the launch).
-
-The datasets a notebook session may read pass the same checks
-(launcher/notebooks/selectors.py, `notebook_datasets`).
+A job's data is settled first (`job_data`, launcher/services/datasets.py).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Mapping
 from decimal import ROUND_UP, Decimal
 from typing import Any
 
 from django.db import transaction
 
-from allocations.bounds import as_id
-from allocations.figures import hours_text
-from allocations.models import Allocation, Dataset
-from allocations.policy import dataset_refusal
+from allocations.models import Allocation
 from allocations.selectors import allocation_ledger
 from allocations.services import ledger_reserve
-from allocations.transitions import enqueue, record_event
+from allocations.transitions import record_event
+from core.figures import hours_text
+from core.tasks import enqueue
 
-from .. import params as launch_params, sweepgrid
+from .. import params as launch_params
+from .. import sweepgrid
+from ..backends.contract import Capability
+from ..backends.registry import backend_for
+from ..estimates import (
+    Estimate,
+    check_gpus_fit,
+    estimate_run,
+    estimate_sweep,
+    predict,
+    sweep_wall_time,
+    wall_time_for,
+)
+from ..idempotency import Idempotency
+from ..idempotency import record as idempotency_record
+from ..models import IdempotencyKey, Job, Sweep
+from ..search.spec import SpecError, check_epochs, expected_fraction
 from ..selectors import check_can_act
-from ..estimates import Estimate, estimate_run, estimate_sweep, gpus_refusal
-from ..models import Job, Sweep
-from ..backends.base import NO_STORAGE, BackendError, PathRefused
-from ..backends.registry import Capability, backend_for, supports
-from ..bundles import SYNTHETIC
-from .errors import GpusRefused, LaunchConflict, LaunchRefused
+from .datasets import job_data
+from .errors import LaunchConflict
+from .sweeps import sweep_stage
 
 
 def new_token(prefix: str) -> str:
@@ -66,14 +52,23 @@ def new_token(prefix: str) -> str:
 def _lock_active(allocation: Allocation) -> Allocation:
     """Lock the allocation row (two launches cannot both spend the same hours) and check it
     can take work."""
-    locked = Allocation.objects.select_for_update(of=("self",)).select_related("facility", "node_type").get(
-        pk=allocation.pk)
+    locked = (
+        Allocation.objects.select_for_update(of=("self",))
+        .select_related("facility", "node_type")
+        .get(pk=allocation.pk)
+    )
     if locked.status != Allocation.Status.ACTIVE:
-        raise LaunchConflict(f"The allocation is {locked.get_status_display().lower()}; jobs can "
-                             "only be launched on an active allocation.", status=locked.status)
+        raise LaunchConflict(
+            f"The allocation is {locked.get_status_display().lower()}; jobs can "
+            "only be launched on an active allocation.",
+            status=locked.status,
+        )
     if Capability.SUBMIT not in backend_for(locked.facility).capabilities:
-        raise LaunchConflict(f"{locked.facility.name} is not connected to the portal: jobs "
-                             "cannot be launched on it from here.", status=locked.status)
+        raise LaunchConflict(
+            f"{locked.facility.name} is not connected to the portal: jobs "
+            "cannot be launched on it from here.",
+            status=locked.status,
+        )
     return locked
 
 
@@ -90,22 +85,29 @@ def _check_budget(allocation: Allocation, estimate: Estimate) -> None:
             f"This launch needs an estimated {estimate.gpu_hours} GPU-hours but only "
             f"{hours_text(remaining)} are left on the allocation ({hours_text(ledger.gpu_hours_reserved)} "
             f"reserved by unfinished work). Estimate ({estimate.source}): {estimate.basis}",
-            estimate_gpu_hours=estimate.gpu_hours, remaining_gpu_hours=remaining,
-            reserved_gpu_hours=ledger.gpu_hours_reserved, estimate_source=estimate.source,
-            estimate_basis=estimate.basis)
+            estimate_gpu_hours=estimate.gpu_hours,
+            remaining_gpu_hours=remaining,
+            reserved_gpu_hours=ledger.gpu_hours_reserved,
+            estimate_source=estimate.source,
+            estimate_basis=estimate.basis,
+        )
     left = ledger.budget_remaining
     if left is not None and estimate.cost > left:
         raise LaunchConflict(
             f"This launch would cost an estimated {estimate.cost} but only {left} of the "
             f"budget is left ({ledger.cost_reserved} reserved by unfinished work). "
             f"Estimate ({estimate.source}): {estimate.basis}",
-            estimate_cost=estimate.cost, remaining_budget=left,
-            reserved_cost=ledger.cost_reserved, estimate_source=estimate.source,
-            estimate_basis=estimate.basis)
+            estimate_cost=estimate.cost,
+            remaining_budget=left,
+            reserved_cost=ledger.cost_reserved,
+            estimate_source=estimate.source,
+            estimate_basis=estimate.basis,
+        )
 
 
-def _backend_price(allocation: Allocation, estimate: Estimate, *, gpus: int,
-                 wall_time_minutes: int, runs: int = 1) -> Estimate:
+def _backend_price(
+    allocation: Allocation, estimate: Estimate, *, gpus: int, wall_time_minutes: int, runs: int = 1
+) -> Estimate:
     """The launch priced by the facility's backend where it prices work in money (the cloud's
     `price_launch`: the catalogue's price x the instance time); `_check_budget` then refuses
     it (409) when the money is not left. Runs under the allocation row lock, reading only: no
@@ -113,162 +115,256 @@ def _backend_price(allocation: Allocation, estimate: Estimate, *, gpus: int,
     backend = backend_for(allocation.facility)
     if Capability.PRICE_LAUNCH not in backend.capabilities:
         return estimate
-    cost = backend.price_launch(allocation=allocation, gpus=gpus,
-                                wall_time_minutes=wall_time_minutes, runs=runs)
+    cost = backend.price_launch(
+        allocation=allocation, gpus=gpus, wall_time_minutes=wall_time_minutes, runs=runs
+    )
     return dataclasses.replace(estimate, cost=cost)
 
 
-def _check_fits(allocation: Allocation, gpus: int) -> None:
-    """Refuse (400 on `gpus`) a run needing more GPUs than the facility's backend can ever run
-    at once (the local backend's slots); a backend that does not know its slots is not asked."""
-    refusal = gpus_refusal(allocation.facility, gpus)
-    if refusal:
-        raise GpusRefused(refusal)
-
-
-def job_launch(*, by: Any, allocation: Allocation, gpus: int, wall_time_minutes: int,
-               params: dict[str, Any], workload: str = Job.Workload.CTXRAY_TRAIN) -> Job:
+def job_launch(
+    *,
+    by: Any,
+    allocation: Allocation,
+    gpus: int,
+    wall_time_minutes: int | None,
+    params: dict[str, Any],
+    workload: str = Job.Workload.CTXRAY_TRAIN,
+    idempotency: Idempotency | None = None,
+) -> Job:
     """Create a queued job and enqueue its submission. Members of the allocation's project and
-    staff may (NotVisible, 404, for those who may not see it; PermissionDenied, 403, for
+    staff may (NotVisible, 404, for those who may not see it; Forbidden, 403, for
     reviewers). The job's dataset is a synthetic set or one of the project's datasets,
     resolved and confined first (DatasetRefused, 400; this may ask the cluster, so it happens
     before the transaction). Raises GpusRefused (400 on `gpus`) for more GPUs than the
     facility ever runs at once, ParamsError (400, per field) for parameters that cannot
     run together, LaunchConflict (409) when the allocation is not active or
-    the estimate exceeds the GPU-hours left."""
+    the estimate exceeds the GPU-hours left. With `idempotency`, the key is recorded with the
+    job in its transaction (launcher/idempotency.py; KeyRaced if another request beat it).
+    Without `wall_time_minutes`, the job gets the predicted run time with its margin
+    (launcher/estimates.py, `wall_time_for`), from the one prediction its estimate also shows."""
     check_can_act(by, allocation, what="launch jobs on its allocations")
-    _check_fits(allocation, gpus)
+    check_gpus_fit(allocation.facility, gpus)
     launch_params.check_job(params, gpus=gpus)
     params = job_data(allocation=allocation, params=params)
-    return _job_create(by=by, allocation=allocation, gpus=gpus,
-                       wall_time_minutes=wall_time_minutes, params=params, workload=workload)
+    return _job_create(
+        by=by,
+        allocation=allocation,
+        gpus=gpus,
+        wall_time_minutes=wall_time_minutes,
+        params=params,
+        workload=workload,
+        idempotency=idempotency,
+    )
 
 
 @transaction.atomic
-def _job_create(*, by: Any, allocation: Allocation, gpus: int, wall_time_minutes: int,
-                params: dict[str, Any], workload: str) -> Job:
+def _job_create(
+    *,
+    by: Any,
+    allocation: Allocation,
+    gpus: int,
+    wall_time_minutes: int | None,
+    params: dict[str, Any],
+    workload: str,
+    idempotency: Idempotency | None,
+) -> Job:
     allocation = _lock_active(allocation)
-    estimate = estimate_run(allocation=allocation, params=params, gpus=gpus,
-                            wall_time_minutes=wall_time_minutes)
+    prediction = predict(allocation, params, gpus)
+    if wall_time_minutes is None:
+        wall_time_minutes = wall_time_for(prediction).minutes
+    estimate = estimate_run(
+        allocation=allocation,
+        params=params,
+        gpus=gpus,
+        wall_time_minutes=wall_time_minutes,
+        prediction=prediction,
+    )
     estimate = _backend_price(allocation, estimate, gpus=gpus, wall_time_minutes=wall_time_minutes)
     _check_budget(allocation, estimate)
     job = Job.objects.create(
-        allocation=allocation, created_by=by, workload=workload, params=params, gpus=gpus,
-        wall_time_minutes=wall_time_minutes, estimate_gpu_hours=estimate.gpu_hours,
-        estimate_cost=estimate.cost, estimate_source=estimate.source, token=new_token("job"),
-        **estimate.job_fields())
+        allocation=allocation,
+        created_by=by,
+        workload=workload,
+        params=params,
+        gpus=gpus,
+        wall_time_minutes=wall_time_minutes,
+        estimate_gpu_hours=estimate.gpu_hours,
+        estimate_cost=estimate.cost,
+        estimate_source=estimate.source,
+        token=new_token("job"),
+        **estimate.job_fields(),
+    )
+    idempotency_record(idempotency, kind=IdempotencyKey.Kind.JOB, object_id=job.pk)
     ledger_reserve(allocation_id=allocation.pk, job_ids=[job.pk])
-    record_event(job, actor=by, from_state="", to_state=job.state,
-                 comment=f"Launched: estimate {estimate.gpu_hours} GPU-hours ({estimate.source}).")
+    record_event(
+        job,
+        actor=by,
+        from_state="",
+        to_state=job.state,
+        comment=f"Launched: estimate {estimate.gpu_hours} GPU-hours ({estimate.source}).",
+    )
     enqueue("launcher.submit_job", job.pk)
     return job
 
 
-def sweep_launch(*, by: Any, allocation: Allocation, grid: dict[str, Any], gpus: int,
-                 wall_time_minutes: int, params: dict[str, Any], concurrency: int = 4,
-                 name: str = "", sort_by: str = "accuracy") -> Sweep:
+def sweep_launch(
+    *,
+    by: Any,
+    allocation: Allocation,
+    grid: dict[str, Any],
+    gpus: int,
+    wall_time_minutes: int | None,
+    params: dict[str, Any],
+    concurrency: int = 4,
+    name: str = "",
+    sort_by: str = "accuracy",
+    idempotency: Idempotency | None = None,
+) -> Sweep:
     """Create a sweep with one queued job per grid cell and enqueue its (single, array)
     submission. The total estimate of all cells is checked against what is left.
     The same permission and dataset rules as job_launch. Raises sweepgrid.GridError or ParamsError
     (400) for a bad grid or parameters its cells cannot run with, DatasetRefused (400) and
-    LaunchConflict (409)."""
+    LaunchConflict (409). `idempotency` as for job_launch. Without `wall_time_minutes`, every
+    cell gets the first cell's predicted run time with its margin (`sweep_wall_time`)."""
     check_can_act(by, allocation, what="launch sweeps on its allocations")
-    _check_fits(allocation, gpus)
-    launch_params.check_sweep(params, sweepgrid.validate(grid), gpus=gpus)
+    check_gpus_fit(allocation.facility, gpus)
+    spec = sweepgrid.validate(grid)
+    launch_params.check_sweep(params, spec, gpus=gpus)
+    try:
+        check_epochs(spec.early_stopping, int({**params, **spec.fixed}.get("epochs", 50)))
+    except SpecError as error:
+        raise sweepgrid.GridError(str(error)) from None
     params = job_data(allocation=allocation, params=params)
-    return _sweep_create(by=by, allocation=allocation, grid=grid, gpus=gpus,
-                         wall_time_minutes=wall_time_minutes, params=params,
-                         concurrency=concurrency, name=name, sort_by=sort_by)
+    if wall_time_minutes is None:
+        wall_time_minutes = sweep_wall_time(
+            allocation=allocation, grid=grid, params=params, gpus=gpus
+        )
+    return _sweep_create(
+        by=by,
+        allocation=allocation,
+        grid=grid,
+        gpus=gpus,
+        wall_time_minutes=wall_time_minutes,
+        params=params,
+        concurrency=concurrency,
+        name=name,
+        sort_by=sort_by,
+        idempotency=idempotency,
+    )
 
 
 @transaction.atomic
-def _sweep_create(*, by: Any, allocation: Allocation, grid: dict[str, Any], gpus: int,
-                  wall_time_minutes: int, params: dict[str, Any], concurrency: int, name: str,
-                  sort_by: str) -> Sweep:
+def _sweep_create(
+    *,
+    by: Any,
+    allocation: Allocation,
+    grid: dict[str, Any],
+    gpus: int,
+    wall_time_minutes: int,
+    params: dict[str, Any],
+    concurrency: int,
+    name: str,
+    sort_by: str,
+    idempotency: Idempotency | None,
+) -> Sweep:
     spec = sweepgrid.validate(grid)
     cells = sweepgrid.expand(spec)
     allocation = _lock_active(allocation)
-    estimate = estimate_sweep(allocation=allocation, params=params, fixed=spec.fixed,
-                              cells=len(cells), gpus=gpus, wall_time_minutes=wall_time_minutes)
+    estimate = estimate_sweep(
+        allocation=allocation,
+        params=params,
+        fixed=spec.fixed,
+        cells=spec.size,
+        gpus=gpus,
+        wall_time_minutes=wall_time_minutes,
+    )
     per_cell, total = estimate.per_cell, estimate.total
-    total = _backend_price(allocation, total, gpus=gpus, wall_time_minutes=wall_time_minutes,
-                         runs=len(cells))
-    _check_budget(allocation, total)
-    cell_cost = (total.cost / len(cells)).quantize(Decimal("0.0001"), rounding=ROUND_UP)
+    total = _backend_price(
+        allocation, total, gpus=gpus, wall_time_minutes=wall_time_minutes, runs=spec.size
+    )
+    cell_cost = (total.cost / spec.size).quantize(Decimal("0.0001"), rounding=ROUND_UP)
+    if spec.staged:
+        # Only what runs at once is reserved (each released cell, its worst case): the first
+        # release must fit; later ones are checked as they happen (services/sweeps.py).
+        first = min(concurrency, spec.size)
+        _check_budget(
+            allocation,
+            dataclasses.replace(
+                per_cell, gpu_hours=per_cell.gpu_hours * first, cost=cell_cost * first
+            ),
+        )
+    else:
+        _check_budget(allocation, total)
     token = new_token("sweep")
+    epochs = int({**params, **spec.fixed}.get("epochs", 50))
+    expected = (
+        total.gpu_hours * Decimal(str(expected_fraction(spec.early_stopping, epochs)))
+    ).quantize(Decimal("0.001"), rounding=ROUND_UP)
     sweep = Sweep.objects.create(
-        allocation=allocation, created_by=by, name=name, grid=dict(grid), params=params,
-        size=len(cells), gpus=gpus, wall_time_minutes=wall_time_minutes, concurrency=concurrency,
-        token=token, estimate_gpu_hours=total.gpu_hours, estimate_cost=total.cost, sort_by=sort_by)
-    cells_created = Job.objects.bulk_create([
-        Job(allocation=allocation, sweep=sweep, created_by=by, params={**params, **_cell(c)},
-            gpus=gpus, wall_time_minutes=wall_time_minutes, estimate_gpu_hours=per_cell.gpu_hours,
-            estimate_cost=cell_cost, estimate_source=per_cell.source, token=token,
-            array_index=c["index"], **per_cell.job_fields())
-        for c in cells])
+        allocation=allocation,
+        created_by=by,
+        name=name,
+        grid=dict(grid),
+        params=params,
+        size=spec.size,
+        gpus=gpus,
+        wall_time_minutes=wall_time_minutes,
+        concurrency=concurrency,
+        token=token,
+        estimate_gpu_hours=total.gpu_hours,
+        estimate_cost=total.cost,
+        sort_by=sort_by,
+        staged=spec.staged,
+        cell_estimate_gpu_hours=per_cell.gpu_hours,
+        cell_estimate_cost=cell_cost,
+        expected_gpu_hours=expected if spec.staged else None,
+    )
+    idempotency_record(idempotency, kind=IdempotencyKey.Kind.SWEEP, object_id=sweep.pk)
+    held = spec.staged  # a staged sweep's cells reserve nothing until they are released
+    cells_created = Job.objects.bulk_create(
+        [
+            Job(
+                allocation=allocation,
+                sweep=sweep,
+                created_by=by,
+                params={**params, **_cell(c)},
+                gpus=gpus,
+                wall_time_minutes=wall_time_minutes,
+                estimate_gpu_hours=0 if held else per_cell.gpu_hours,
+                estimate_cost=0 if held else cell_cost,
+                estimate_source=per_cell.source,
+                token=token,
+                array_index=c["index"],
+                held=held,
+                **per_cell.job_fields(),
+            )
+            for c in cells
+        ]
+    )
+    how = (
+        f"{spec.size} cells, worst case {total.gpu_hours} GPU-hours"
+        + (f", expected {expected} ({_expected_basis(spec)})" if spec.staged else "")
+        + "."
+    )
+    record_event(sweep, actor=by, from_state="", to_state="queued", comment=how)
+    if spec.staged:
+        template = {"estimate_source": per_cell.source, **per_cell.job_fields()}
+        sweep_stage(sweep=sweep, spec=spec, cells=cells_created, template=template)
+        return sweep
     ledger_reserve(allocation_id=allocation.pk, job_ids=[job.pk for job in cells_created])
-    record_event(sweep, actor=by, from_state="", to_state="queued",
-                 comment=f"{len(cells)} cells, estimate {total.gpu_hours} GPU-hours.")
     enqueue("launcher.submit_sweep", sweep.pk)
     return sweep
 
 
+def _expected_basis(spec: sweepgrid.GridSpec) -> str:
+    stopping = spec.early_stopping
+    if stopping is None:
+        return "every cell to its last epoch"
+    return (
+        f"the rung schedule: 1/{stopping.eta} of the configurations go on at each rung, from "
+        f"epoch {stopping.min_epochs}"
+    )
+
+
 def _cell(cell: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in cell.items() if k != "index"}
-
-
-# A job's data: a synthetic set, or the project's dataset resolved and confined.
-
-class DatasetRefused(LaunchRefused):
-    """The job's dataset cannot be used (HTTP 400 on params.dataset)."""
-
-    field = "params.dataset"
-
-
-def find_dataset(*, allocation: Allocation, ref: str) -> Dataset:
-    """The allocation's project's dataset named `ref` (or with id `ref`)."""
-    datasets = Dataset.objects.filter(project_id=allocation.project_id)
-    found = (datasets.filter(pk=number).first() if (number := as_id(ref)) is not None else None) or \
-        datasets.filter(name=ref).first()
-    if found is None:
-        raise DatasetRefused(f"The project has no dataset {ref!r}: register it on the project's "
-                             f"datasets page, or use {' or '.join(SYNTHETIC)}.")
-    return found
-
-
-def job_data(*, allocation: Allocation, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The job's params with its data settled: unchanged for a synthetic set; for a dataset,
-    `dataset` (its name), `dataset_id` and `data_path` (resolved, confined). May call the
-    backend (SSH): call it outside any transaction. Raises DatasetRefused (400), or
-    LaunchConflict (409) when the cluster cannot be reached to check."""
-    params = {k: v for k, v in params.items()
-              if k not in ("data_path", "data_root", "dataset_id")}
-    ref = str(params.get("dataset") or "synthetic-ct")
-    if ref in SYNTHETIC:
-        return params
-    dataset = find_dataset(allocation=allocation, ref=ref)
-    facility = allocation.facility
-    why = dataset_refusal(dataset, facility)
-    if why:
-        raise DatasetRefused(f"{dataset.name} cannot be used here: {why}.")
-    no_storage = DatasetRefused(f"{facility.name} {NO_STORAGE}; use {' or '.join(SYNTHETIC)}.")
-    if not supports(facility, Capability.DATA_PATHS):
-        raise no_storage
-    backend = backend_for(facility)
-    try:
-        real = backend.resolve_data_path(
-            facility=facility, project_code=allocation.project.code, location=dataset.location)
-        # The project's folder itself ("." resolves to it), which the job checks again on
-        # the node when it starts (`data_root`).
-        root = backend.resolve_data_path(
-            facility=facility, project_code=allocation.project.code, location=".")
-    except PathRefused as refusal:
-        if refusal.message == NO_STORAGE:
-            raise no_storage from None
-        raise DatasetRefused(f"{dataset.name} ({dataset.location}) cannot be used: "
-                             f"{refusal.message}.") from None
-    except BackendError as error:
-        raise LaunchConflict(f"Could not check {dataset.name} on {facility.name}: "
-                             f"{error.message}. Try again.") from None
-    return {**params, "dataset": dataset.name, "dataset_id": dataset.pk, "data_path": real,
-            "data_root": root}

@@ -7,6 +7,7 @@ job, `job_measurement_record` stores them as a `BenchmarkResult` of source `job`
 allocation's node type, with the prediction made at launch and the hours the run took, so the
 recommender predicts the next launch from it and /benchmarks/ shows its calibration.
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,7 +31,8 @@ def _figures(job: Job) -> dict[str, Any] | None:
     if not throughput or not config.get("model"):
         return None
     return {
-        "model": config["model"], "dims": int(config.get("dims") or 2),
+        "model": config["model"],
+        "dims": int(config.get("dims") or 2),
         "image_size": int(config.get("size") or 224),
         "batch_size": int(config.get("batch_size") or 16),
         "gpus": int(runtime.get("world_size") or progress.get("world_size") or 1),
@@ -68,13 +70,21 @@ def job_measurement_record(*, job: Job) -> BenchmarkResult | None:
         return None
     predicted = float(job.predicted_hours) if job.predicted_hours is not None else None
     hours, train_seconds = run_hours(job), figures.pop("train_seconds")
-    overhead = (hours * 3600 - train_seconds if hours and train_seconds is not None
-                and hours * 3600 > train_seconds else None)
+    overhead = (
+        hours * 3600 - train_seconds
+        if hours and train_seconds is not None and hours * 3600 > train_seconds
+        else None
+    )
     result = benchmark_result_from_job(
-        key=f"job-{job.pk}", node_type=node_type, measured_at=job.finished_at,
-        predicted_hours=predicted, measured_hours=hours, overhead_seconds=overhead,
+        key=f"job-{job.pk}",
+        node_type=node_type,
+        measured_at=job.finished_at,
+        predicted_hours=predicted,
+        measured_hours=hours,
+        overhead_seconds=overhead,
         notes=f"Job #{job.pk}; predicted at launch: {job.estimate_basis or 'no prediction'}",
-        **figures)
+        **figures,
+    )
     if result is None:
         return None
     Job.objects.filter(pk=job.pk, benchmark_result__isnull=True).update(benchmark_result=result)

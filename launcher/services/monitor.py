@@ -2,23 +2,25 @@
 progress, log tail, metrics). Called by a beat task every few seconds; safe to run
 concurrently (moves are compare-and-swap) and after any failure (a transient backend error just
 leaves the rows as they were until the next poll)."""
+
 from __future__ import annotations
 
 import datetime as dt
 import logging
 from typing import Any
 
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from allocations.models import Facility
 
-from ..backends.base import BackendError
+from ..backends.contract import BackendError, Capability, ComputeBackend, Fetched, Observation
+from ..backends.registry import backend_for
 from ..models import Job
-from ..backends.registry import Capability, backend_for
-from ..runners import Fetched, Observation
 from ..states import job_move_if
 from .measurement import job_measurement_record
 from .resume import job_resume, preempt_updates
+from .sweeps import sweep_advance
 
 log = logging.getLogger(__name__)
 S = Job.State
@@ -27,17 +29,23 @@ HISTORY_POINTS = 400
 VANISHED_AFTER = dt.timedelta(minutes=10)
 
 
-def _late(qs):
+def _late(qs: QuerySet[Job]) -> QuerySet[Job]:
     """Recently succeeded jobs whose metrics were not read yet (see _collect_late_files)."""
-    return qs.filter(state=S.SUCCEEDED, metrics__isnull=True,
-                     finished_at__gte=timezone.now() - LATE_FILES_FOR)
+    return qs.filter(
+        state=S.SUCCEEDED, metrics__isnull=True, finished_at__gte=timezone.now() - LATE_FILES_FOR
+    )
 
 
 def facilities_with_live_jobs() -> list[int]:
     """Facilities with jobs to poll: live ones, or finished ones whose files are still due."""
     jobs = Job.objects.filter(state__in=Job.LIVE).exclude(scheduler_id="")
-    ids = jobs.order_by().values("allocation__facility_id").union(
-        _late(Job.objects.exclude(scheduler_id="")).order_by().values("allocation__facility_id"))
+    ids = (
+        jobs.order_by()
+        .values("allocation__facility_id")
+        .union(
+            _late(Job.objects.exclude(scheduler_id="")).order_by().values("allocation__facility_id")
+        )
+    )
     return sorted({row["allocation__facility_id"] for row in ids})
 
 
@@ -46,8 +54,11 @@ def jobs_poll(*, facility_id: int) -> dict[str, int]:
     Raises nothing for transient backend trouble (logged; the next poll retries)."""
     facility = Facility.objects.get(pk=facility_id)
     runner = backend_for(facility)
-    jobs = list(Job.objects.select_related("allocation", "sweep").filter(
-        allocation__facility=facility, state__in=Job.LIVE).exclude(scheduler_id=""))
+    jobs = list(
+        Job.objects.select_related("allocation", "sweep")
+        .filter(allocation__facility=facility, state__in=Job.LIVE)
+        .exclude(scheduler_id="")
+    )
     if Capability.OBSERVE not in runner.capabilities:
         return {"jobs": 0, "moved": 0}
     if not jobs:
@@ -78,10 +89,13 @@ def jobs_poll(*, facility_id: int) -> dict[str, int]:
         if job.state == S.PREEMPTED and resumable:
             moved += _resume(job)
     moved += _collect_late_files(facility, runner, exclude={j.pk for j in jobs})
+    # What this poll read decides a staged sweep's rungs and frees its slots: at once.
+    for sweep_id in sorted({j.sweep_id for j in jobs if j.sweep_id and j.sweep and j.sweep.staged}):
+        sweep_advance(sweep_id=sweep_id)
     return {"jobs": len(jobs), "moved": moved}
 
 
-def _collect(job: Job, runner, facility: Facility) -> bool:
+def _collect(job: Job, runner: ComputeBackend, facility: Facility) -> bool:
     if Capability.FETCH not in runner.capabilities:
         return False
     try:
@@ -97,16 +111,22 @@ def _collect(job: Job, runner, facility: Facility) -> bool:
 LATE_FILES_FOR = dt.timedelta(minutes=10)
 
 
-def _collect_late_files(facility: Facility, runner, *, exclude: set[int]) -> int:
+def _collect_late_files(facility: Facility, runner: ComputeBackend, *, exclude: set[int]) -> int:
     """Re-read files of recently finished jobs that still lack them (bounded: at most 20)."""
-    late = list(_late(Job.objects.select_related("allocation", "sweep")).filter(
-        allocation__facility=facility).exclude(pk__in=exclude).exclude(scheduler_id="")[:20])
+    late = list(
+        _late(Job.objects.select_related("allocation", "sweep"))
+        .filter(allocation__facility=facility)
+        .exclude(pk__in=exclude)
+        .exclude(scheduler_id="")[:20]
+    )
     for job in late:
         _collect(job, runner, facility)
     return 0
 
 
-def _checkpointed_at_limit(job: Job, observation: Observation, runner, facility: Facility) -> Observation:
+def _checkpointed_at_limit(
+    job: Job, observation: Observation, runner: ComputeBackend, facility: Facility
+) -> Observation:
     """Slurm's TIMEOUT after the trainer caught SIGTERM and checkpointed (progress.json says
     `preempted`) is resumable: the same observation as `preempted`."""
     try:
@@ -115,8 +135,12 @@ def _checkpointed_at_limit(job: Job, observation: Observation, runner, facility:
         return observation
     if progress.get("state") != "preempted":
         return observation
-    return Observation(state=S.PREEMPTED, reason="checkpointed at its time limit",
-                       exit_code=observation.exit_code, elapsed_seconds=observation.elapsed_seconds)
+    return Observation(
+        state=S.PREEMPTED,
+        reason="checkpointed at its time limit",
+        exit_code=observation.exit_code,
+        elapsed_seconds=observation.elapsed_seconds,
+    )
 
 
 def _resume(job: Job) -> int:
@@ -133,9 +157,15 @@ def _wants_files(job: Job) -> bool:
 
 def _maybe_vanished(job: Job) -> int:
     if job.submitted_at and timezone.now() - job.submitted_at > VANISHED_AFTER:
-        return int(job_move_if(job=job, to=S.FAILED, state_reason="the scheduler no longer knows "
-                               "this job", comment="Vanished from the scheduler.",
-                               finished_at=timezone.now()))
+        return int(
+            job_move_if(
+                job=job,
+                to=S.FAILED,
+                state_reason="the scheduler no longer knows this job",
+                comment="Vanished from the scheduler.",
+                finished_at=timezone.now(),
+            )
+        )
     return 0
 
 
@@ -148,7 +178,8 @@ def job_observe(*, job: Job, observation: Observation, resumable: bool = False) 
     if observation.state == job.state:
         if observation.reason != job.state_reason:
             Job.objects.filter(pk=job.pk, state=job.state).update(
-                state_reason=observation.reason[:300], polled_at=now)
+                state_reason=observation.reason[:300], polled_at=now
+            )
             job.state_reason = observation.reason
         return 0
     updates: dict[str, Any] = {"state_reason": observation.reason[:300], "polled_at": now}
@@ -160,8 +191,12 @@ def job_observe(*, job: Job, observation: Observation, resumable: bool = False) 
         updates["finished_at"] = now
     path = [observation.state]
     # A job may finish between two polls: pass through running so the audit shows it ran.
-    if job.state in (S.PENDING, S.PREEMPTED) and observation.elapsed_seconds > 0 and \
-            observation.state in (*Job.FINAL, S.PREEMPTED) and observation.state != S.CANCELLED:
+    if (
+        job.state in (S.PENDING, S.PREEMPTED)
+        and observation.elapsed_seconds > 0
+        and observation.state in (*Job.FINAL, S.PREEMPTED)
+        and observation.state != S.CANCELLED
+    ):
         path = [S.RUNNING, observation.state]
     comment = observation.reason
     if resumable and observation.state == S.PREEMPTED:

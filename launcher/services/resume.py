@@ -9,6 +9,7 @@ allocation is active and its remaining GPU-hours cover the new attempt's time li
 the job ends (`timeout` after a checkpoint at its limit, else `failed`) with the reason.
 A job Slurm requeues itself (same job id, REQUEUED -> PENDING) passes through `preempted` too.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,11 +22,10 @@ from django.utils import timezone
 from allocations.models import Allocation
 from allocations.selectors import allocation_ledger
 
-from ..selectors import check_can_act
-from ..backends.base import BackendError
+from ..backends.contract import BackendError, Capability, Observation
+from ..backends.registry import backend_for
 from ..models import Job
-from ..backends.registry import Capability, backend_for
-from ..runners import Observation
+from ..selectors import check_can_act
 from ..states import job_move_if
 
 S = Job.State
@@ -51,9 +51,15 @@ def preempt_updates(job: Job, observation: Observation) -> dict[str, Any]:
     kept as prior usage, and the estimate re-based so the reservation is one more attempt."""
     prior = job.prior_gpu_seconds + observation.elapsed_seconds * job.gpus
     prior = max(prior, job.gpu_seconds)  # accounting may already have charged this attempt
-    return {"token": resume_token(job), "resumes": job.resumes + 1, "prior_gpu_seconds": prior,
-            "gpu_seconds": prior,
-            "estimate_gpu_hours": (Decimal(prior) / 3600 + attempt_hours(job)).quantize(Decimal("0.001"))}
+    return {
+        "token": resume_token(job),
+        "resumes": job.resumes + 1,
+        "prior_gpu_seconds": prior,
+        "gpu_seconds": prior,
+        "estimate_gpu_hours": (Decimal(prior) / 3600 + attempt_hours(job)).quantize(
+            Decimal("0.001")
+        ),
+    }
 
 
 def resume_refusal(job: Job) -> str:
@@ -67,11 +73,14 @@ def resume_refusal(job: Job) -> str:
             return f"the allocation is {allocation.get_status_display().lower()}"
         ledger = allocation_ledger(allocation.pk)
         # The reservation already holds this job's next attempt (preempt_updates re-based it).
-        left = (ledger.gpu_seconds_granted - ledger.gpu_seconds_used
-                - ledger.gpu_seconds_reserved) / 3600
+        left = (
+            ledger.gpu_seconds_granted - ledger.gpu_seconds_used - ledger.gpu_seconds_reserved
+        ) / 3600
         if left < 0:
-            return (f"the next attempt needs up to {attempt_hours(job)} GPU-hours but only "
-                    f"{max(left + attempt_hours(job), Decimal(0)):.3f} are left")
+            return (
+                f"the next attempt needs up to {attempt_hours(job)} GPU-hours but only "
+                f"{max(left + attempt_hours(job), Decimal(0)):.3f} are left"
+            )
     return ""
 
 
@@ -79,7 +88,7 @@ def job_resume(*, job: Job, by: Any = None) -> bool:
     """Resubmit a preempted job from its checkpoint (network outside any transaction; safe to
     repeat: the scheduler looks the job's current token up first). Returns True if it moved.
     `by` None is the portal's own monitor; a person must be a member of the job's project or
-    staff (NotVisible, 404; PermissionDenied, 403, for reviewers), the rule of job_cancel.
+    staff (NotVisible, 404; Forbidden, 403, for reviewers), the rule of job_cancel.
     Transient backend errors propagate (the next poll retries with the same token)."""
     if by is not None:
         check_can_act(by, job.allocation, what="resume its jobs")
@@ -92,19 +101,34 @@ def job_resume(*, job: Job, by: Any = None) -> bool:
     refusal = resume_refusal(job)
     if refusal:
         end = S.TIMEOUT if job.exit_code == CHECKPOINT_EXIT else S.FAILED
-        return job_move_if(job=job, to=end, comment=f"Not resumed: {refusal}.",
-                           state_reason=f"not resumed: {refusal}"[:300], finished_at=timezone.now())
+        return job_move_if(
+            job=job,
+            to=end,
+            comment=f"Not resumed: {refusal}.",
+            state_reason=f"not resumed: {refusal}"[:300],
+            finished_at=timezone.now(),
+        )
     try:
         submission = runner.resume(facility=facility, job=job, token=job.token)
     except BackendError as error:
         if not error.permanent:
             raise
-        return job_move_if(job=job, to=S.FAILED, comment=f"Resubmission refused: {error.message}",
-                           state_reason=f"resubmission refused: {error.message}"[:300],
-                           finished_at=timezone.now())
+        return job_move_if(
+            job=job,
+            to=S.FAILED,
+            comment=f"Resubmission refused: {error.message}",
+            state_reason=f"resubmission refused: {error.message}"[:300],
+            finished_at=timezone.now(),
+        )
     note = "found by its token" if submission.already_submitted else "submitted"
     return job_move_if(
-        job=job, to=S.PENDING, scheduler_id=submission.scheduler_id,
-        output_path=submission.output_path, submitted_at=timezone.now(), exit_code=None,
-        state_reason="", comment=f"Resumed from its last checkpoint as scheduler id "
-        f"{submission.scheduler_id} (attempt {job.resumes + 1}, token {job.token}, {note}).")
+        job=job,
+        to=S.PENDING,
+        scheduler_id=submission.scheduler_id,
+        output_path=submission.output_path,
+        submitted_at=timezone.now(),
+        exit_code=None,
+        state_reason="",
+        comment=f"Resumed from its last checkpoint as scheduler id "
+        f"{submission.scheduler_id} (attempt {job.resumes + 1}, token {job.token}, {note}).",
+    )

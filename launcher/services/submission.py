@@ -17,6 +17,7 @@ deadline (`SUBMIT_DEADLINE_SECONDS` after the first attempt) fails the job with 
 error, and staff are told by email. A worker that dies holding the lease loses it when it
 expires (`SUBMIT_LEASE_SECONDS`); the beat task re-enqueues only jobs whose lease expired (or
 was given back) and whose next attempt is due (`submissions_dispatch`)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -31,15 +32,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from allocations.models import Facility
 
-from ..backends.base import BackendError
+from ..backends.contract import BackendError, Capability, Submission
+from ..backends.registry import backend_for
 from ..models import Job, Sweep
-from ..backends.registry import Capability, backend_for
-from ..runners import Submission
 from ..states import job_move_if
 from .alerts import submission_failure_send
 from .monitor import job_observe
@@ -66,8 +66,21 @@ def sweep_submit(*, sweep_id: int) -> Sweep | None:
     """Submit every queued cell of a sweep as one array, under one lease (see job_submit)."""
     sweep = Sweep.objects.select_related("allocation__facility").filter(pk=sweep_id).first()
     if sweep is not None:
-        cells = list(sweep.jobs.select_related("allocation", "sweep").order_by("array_index"))
-        _submit(cells, facility=sweep.allocation.facility, token=sweep.token)
+        cells = list(
+            sweep.jobs.select_related("allocation", "sweep")
+            .filter(held=False)
+            .order_by("array_index")
+        )
+        # A staged sweep's batches (launcher/services/sweeps.py) each carry their own token and
+        # go as their own array; a plain sweep is one batch under the sweep's token.
+        batches: dict[str, list[Job]] = {}
+        for cell in cells:
+            batches.setdefault(cell.token, []).append(cell)
+        for token, batch in batches.items():
+            if sweep.staged:  # a cell stopped before its batch was submitted never starts
+                batch = [c for c in batch if c.state not in Job.FINAL]
+            if any(c.state in (S.QUEUED, S.SUBMITTING) and c.submitted_at is None for c in batch):
+                _submit(batch, facility=sweep.allocation.facility, token=token)
     return sweep
 
 
@@ -81,7 +94,9 @@ def _submit(jobs: Sequence[Job], *, facility: Facility, token: str) -> None:
         return
     runner = backend_for(facility)
     if Capability.SUBMIT not in runner.capabilities:
-        _fail(todo, f"{facility.name} is not connected to the portal: staff run work there by hand.")
+        _fail(
+            todo, f"{facility.name} is not connected to the portal: staff run work there by hand."
+        )
         return
     # Network I/O, outside any transaction: the rows already say `submitting` with the token.
     try:
@@ -110,8 +125,10 @@ def _fault_point(name: str) -> None:
 
 def _give_up(lease: Lease, facility: Facility, error: str) -> None:
     """The deadline passed: fail the rows with the last error and tell staff."""
-    reason = (f"Not submitted: {facility.name} could not be reached in {lease.attempt} "
-              f"attempt(s) before the submission deadline; last error: {error}")
+    reason = (
+        f"Not submitted: {facility.name} could not be reached in {lease.attempt} "
+        f"attempt(s) before the submission deadline; last error: {error}"
+    )
     _fail(lease.jobs, reason)
     submission_failure_send(job_ids=lease.job_ids, reason=reason)
 
@@ -120,13 +137,23 @@ def _record(jobs: Sequence[Job], submission: Submission, *, facility: Facility) 
     now = timezone.now()
     cancelled = []
     for job in jobs:
-        updates = dict(scheduler_id=submission.scheduler_id, workdir=submission.workdir,
-                       output_path=submission.output_path.format(index=job.array_index or 0),
-                       submitted_at=now, submit_lease_owner="", submit_lease_until=None,
-                       submit_next_at=None)
+        updates = dict(
+            scheduler_id=submission.scheduler_id,
+            workdir=submission.workdir,
+            output_path=submission.output_path.format(index=job.array_index or 0),
+            submitted_at=now,
+            submit_lease_owner="",
+            submit_lease_until=None,
+            submit_next_at=None,
+        )
         note = "found by its token" if submission.already_submitted else "submitted"
-        if job_move_if(job=job, to=S.PENDING, comment=f"Scheduler id {submission.scheduler_id} "
-                                                    f"({note}).", state_reason="", **updates):
+        if job_move_if(
+            job=job,
+            to=S.PENDING,
+            comment=f"Scheduler id {submission.scheduler_id} ({note}).",
+            state_reason="",
+            **updates,
+        ):
             # What the backend already knows (a local process that started): applied now,
             # through the same moves a poll makes, so the job is `running` when this returns.
             if (seen := submission.observed.get(job.pk)) is not None:
@@ -135,7 +162,7 @@ def _record(jobs: Sequence[Job], submission: Submission, *, facility: Facility) 
             # Cancelled while we were submitting: keep the id and cancel it there too.
             Job.objects.filter(pk=job.pk).update(**updates)
             job.scheduler_id = submission.scheduler_id
-            if job.state == S.CANCELLED:
+            if job.state in (S.CANCELLED, S.STOPPED_EARLY):
                 cancelled.append(job)
     backend = backend_for(facility)
     if cancelled and Capability.CANCEL in backend.capabilities:
@@ -144,8 +171,13 @@ def _record(jobs: Sequence[Job], submission: Submission, *, facility: Facility) 
 
 def _fail(jobs: Sequence[Job], reason: str) -> None:
     for job in jobs:
-        job_move_if(job=job, to=S.FAILED, comment=reason, state_reason=reason[:300],
-                    finished_at=timezone.now())
+        job_move_if(
+            job=job,
+            to=S.FAILED,
+            comment=reason,
+            state_reason=reason[:300],
+            finished_at=timezone.now(),
+        )
 
 
 # The submission lease: one owner per submission, retries with backoff, a deadline.
@@ -184,17 +216,28 @@ def submit_lease_take(*, jobs: Sequence[Job], now: dt.datetime | None = None) ->
     now = now or timezone.now()
     owner = uuid.uuid4().hex
     with transaction.atomic():
-        rows = [row for row in Job.objects.select_for_update().filter(
-                    pk__in=[job.pk for job in jobs]).order_by("pk")
-                if row.state in (S.QUEUED, S.SUBMITTING) and row.submitted_at is None]
+        rows = [
+            row
+            for row in Job.objects.select_for_update()
+            .filter(pk__in=[job.pk for job in jobs])
+            .order_by("pk")
+            if row.state in (S.QUEUED, S.SUBMITTING) and row.submitted_at is None
+        ]
         if not rows or any(r.submit_lease_until and r.submit_lease_until > now for r in rows):
             return None
         attempt = max(r.submit_attempts for r in rows) + 1
-        deadline = min((r.submit_deadline for r in rows if r.submit_deadline),
-                       default=now + _seconds("SUBMIT_DEADLINE_SECONDS"))
+        deadline = min(
+            (r.submit_deadline for r in rows if r.submit_deadline),
+            default=now + _seconds("SUBMIT_DEADLINE_SECONDS"),
+        )
         until = now + _seconds("SUBMIT_LEASE_SECONDS")
-        fields: dict[str, Any] = {"submit_lease_owner": owner, "submit_lease_until": until,
-                  "submit_next_at": None, "submit_attempts": attempt, "submit_deadline": deadline}
+        fields: dict[str, Any] = {
+            "submit_lease_owner": owner,
+            "submit_lease_until": until,
+            "submit_next_at": None,
+            "submit_attempts": attempt,
+            "submit_deadline": deadline,
+        }
         for row in rows:
             if row.state == S.QUEUED:
                 job_move_if(job=row, to=S.SUBMITTING, **fields)
@@ -213,11 +256,16 @@ def submit_lease_release(*, lease: Lease, error: str, now: dt.datetime | None = 
     if now >= lease.deadline:
         return False
     next_at = min(now + submit_backoff(attempt=lease.attempt), lease.deadline)
-    reason = (f"Submission attempt {lease.attempt} failed ({error}); next attempt at "
-              f"{timezone.localtime(next_at):%H:%M:%S}.")
+    reason = (
+        f"Submission attempt {lease.attempt} failed ({error}); next attempt at "
+        f"{timezone.localtime(next_at):%H:%M:%S}."
+    )
     Job.objects.filter(pk__in=lease.job_ids, submit_lease_owner=lease.owner).update(
-        submit_lease_owner="", submit_lease_until=None, submit_next_at=next_at,
-        state_reason=reason[:300])
+        submit_lease_owner="",
+        submit_lease_until=None,
+        submit_next_at=next_at,
+        state_reason=reason[:300],
+    )
     return True
 
 
@@ -228,11 +276,11 @@ def submit_lease_expired_past_deadline(*, lease: Lease, now: dt.datetime | None 
     return now >= lease.deadline + _seconds("SUBMIT_LEASE_SECONDS")
 
 
-def _due(now: dt.datetime):
+def _due(now: dt.datetime) -> QuerySet[Job]:
     free = Q(submit_lease_until__isnull=True) | Q(submit_lease_until__lte=now)
     due = Q(submit_next_at__isnull=True) | Q(submit_next_at__lte=now)
     waiting = Q(state=S.SUBMITTING) | Q(state=S.QUEUED, created_at__lt=now - QUEUED_GRACE)
-    return Job.objects.filter(waiting, free, due, submitted_at__isnull=True)
+    return Job.objects.filter(waiting, free, due, submitted_at__isnull=True, held=False)
 
 
 def submissions_due(*, now: dt.datetime | None = None) -> dict[str, list[int]]:
@@ -240,10 +288,17 @@ def submissions_due(*, now: dt.datetime | None = None) -> dict[str, list[int]]:
     that expired (its worker died), an attempt that failed and waited its backoff, or a queued
     job whose task message was lost. Read-only."""
     stuck = _due(now or timezone.now())
-    return {"jobs": list(stuck.filter(sweep=None).order_by("pk").values_list("pk", flat=True)
-                         [:DISPATCH_LIMIT]),
-            "sweeps": list(stuck.exclude(sweep=None).order_by("sweep_id").values_list(
-                "sweep_id", flat=True).distinct()[:DISPATCH_LIMIT])}
+    return {
+        "jobs": list(
+            stuck.filter(sweep=None).order_by("pk").values_list("pk", flat=True)[:DISPATCH_LIMIT]
+        ),
+        "sweeps": list(
+            stuck.exclude(sweep=None)
+            .order_by("sweep_id")
+            .values_list("sweep_id", flat=True)
+            .distinct()[:DISPATCH_LIMIT]
+        ),
+    }
 
 
 def submissions_dispatch(*, now: dt.datetime | None = None) -> dict[str, list[int]]:
@@ -253,14 +308,15 @@ def submissions_dispatch(*, now: dt.datetime | None = None) -> dict[str, list[in
     now = now or timezone.now()
     due = submissions_due(now=now)
     mark = now + _seconds("SUBMIT_LEASE_SECONDS")
-    return {"jobs": [pk for pk in due["jobs"] if _mark(_due(now).filter(pk=pk), mark)],
-            "sweeps": [pk for pk in due["sweeps"] if _mark(_due(now).filter(sweep_id=pk), mark)]}
+    return {
+        "jobs": [pk for pk in due["jobs"] if _mark(_due(now).filter(pk=pk), mark)],
+        "sweeps": [pk for pk in due["sweeps"] if _mark(_due(now).filter(sweep_id=pk), mark)],
+    }
 
 
-def _mark(rows, mark: dt.datetime) -> bool:
+def _mark(rows: QuerySet[Job], mark: dt.datetime) -> bool:
     """Set `submit_next_at` on these rows if they are still due (locked in pk order, as
     submit_lease_take locks them, so the two never deadlock)."""
     with transaction.atomic():
         ids = list(rows.select_for_update().order_by("pk").values_list("pk", flat=True))
         return bool(ids) and bool(Job.objects.filter(pk__in=ids).update(submit_next_at=mark))
-

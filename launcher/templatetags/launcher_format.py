@@ -1,5 +1,6 @@
 """Display formats for the job and sweep pages: numbers rounded for display only, never to zero
 (a small non-zero value keeps its significant digits), money with its currency."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -7,7 +8,7 @@ from typing import Any
 
 from django import template
 
-from allocations.figures import rounded
+from core.figures import rounded
 
 from ..estimates import CURRENCY
 
@@ -23,8 +24,8 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def nonzero(value: float, places: int) -> str:
-    """`value` by the portal's one rounding rule (allocations/figures.py: `places` decimals, or
+def nonzero(value: Decimal | float, places: int) -> str:
+    """`value` by the portal's one rounding rule (core/figures.py: `places` decimals, or
     two significant digits when that would read 0)."""
     return rounded(value, places)
 

@@ -1,5 +1,6 @@
 """Admin for the matrix (tools with their cells, systems linked to facilities) and the
 walkthroughs, whose saves go through the service so the HTML is rendered and sanitised."""
+
 from __future__ import annotations
 
 from django.contrib import admin
@@ -37,6 +38,11 @@ class WalkthroughAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change) -> None:
         services.walkthrough_save(
-            walkthrough=obj if change else None, slug=obj.slug, title=obj.title,
-            summary=obj.summary, body_markdown=obj.body_markdown, facility=obj.facility,
-            is_published=obj.is_published)
+            walkthrough=obj if change else None,
+            slug=obj.slug,
+            title=obj.title,
+            summary=obj.summary,
+            body_markdown=obj.body_markdown,
+            facility=obj.facility,
+            is_published=obj.is_published,
+        )

@@ -4,6 +4,7 @@
 through the sanitiser, so the stored HTML is always safe to show. `SearchTerm` rows are a small
 inverted index of each walkthrough (indexed, portable to SQLite and PostgreSQL).
 """
+
 from __future__ import annotations
 
 from django.db import models
@@ -15,8 +16,9 @@ class System(models.Model):
     """A matrix column: a system as researchers name it, linked to the catalogue's facility."""
 
     name = models.CharField(max_length=60, unique=True)
-    facility = models.OneToOneField(Facility, on_delete=models.SET_NULL, null=True, blank=True,
-                                    related_name="knowledge_system")
+    facility = models.OneToOneField(
+        Facility, on_delete=models.SET_NULL, null=True, blank=True, related_name="knowledge_system"
+    )
     order = models.PositiveIntegerField(default=0)
 
     class Meta:
@@ -54,8 +56,9 @@ class Support(models.Model):
     note = models.CharField(max_length=200, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["tool", "system"],
-                                               name="knowledge_one_cell")]
+        constraints = [
+            models.UniqueConstraint(fields=["tool", "system"], name="knowledge_one_cell")
+        ]
 
     def __str__(self) -> str:
         return f"{self.tool} on {self.system}: {self.status}"
@@ -65,9 +68,14 @@ class Walkthrough(models.Model):
     title = models.CharField(max_length=200)
     slug = models.SlugField(unique=True)
     summary = models.CharField(max_length=300, blank=True)
-    facility = models.ForeignKey(Facility, on_delete=models.SET_NULL, null=True, blank=True,
-                                 related_name="walkthroughs",
-                                 help_text="The system this walkthrough is about, if one.")
+    facility = models.ForeignKey(
+        Facility,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="walkthroughs",
+        help_text="The system this walkthrough is about, if one.",
+    )
     body_markdown = models.TextField("body (Markdown)")
     body_html = models.TextField(editable=False, blank=True)
     is_published = models.BooleanField(default=True)
@@ -83,11 +91,13 @@ class Walkthrough(models.Model):
 class SearchTerm(models.Model):
     """A word of a walkthrough with its weight (title words count more)."""
 
-    walkthrough = models.ForeignKey(Walkthrough, on_delete=models.CASCADE,
-                                    related_name="search_terms")
+    walkthrough = models.ForeignKey(
+        Walkthrough, on_delete=models.CASCADE, related_name="search_terms"
+    )
     term = models.CharField(max_length=40, db_index=True)
     weight = models.PositiveIntegerField(default=1)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["walkthrough", "term"],
-                                               name="knowledge_term_once")]
+        constraints = [
+            models.UniqueConstraint(fields=["walkthrough", "term"], name="knowledge_term_once")
+        ]

@@ -1,11 +1,12 @@
 """Reads for the knowledge base (all public). Each runs a fixed number of queries."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from django.db.models import Count, Q, QuerySet, Sum
 
-from .models import SearchTerm, Support, System, Tool, Walkthrough
+from .models import Support, System, Tool, Walkthrough
 from .services import words
 
 
@@ -25,10 +26,14 @@ def matrix() -> Matrix:
 def tooling_by_facility(facility_ids: list[int]) -> dict[int, list[Support]]:
     """Per facility, the matrix cells of its system (tool names included), tools in order."""
     found: dict[int, list[Support]] = {fid: [] for fid in facility_ids}
-    cells = (Support.objects.filter(system__facility_id__in=facility_ids)
-             .select_related("tool", "system").order_by("tool__order", "tool__name"))
+    cells = (
+        Support.objects.filter(system__facility_id__in=facility_ids)
+        .select_related("tool", "system")
+        .order_by("tool__order", "tool__name")
+    )
     for cell in cells:
-        found[cell.system.facility_id].append(cell)
+        if cell.system.facility_id is not None:  # always (the filter); this tells the type
+            found[cell.system.facility_id].append(cell)
     return found
 
 
@@ -39,7 +44,8 @@ def published_walkthroughs() -> QuerySet[Walkthrough]:
 def walkthroughs_by_facility(facility_ids: list[int]) -> dict[int, list[Walkthrough]]:
     found: dict[int, list[Walkthrough]] = {fid: [] for fid in facility_ids}
     for page in published_walkthroughs().filter(facility_id__in=facility_ids):
-        found[page.facility_id].append(page)
+        if page.facility_id is not None:  # always (the filter); this tells the type
+            found[page.facility_id].append(page)
     return found
 
 
@@ -52,10 +58,15 @@ def walkthrough_search(query: str, *, limit: int = 20) -> list[Walkthrough]:
     match = Q()
     for term in terms:
         match |= Q(search_terms__term__startswith=term)
-    hits = {f"hit_{i}": Count("search_terms", filter=Q(search_terms__term__startswith=t))
-            for i, t in enumerate(terms)}
-    ranked = (published_walkthroughs().filter(match).annotate(
-        score=Sum("search_terms__weight", filter=match), **hits)
+    hits = {
+        f"hit_{i}": Count("search_terms", filter=Q(search_terms__term__startswith=t))
+        for i, t in enumerate(terms)
+    }
+    ranked = (
+        published_walkthroughs()
+        .filter(match)
+        .annotate(score=Sum("search_terms__weight", filter=match), **hits)
         .filter(**{f"hit_{i}__gt": 0 for i in range(len(terms))})
-        .order_by("-score", "title"))
+        .order_by("-score", "title")
+    )
     return list(ranked[:limit])

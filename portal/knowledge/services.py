@@ -1,5 +1,6 @@
 """Writes for the knowledge base. Admin saves go through these too, so the stored HTML and the
 search index always match the Markdown."""
+
 from __future__ import annotations
 
 import re
@@ -23,9 +24,16 @@ def words(text: str) -> list[str]:
 
 
 @transaction.atomic
-def walkthrough_save(*, slug: str, title: str, body_markdown: str, summary: str = "",
-                     facility: Facility | None = None, is_published: bool = True,
-                     walkthrough: Walkthrough | None = None) -> Walkthrough:
+def walkthrough_save(
+    *,
+    slug: str,
+    title: str,
+    body_markdown: str,
+    summary: str = "",
+    facility: Facility | None = None,
+    is_published: bool = True,
+    walkthrough: Walkthrough | None = None,
+) -> Walkthrough:
     """Create or update a walkthrough (by `walkthrough`, else by slug): renders and sanitises
     its body and rebuilds its search terms. Idempotent."""
     page = walkthrough or Walkthrough.objects.filter(slug=slug).first() or Walkthrough(slug=slug)
@@ -39,8 +47,9 @@ def walkthrough_save(*, slug: str, title: str, body_markdown: str, summary: str 
     for word in words(strip_tags(page.body_html)):
         weights[word] += 1
     page.search_terms.all().delete()
-    SearchTerm.objects.bulk_create(SearchTerm(walkthrough=page, term=t, weight=w)
-                                   for t, w in weights.items())
+    SearchTerm.objects.bulk_create(
+        SearchTerm(walkthrough=page, term=t, weight=w) for t, w in weights.items()
+    )
     return page
 
 
@@ -49,6 +58,7 @@ def matrix_set(*, tool: str, system: str, status: str, note: str = "") -> Suppor
     """Set one cell of the matrix (creating the tool and system rows if needed). Idempotent."""
     tool_row, _ = Tool.objects.get_or_create(name=tool)
     system_row, _ = System.objects.get_or_create(name=system)
-    cell, _ = Support.objects.update_or_create(tool=tool_row, system=system_row,
-                                               defaults={"status": status, "note": note})
+    cell, _ = Support.objects.update_or_create(
+        tool=tool_row, system=system_row, defaults={"status": status, "note": note}
+    )
     return cell

@@ -1,5 +1,6 @@
 """Knowledge base pages: the System-Tooling Matrix with walkthroughs and search, and one page
 per walkthrough. Public: the content is meant for anyone choosing a system."""
+
 from __future__ import annotations
 
 from django import forms
@@ -19,11 +20,17 @@ class SearchForm(forms.Form):
 def index(request: HttpRequest) -> HttpResponse:
     search = SearchForm(request.GET)
     query = search.cleaned_data["q"][:200] if search.is_valid() else ""
-    return render(request, "knowledge/index.html", {
-        "matrix": selectors.matrix(), "query": query,
-        "results": selectors.walkthrough_search(query) if query else None,
-        "walkthroughs": selectors.published_walkthroughs(),
-    }, status=200 if search.is_valid() else 400)
+    return render(
+        request,
+        "knowledge/index.html",
+        {
+            "matrix": selectors.matrix(),
+            "query": query,
+            "results": selectors.walkthrough_search(query) if query else None,
+            "walkthroughs": selectors.published_walkthroughs(),
+        },
+        status=200 if search.is_valid() else 400,
+    )
 
 
 def page(request: HttpRequest, slug: str) -> HttpResponse:

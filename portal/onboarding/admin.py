@@ -2,14 +2,20 @@
 save* (the stored chart with the form's edits applied), so a cycle, a choice that leads nowhere
 or an unreachable node is refused with a message naming the node, before anything is written.
 Published charts get every rule; drafts only "no cycle" until they are published."""
+
 from __future__ import annotations
+
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.db.models import Max
+from django.db.models import ForeignKey, Max
+from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
+
+from core.errors import Invalid
 
 from . import services
 from .graph import Edge, oref, problems, qref
@@ -38,13 +44,21 @@ class ChoiceFormSet(forms.BaseInlineFormSet):
             nxt, outcome = data.get("next_question"), data.get("outcome")
             for target in (nxt, outcome):
                 if target is not None and target.flowchart_id != flowchart.pk:
-                    raise ValidationError(f"Choice “{data['label']}” leads to “{target}”, which "
-                                          f"belongs to another chart.")
-            edges.append(Edge(data["key"], data["label"], qref(nxt.key) if nxt else
-                              oref(outcome.key) if outcome else None))
+                    raise ValidationError(
+                        f"Choice “{data['label']}” leads to “{target}”, which "
+                        f"belongs to another chart."
+                    )
+            edges.append(
+                Edge(
+                    data["key"],
+                    data["label"],
+                    qref(nxt.key) if nxt else oref(outcome.key) if outcome else None,
+                )
+            )
         old_key = Question.objects.filter(pk=question.pk).values_list("key", flat=True).first()
-        graph = flowchart_graph(flowchart).with_node("q", old_key, question.key, question.text,
-                                                    edges)
+        graph = flowchart_graph(flowchart).with_node(
+            "q", old_key, question.key, question.text, edges
+        )
         _refuse_if_broken(flowchart, graph)
 
 
@@ -55,11 +69,24 @@ class ChoiceInline(admin.TabularInline):
     extra = 1
     fields = ["order", "key", "label", "next_question", "outcome", "sets"]
 
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        object_id = request.resolver_match.kwargs.get("object_id") if request.resolver_match else None
-        chart = Question.objects.filter(pk=object_id).values_list("flowchart", flat=True).first()
+    def formfield_for_foreignkey(
+        self, db_field: ForeignKey, request: HttpRequest, **kwargs: Any
+    ) -> forms.ModelChoiceField | None:
+        object_id = (
+            request.resolver_match.kwargs.get("object_id") if request.resolver_match else None
+        )
+        chart = (
+            Question.objects.filter(pk=object_id).values_list("flowchart", flat=True).first()
+            if object_id is not None  # the add page has no question yet
+            else None
+        )
         field = super().formfield_for_foreignkey(db_field, request, **kwargs)
-        if chart and db_field.name in ("next_question", "outcome"):
+        if (
+            chart
+            and db_field.name in ("next_question", "outcome")
+            and field is not None
+            and field.queryset is not None
+        ):
             field.queryset = field.queryset.filter(flowchart_id=chart)
         return field
 
@@ -86,14 +113,17 @@ class OutcomeForm(forms.ModelForm):
         model = Outcome
         fields = "__all__"
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data  # what ModelForm.clean returns
         flowchart = data.get("flowchart") or getattr(self.instance, "flowchart", None)
         if flowchart and data.get("key") and not self.errors:
-            old_key = Outcome.objects.filter(pk=self.instance.pk).values_list(
-                "key", flat=True).first()
-            graph = flowchart_graph(flowchart).with_node("o", old_key, data["key"],
-                                                        data.get("title", ""))
+            old_key = (
+                Outcome.objects.filter(pk=self.instance.pk).values_list("key", flat=True).first()
+            )
+            graph = flowchart_graph(flowchart).with_node(
+                "o", old_key, data["key"], data.get("title", "")
+            )
             _refuse_if_broken(flowchart, graph)
         return data
 
@@ -114,13 +144,14 @@ class FlowchartForm(forms.ModelForm):
         model = Flowchart
         fields = ["name", "start_question"]
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["start_question"].queryset = Question.objects.filter(
-            flowchart_id=self.instance.pk or 0)
+        start = cast(forms.ModelChoiceField, self.fields["start_question"])  # a foreign key
+        start.queryset = Question.objects.filter(flowchart_id=self.instance.pk or 0)
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data  # what ModelForm.clean returns
         if self.instance.pk:
             graph = flowchart_graph(self.instance)
             start = data.get("start_question")
@@ -139,8 +170,9 @@ class FlowchartAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change) -> None:
         if not change:  # a new draft: next version number of its name
-            obj.version = (Flowchart.objects.filter(name=obj.name).aggregate(
-                v=Max("version"))["v"] or 0) + 1
+            obj.version = (
+                Flowchart.objects.filter(name=obj.name).aggregate(v=Max("version"))["v"] or 0
+            ) + 1
         super().save_model(request, obj, form, change)
 
     @admin.display(description="Problems")
@@ -148,27 +180,34 @@ class FlowchartAdmin(admin.ModelAdmin):
         found = problems(flowchart_graph(obj)) if obj.pk else []
         if not found:
             return "None: the chart can be published."
-        return format_html("<ul>{}</ul>", format_html_join("", "<li>{}</li>", ((p,) for p in found)))
+        return format_html(
+            "<ul>{}</ul>", format_html_join("", "<li>{}</li>", ((p,) for p in found))
+        )
 
     @admin.display(description="See")
     def links(self, obj: Flowchart) -> str:
         if not obj.pk:
             return "-"
-        return format_html('<a href="{}?version={}">walk it</a> · <a href="{}">analytics</a>',
-                           reverse("onboarding"), obj.pk,
-                           reverse("onboarding-stats-chart", args=[obj.pk]))
+        return format_html(
+            '<a href="{}?version={}">walk it</a> · <a href="{}">analytics</a>',
+            reverse("onboarding"),
+            obj.pk,
+            reverse("onboarding-stats-chart", args=[obj.pk]),
+        )
 
     @admin.action(description="Publish the selected draft")
     def publish(self, request, queryset) -> None:
         for chart in queryset:
             try:
                 services.flowchart_publish(flowchart=chart)
-            except ValidationError as error:
-                self.message_user(request, f"{chart}: not published: {' '.join(error.messages)}",
-                                  messages.ERROR)
+            except Invalid as error:
+                self.message_user(
+                    request,
+                    f"{chart}: not published: {' '.join(error.messages_list())}",
+                    messages.ERROR,
+                )
             else:
-                self.message_user(request, f"{chart} is now the published chart.",
-                                  messages.SUCCESS)
+                self.message_user(request, f"{chart} is now the published chart.", messages.SUCCESS)
 
     @admin.action(description="Copy as a new draft version")
     def copy_as_draft(self, request, queryset) -> None:

@@ -4,6 +4,7 @@ ask `problems()` whether the result may be saved.
 
 Node references are strings: `q:<key>` for a question, `o:<key>` for an outcome.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -46,15 +47,21 @@ class Graph:
         kind, key = ref.split(":", 1)
         return key in (self.questions if kind == "q" else self.outcomes)
 
-    def with_node(self, kind: str, old_key: str | None, key: str, label: str,
-                  edges: list[Edge] | None = None) -> Graph:
+    def with_node(
+        self, kind: str, old_key: str | None, key: str, label: str, edges: list[Edge] | None = None
+    ) -> Graph:
         """A copy with one question ("q", given its choices) or outcome ("o") added, renamed or
         changed: what saving an edit would make of the chart."""
         rename = {f"{kind}:{old_key}": f"{kind}:{key}"} if old_key else {}
-        copy = Graph(start=self.start, questions=dict(self.questions),
-                     outcomes=dict(self.outcomes),
-                     edges={k: [Edge(e.key, e.label, rename.get(e.target or "", e.target))
-                                for e in v] for k, v in self.edges.items()})
+        copy = Graph(
+            start=self.start,
+            questions=dict(self.questions),
+            outcomes=dict(self.outcomes),
+            edges={
+                k: [Edge(e.key, e.label, rename.get(e.target or "", e.target)) for e in v]
+                for k, v in self.edges.items()
+            },
+        )
         nodes = copy.questions if kind == "q" else copy.outcomes
         if old_key:
             nodes.pop(old_key, None)
@@ -90,7 +97,7 @@ def _find_cycle(graph: Graph) -> list[str] | None:
                 stack[-1] = (node, index + 1)
                 nxt = succ[index]
                 if colour.get(nxt) == 1:
-                    return trail[trail.index(nxt):] + [nxt]
+                    return trail[trail.index(nxt) :] + [nxt]
                 if not colour.get(nxt):
                     colour[nxt] = 1
                     stack.append((nxt, 0))
@@ -122,8 +129,10 @@ def problems(graph: Graph, *, cycles_only: bool = False) -> list[str]:
     found: list[str] = []
     cycle = _find_cycle(graph)
     if cycle:
-        found.append(f"The chart has a cycle: {graph.name(cycle[0])} leads back to itself "
-                     f"({' → '.join(graph.name(r) for r in cycle)}).")
+        found.append(
+            f"The chart has a cycle: {graph.name(cycle[0])} leads back to itself "
+            f"({' → '.join(graph.name(r) for r in cycle)})."
+        )
     if cycles_only:
         return found
     if not graph.start:
@@ -141,8 +150,9 @@ def problems(graph: Graph, *, cycles_only: bool = False) -> list[str]:
     if graph.start in graph.questions:
         for ref in graph.nodes():
             if ref not in seen:
-                found.append(f"{_upper_first(graph.name(ref))} cannot be reached from the start "
-                             f"question.")
+                found.append(
+                    f"{_upper_first(graph.name(ref))} cannot be reached from the start question."
+                )
     return found
 
 

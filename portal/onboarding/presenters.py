@@ -1,5 +1,6 @@
 """What the walk page shows, assembled from selectors: breadcrumbs, the outcome cards with the
 facility's key facts, the text outline of the chart. A bounded number of queries per page."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -21,8 +22,10 @@ class Crumb:
 
 def breadcrumbs(position: Position) -> list[Crumb]:
     path = position.path
-    return [Crumb(q.text, c.label, walk_url(path[:i]), ",".join(path[:i]))
-            for i, (q, c) in enumerate(position.steps)]
+    return [
+        Crumb(q.text, c.label, walk_url(path[:i]), ",".join(path[:i]))
+        for i, (q, c) in enumerate(position.steps)
+    ]
 
 
 @dataclass
@@ -48,9 +51,17 @@ def outcome_cards(chart: Chart, position: Position) -> list[OutcomeCard]:
     for outcome in outcomes:
         alternative = {"trial": "full", "full": "trial"}.get(outcome.track)
         alt_url = request_url(outcome, position.facts, kind=alternative) if alternative else None
-        cards.append(OutcomeCard(outcome, request_url(outcome, position.facts), alternative,
-                                 alt_url, nodes[outcome.facility_id],
-                                 tooling[outcome.facility_id], pages[outcome.facility_id]))
+        cards.append(
+            OutcomeCard(
+                outcome,
+                request_url(outcome, position.facts),
+                alternative,
+                alt_url,
+                nodes[outcome.facility_id],
+                tooling[outcome.facility_id],
+                pages[outcome.facility_id],
+            )
+        )
     return cards
 
 
@@ -61,13 +72,20 @@ def outline(chart: Chart) -> list[dict]:
     for question in chart.questions.values():
         answers = []
         for choice in question.choices.all():
-            target = next((q.text for q in chart.questions.values()
-                           if q.pk == choice.next_question_id), None) or next(
-                (f"Recommendation: {o.title}" for o in chart.outcomes.values()
-                 if o.pk == choice.outcome_id), "nowhere")
+            target = next(
+                (q.text for q in chart.questions.values() if q.pk == choice.next_question_id), None
+            ) or next(
+                (
+                    f"Recommendation: {o.title}"
+                    for o in chart.outcomes.values()
+                    if o.pk == choice.outcome_id
+                ),
+                "nowhere",
+            )
             answers.append({"label": choice.label, "target": target})
-        items.append({"text": question.text, "start": question.key == chart.graph.start,
-                      "answers": answers})
+        items.append(
+            {"text": question.text, "start": question.key == chart.graph.start, "answers": answers}
+        )
     return items
 
 
@@ -76,6 +94,11 @@ def path_description(chart: Chart, position: Position) -> str:
     if not position.steps:
         return f"A flowchart of {total}. You are at the first question."
     answered = "; ".join(f"{q.text} {c.label}" for q, c in position.steps)
-    where = (f"the recommendation “{position.outcome.title}”" if position.outcome else
-             f"the question “{position.question.text}”" if position.question else "the start")
+    where = (
+        f"the recommendation “{position.outcome.title}”"
+        if position.outcome
+        else f"the question “{position.question.text}”"
+        if position.question
+        else "the start"
+    )
     return f"A flowchart of {total}. Your answers so far: {answered}. You are at {where}."

@@ -1,6 +1,7 @@
 """Reads for the onboarding flow: the published chart, walking a path through it, the data a
 front end needs, and the drop-off analytics. Everything here is public information except
 `funnel`, which callers show to staff only."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,7 +34,9 @@ class Chart:
         return self.questions.get(self.graph.start or "")
 
 
-def _target_ref(choice: Choice, question_keys: dict[int, str], outcome_keys: dict[int, str]):
+def _target_ref(
+    choice: Choice, question_keys: dict[int | None, str], outcome_keys: dict[int | None, str]
+) -> str | None:
     if choice.next_question_id in question_keys:
         return qref(question_keys[choice.next_question_id])
     if choice.outcome_id in outcome_keys:
@@ -42,17 +45,23 @@ def _target_ref(choice: Choice, question_keys: dict[int, str], outcome_keys: dic
 
 
 def chart_load(flowchart: Flowchart) -> Chart:
-    questions = list(flowchart.questions.prefetch_related(
-        Prefetch("choices", queryset=Choice.objects.order_by("order", "pk"))))
+    questions = list(
+        flowchart.questions.prefetch_related(
+            Prefetch("choices", queryset=Choice.objects.order_by("order", "pk"))
+        )
+    )
     outcomes = list(flowchart.outcomes.select_related("facility", "node_type"))
-    qkeys = {q.pk: q.key for q in questions}
-    okeys = {o.pk: o.key for o in outcomes}
+    # Keyed so that a None start, next question or outcome finds nothing.
+    qkeys: dict[int | None, str] = {q.pk: q.key for q in questions}
+    okeys: dict[int | None, str] = {o.pk: o.key for o in outcomes}
     graph = Graph(
         start=qkeys.get(flowchart.start_question_id),
         questions={q.key: q.text for q in questions},
         outcomes={o.key: o.title for o in outcomes},
-        edges={q.key: [Edge(c.key, c.label, _target_ref(c, qkeys, okeys)) for c in q.choices.all()]
-               for q in questions},
+        edges={
+            q.key: [Edge(c.key, c.label, _target_ref(c, qkeys, okeys)) for c in q.choices.all()]
+            for q in questions
+        },
     )
     return Chart(flowchart, {q.key: q for q in questions}, {o.key: o for o in outcomes}, graph)
 
@@ -94,20 +103,24 @@ class Position:
 
 
 def parse_path(raw: str) -> list[str]:
-    return [part.strip() for part in (raw or "").replace("/", PATH_SEPARATOR).split(PATH_SEPARATOR)
-            if part.strip()][:50]
+    return [
+        part.strip()
+        for part in (raw or "").replace("/", PATH_SEPARATOR).split(PATH_SEPARATOR)
+        if part.strip()
+    ][:50]
 
 
 def walk_resolve(chart: Chart, path: list[str]) -> Position:
     """Follow `path` (choice keys) from the start question. Segments that do not match a choice
     of the question reached are ignored from there on (old bookmarks never fail)."""
     position = Position(question=chart.start)
-    by_pk = {q.pk: q for q in chart.questions.values()}
-    outcomes = {o.pk: o for o in chart.outcomes.values()}
+    # Keyed so that a None next_question_id or outcome_id finds nothing.
+    by_pk: dict[int | None, Question] = {q.pk: q for q in chart.questions.values()}
+    outcomes: dict[int | None, Outcome] = {o.pk: o for o in chart.outcomes.values()}
     for index, key in enumerate(path):
         current = position.question
         choice = next((c for c in current.choices.all() if c.key == key), None) if current else None
-        if choice is None:
+        if choice is None or current is None:  # no question, no choice
             position.ignored = path[index:]
             break
         position.steps.append((current, choice))
@@ -117,17 +130,19 @@ def walk_resolve(chart: Chart, path: list[str]) -> Position:
     return position
 
 
-def request_url(outcome: Outcome, facts: dict[str, str] | None = None,
-                kind: str | None = None) -> str:
+def request_url(
+    outcome: Outcome, facts: dict[str, str] | None = None, kind: str | None = None
+) -> str:
     """The request form pre-filled for this outcome and what the user told us (`kind`
     overrides the outcome's request kind)."""
     params = {"facility": outcome.facility.slug}
-    if outcome.node_type_id:
+    if outcome.node_type is not None:  # no query when node_type_id is None
         params["node_type"] = outcome.node_type.name
     params["kind"] = kind or outcome.request_kind
     if outcome.gpu_hours:
         params["gpu_hours"] = str(outcome.gpu_hours)
-    if (facts or {}).get("data_sensitivity"):
+    facts = facts or {}
+    if facts.get("data_sensitivity"):
         params["data_sensitivity"] = facts["data_sensitivity"]
     return f"{reverse('request-new')}?{urlencode(params)}"
 
@@ -157,22 +172,42 @@ def flow_payload(chart: Chart, *, absolute=lambda url: url) -> dict:
     facility, node type and kind; a client adds each answer's `sets` (data_sensitivity)."""
     chart_row = chart.flowchart
     return {
-        "name": chart_row.name, "version": chart_row.version,
+        "name": chart_row.name,
+        "version": chart_row.version,
         "published_at": chart_row.published_at.isoformat() if chart_row.published_at else None,
         "start": chart.graph.start,
         "questions": [
-            {"key": q.key, "text": q.text, "help_text": q.help_text,
-             "recommender_handover": q.recommender_handover,
-             "choices": [{"key": c.key, "label": c.label, "sets": c.sets or {},
-                          "next": _target(c, chart)} for c in q.choices.all()]}
+            {
+                "key": q.key,
+                "text": q.text,
+                "help_text": q.help_text,
+                "recommender_handover": q.recommender_handover,
+                "choices": [
+                    {
+                        "key": c.key,
+                        "label": c.label,
+                        "sets": c.sets or {},
+                        "next": _target(c, chart),
+                    }
+                    for c in q.choices.all()
+                ],
+            }
             for q in chart.questions.values()
         ],
         "outcomes": [
-            {"key": o.key, "title": o.title, "facility": o.facility.slug,
-             "facility_name": o.facility.name, "facility_kind": o.facility.kind,
-             "node_type": o.node_type.name if o.node_type_id else None,
-             "kind": o.request_kind, "track": o.track, "gpu_hours": o.gpu_hours,
-             "explanation": o.explanation, "request_url": absolute(request_url(o))}
+            {
+                "key": o.key,
+                "title": o.title,
+                "facility": o.facility.slug,
+                "facility_name": o.facility.name,
+                "facility_kind": o.facility.kind,
+                "node_type": o.node_type.name if o.node_type is not None else None,
+                "kind": o.request_kind,
+                "track": o.track,
+                "gpu_hours": o.gpu_hours,
+                "explanation": o.explanation,
+                "request_url": absolute(request_url(o)),
+            }
             for o in chart.outcomes.values()
         ],
         "recommender_url": absolute("/recommend/"),
@@ -190,12 +225,13 @@ class FunnelRow:
 def funnel(flowchart: Flowchart) -> dict:
     """Per question: walks that reached it and walks that stopped there (drop-off); per outcome:
     walks that reached it. Two aggregate queries whatever the traffic. Staff only."""
-    questions = (Question.objects.filter(flowchart=flowchart)
-                 .annotate(reached=Count("visits__walk", distinct=True),
-                           left_here=Count("current_walks", distinct=True)))
-    outcomes = (Outcome.objects.filter(flowchart=flowchart)
-                .annotate(reached=Count("visits__walk", distinct=True),
-                          standing=Count("current_walks", distinct=True)))
+    questions = Question.objects.filter(flowchart=flowchart).annotate(
+        reached=Count("visits__walk", distinct=True),
+        left_here=Count("current_walks", distinct=True),
+    )
+    outcomes = Outcome.objects.filter(flowchart=flowchart).annotate(
+        reached=Count("visits__walk", distinct=True), standing=Count("current_walks", distinct=True)
+    )
     total = flowchart.walks.count()
     return {
         "walks": total,

@@ -1,6 +1,7 @@
 """Onboarding pages. The walk works with plain GET links and forms (no JavaScript needed); the
 page embeds the whole chart so its script can walk it instantly, and reports each step to
 `track` for the drop-off analytics."""
+
 from __future__ import annotations
 
 import secrets
@@ -11,8 +12,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from allocations.bounds import ID_MAX
 from allocations.roles import is_staff
+from core.bounds import ID_MAX
 
 from . import selectors, services
 from .diagram import render_svg
@@ -51,8 +52,10 @@ def walk(request: HttpRequest) -> HttpResponse:
     """One question (or the outcome) for the path in `?path=`; `?prior=..&answer=..` (the plain
     form) redirects to the canonical, shareable URL."""
     if "answer" in request.GET:
-        path = selectors.parse_path(request.GET.get("prior", "")) + selectors.parse_path(
-            request.GET["answer"])[:1]
+        path = (
+            selectors.parse_path(request.GET.get("prior", ""))
+            + selectors.parse_path(request.GET["answer"])[:1]
+        )
         return redirect(selectors.walk_url(path))
     flowchart = _chart_for(request)
     if flowchart is None:
@@ -65,21 +68,36 @@ def walk(request: HttpRequest) -> HttpResponse:
     if position.node_ref:
         on_path.add(position.node_ref)
     taken = {f"{q.key}:{c.key}" for q, c in position.steps}
-    return render(request, "onboarding/walk.html", {
-        "chart": chart, "position": position,
-        "crumbs": breadcrumbs(position),
-        "back_url": selectors.walk_url(position.path[:-1]),
-        "back_path": selectors.PATH_SEPARATOR.join(position.path[:-1]),
-        "outcome_cards": outcome_cards(chart, position),
-        "recommender_url": selectors.recommender_url(position.facts),
-        "diagram": render_svg(chart.graph, on_path=on_path, current=position.node_ref,
-                              taken=taken, description=path_description(chart, position)),
-        "diagram_vertical": render_svg(chart.graph, on_path=on_path, current=position.node_ref,
-                                       taken=taken, description=path_description(chart, position),
-                                       vertical=True),
-        "outline": outline(chart),
-        "flow": selectors.flow_payload(chart),
-    })
+    return render(
+        request,
+        "onboarding/walk.html",
+        {
+            "chart": chart,
+            "position": position,
+            "crumbs": breadcrumbs(position),
+            "back_url": selectors.walk_url(position.path[:-1]),
+            "back_path": selectors.PATH_SEPARATOR.join(position.path[:-1]),
+            "outcome_cards": outcome_cards(chart, position),
+            "recommender_url": selectors.recommender_url(position.facts),
+            "diagram": render_svg(
+                chart.graph,
+                on_path=on_path,
+                current=position.node_ref,
+                taken=taken,
+                description=path_description(chart, position),
+            ),
+            "diagram_vertical": render_svg(
+                chart.graph,
+                on_path=on_path,
+                current=position.node_ref,
+                taken=taken,
+                description=path_description(chart, position),
+                vertical=True,
+            ),
+            "outline": outline(chart),
+            "flow": selectors.flow_payload(chart),
+        },
+    )
 
 
 @require_POST
@@ -96,9 +114,15 @@ def track(request: HttpRequest) -> HttpResponse:
 @staff_member_required
 def stats(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     """How many walks reached each question and outcome, and where walks stopped."""
-    flowchart = (get_object_or_404(Flowchart, pk=pk) if pk else selectors.published_flowchart())
+    flowchart = get_object_or_404(Flowchart, pk=pk) if pk else selectors.published_flowchart()
     if flowchart is None:
         return render(request, "onboarding/unavailable.html", status=503)
-    return render(request, "onboarding/stats.html", {
-        "flowchart": flowchart, "funnel": selectors.funnel(flowchart),
-        "charts": Flowchart.objects.all()})
+    return render(
+        request,
+        "onboarding/stats.html",
+        {
+            "flowchart": flowchart,
+            "funnel": selectors.funnel(flowchart),
+            "charts": Flowchart.objects.all(),
+        },
+    )

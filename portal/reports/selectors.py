@@ -14,12 +14,14 @@ Bases, stated on the page and in docs/reports.md:
   reported, weighted by GPU-seconds) and short (< 1 min run) or failed shares come from Job rows,
   by the month or week the job was created.
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import math
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from django.db.models import (
     Avg,
@@ -36,16 +38,19 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
 
-from allocations.errors import NotFound
 from allocations.models import ProjectMembership, UsageRecord
 from allocations.roles import sees_all_projects
+from core.errors import NotFound
 from launcher.models import Job
 
 GROUPS = ("pi", "project", "facility", "user")
 PERIODS = ("month", "week")
 SHORT_SECONDS = 60
-_USAGE_KEY = {"pi": "allocation__project__pi__username", "project": "allocation__project__code",
-              "facility": "allocation__facility__name"}
+_USAGE_KEY = {
+    "pi": "allocation__project__pi__username",
+    "project": "allocation__project__code",
+    "facility": "allocation__facility__name",
+}
 _JOB_KEY = {**_USAGE_KEY, "user": "created_by__username"}
 _TRUNC = {"month": TruncMonth, "week": TruncWeek}
 
@@ -58,8 +63,8 @@ class NoReport(NotFound):
 class Report:
     group_by: str
     period: str
-    rows: list[dict] = field(default_factory=list)      # group x period
-    groups: list[dict] = field(default_factory=list)    # totals per group
+    rows: list[dict] = field(default_factory=list)  # group x period
+    groups: list[dict] = field(default_factory=list)  # totals per group
     totals: dict = field(default_factory=dict)
     wait: dict = field(default_factory=dict)
     sizes: list[dict] = field(default_factory=list)
@@ -71,9 +76,15 @@ def report_project_ids(user) -> list[int] | None:
     Raises NoReport when there are none."""
     if sees_all_projects(user):
         return None
-    ids = list(ProjectMembership.objects.filter(
-        user=user, role__in=[ProjectMembership.Role.PI, ProjectMembership.Role.MANAGER]
-    ).values_list("project_id", flat=True)) if user.is_authenticated else []
+    ids = (
+        list(
+            ProjectMembership.objects.filter(
+                user=user, role__in=[ProjectMembership.Role.PI, ProjectMembership.Role.MANAGER]
+            ).values_list("project_id", flat=True)
+        )
+        if user.is_authenticated
+        else []
+    )
     if not ids:
         raise NoReport("No usage report for you: it is for PIs, managers and staff.")
     return ids
@@ -89,14 +100,18 @@ def _usage_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, 
     qs = _scoped(UsageRecord.objects.all(), project_ids)
     if since:
         qs = qs.filter(period_start__gte=since)
+    key: Subquery | F
     if group_by == "user":
         # The ledger's records attributed to a job (Slurm rows, local cells, cloud workers'
         # instance time), by who launched that job; records of no portal job group under "-".
         key = Subquery(Job.objects.filter(pk=OuterRef("job_id")).values("created_by__username")[:1])
     else:
         key = F(_USAGE_KEY[group_by])
-    qs = (qs.annotate(g=key, p=trunc("period_start")).values("g", "p")
-          .annotate(total_seconds=Sum("gpu_seconds"), total_cost=Sum("cost")))
+    qs = (
+        qs.annotate(g=key, p=trunc("period_start"))
+        .values("g", "p")
+        .annotate(total_seconds=Sum("gpu_seconds"), total_cost=Sum("cost"))
+    )
     return {(r["g"], _day(r["p"])): r for r in qs.order_by()}
 
 
@@ -106,14 +121,20 @@ def _job_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, di
     qs = _scoped(Job.objects.all(), project_ids)
     if since:
         qs = qs.filter(created_at__gte=since)
-    qs = (qs.annotate(g=F(_JOB_KEY[group_by]), p=_TRUNC[period]("created_at"), run=run)
-          .values("g", "p")
-          .annotate(jobs=Count("id"),
-                    failed=Count("id", filter=Q(state__in=[Job.State.FAILED, Job.State.TIMEOUT])),
-                    short=Count("id", filter=Q(run__lt=dt.timedelta(seconds=SHORT_SECONDS))),
-                    short_or_failed=Count("id", filter=Q(
-                        state__in=[Job.State.FAILED, Job.State.TIMEOUT])
-                        | Q(run__lt=dt.timedelta(seconds=SHORT_SECONDS)))))
+    qs = (
+        qs.annotate(g=F(_JOB_KEY[group_by]), p=_TRUNC[period]("created_at"), run=run)
+        .values("g", "p")
+        .annotate(
+            jobs=Count("id"),
+            failed=Count("id", filter=Q(state__in=[Job.State.FAILED, Job.State.TIMEOUT])),
+            short=Count("id", filter=Q(run__lt=dt.timedelta(seconds=SHORT_SECONDS))),
+            short_or_failed=Count(
+                "id",
+                filter=Q(state__in=[Job.State.FAILED, Job.State.TIMEOUT])
+                | Q(run__lt=dt.timedelta(seconds=SHORT_SECONDS)),
+            ),
+        )
+    )
     return {(r["g"], _day(r["p"])): r for r in qs.order_by()}
 
 
@@ -123,24 +144,30 @@ def _day(value) -> dt.date:
 
 def _row(key: tuple, usage: dict | None, jobs: dict | None) -> dict:
     seconds = int((usage or {}).get("total_seconds") or 0)
-    return {"group": key[0] or "-", "period": key[1], "gpu_seconds": seconds,
-            "gpu_hours": seconds / 3600,
-            "cost": Decimal((usage or {}).get("total_cost") or 0).quantize(Decimal("0.0001")),
-            "jobs": (jobs or {}).get("jobs", 0), "failed": (jobs or {}).get("failed", 0),
-            "short": (jobs or {}).get("short", 0),
-            "short_or_failed": (jobs or {}).get("short_or_failed", 0)}
+    return {
+        "group": key[0] or "-",
+        "period": key[1],
+        "gpu_seconds": seconds,
+        "gpu_hours": seconds / 3600,
+        "cost": Decimal((usage or {}).get("total_cost") or 0).quantize(Decimal("0.0001")),
+        "jobs": (jobs or {}).get("jobs", 0),
+        "failed": (jobs or {}).get("failed", 0),
+        "short": (jobs or {}).get("short", 0),
+        "short_or_failed": (jobs or {}).get("short_or_failed", 0),
+    }
 
 
 def _sum_rows(rows: list[dict], group: str) -> dict:
     keys = ("gpu_seconds", "cost", "jobs", "failed", "short", "short_or_failed")
-    total = {"group": group, **{key: 0 for key in keys}, "cost": Decimal(0)}
+    total: dict[str, Any] = {"group": group, **{key: 0 for key in keys}, "cost": Decimal(0)}
     for row in rows:
         for key in keys:
             total[key] += row[key]
     total["gpu_hours"] = total["gpu_seconds"] / 3600
     # A job both short and failed counts once.
     total["short_or_failed_share"] = (
-        total.pop("short_or_failed") / total["jobs"] if total["jobs"] else None)
+        total.pop("short_or_failed") / total["jobs"] if total["jobs"] else None
+    )
     return total
 
 
@@ -148,8 +175,9 @@ def wait_times(project_ids, since) -> dict:
     """Mean and p90 of submit -> start over jobs that started. Three queries (count, mean,
     the p90 row by offset), so it works the same on PostgreSQL and SQLite."""
     wait = ExpressionWrapper(F("started_at") - F("submitted_at"), output_field=DurationField())
-    qs = _scoped(Job.objects.filter(submitted_at__isnull=False, started_at__isnull=False),
-                 project_ids)
+    qs = _scoped(
+        Job.objects.filter(submitted_at__isnull=False, started_at__isnull=False), project_ids
+    )
     if since:
         qs = qs.filter(created_at__gte=since)
     qs = qs.annotate(wait=wait)
@@ -166,10 +194,14 @@ def job_sizes(project_ids, since) -> list[dict]:
     qs = _scoped(Job.objects.all(), project_ids)
     if since:
         qs = qs.filter(created_at__gte=since)
-    rows = qs.values("gpus").annotate(jobs=Count("id"),
-                                      gpu_seconds=Coalesce(Sum("gpu_seconds"), 0)).order_by("gpus")
-    return [{"gpus": r["gpus"], "jobs": r["jobs"], "gpu_hours": r["gpu_seconds"] / 3600}
-            for r in rows]
+    rows = (
+        qs.values("gpus")
+        .annotate(jobs=Count("id"), gpu_seconds=Coalesce(Sum("gpu_seconds"), 0))
+        .order_by("gpus")
+    )
+    return [
+        {"gpus": r["gpus"], "jobs": r["jobs"], "gpu_hours": r["gpu_seconds"] / 3600} for r in rows
+    ]
 
 
 def efficiency(group_by: str, project_ids, since) -> list[dict]:
@@ -177,19 +209,34 @@ def efficiency(group_by: str, project_ids, since) -> list[dict]:
     qs = _scoped(Job.objects.filter(utilisation_mean__isnull=False), project_ids)
     if since:
         qs = qs.filter(created_at__gte=since)
-    weighted = ExpressionWrapper(F("utilisation_mean") * F("gpu_seconds"),
-                                 output_field=FloatField())
-    rows = (qs.annotate(g=F(_JOB_KEY[group_by])).values("g", "utilisation_source")
-            .annotate(jobs=Count("id"), weighted=Sum(weighted), seconds=Sum("gpu_seconds"),
-                      plain=Avg("utilisation_mean"))
-            .order_by("g", "utilisation_source"))
-    return [{"group": r["g"] or "-", "source": r["utilisation_source"], "jobs": r["jobs"],
-             "mean_percent": (r["weighted"] / r["seconds"]) if r["seconds"] else r["plain"]}
-            for r in rows]
+    weighted = ExpressionWrapper(
+        F("utilisation_mean") * F("gpu_seconds"), output_field=FloatField()
+    )
+    rows = (
+        qs.annotate(g=F(_JOB_KEY[group_by]))
+        .values("g", "utilisation_source")
+        .annotate(
+            jobs=Count("id"),
+            weighted=Sum(weighted),
+            seconds=Sum("gpu_seconds"),
+            plain=Avg("utilisation_mean"),
+        )
+        .order_by("g", "utilisation_source")
+    )
+    return [
+        {
+            "group": r["g"] or "-",
+            "source": r["utilisation_source"],
+            "jobs": r["jobs"],
+            "mean_percent": (r["weighted"] / r["seconds"]) if r["seconds"] else r["plain"],
+        }
+        for r in rows
+    ]
 
 
-def usage_report(user, *, group_by: str = "project", period: str = "month",
-                 since: dt.date | None = None) -> Report:
+def usage_report(
+    user, *, group_by: str = "project", period: str = "month", since: dt.date | None = None
+) -> Report:
     """The whole report for what `user` may see. Raises NoReport (404) if nothing."""
     if group_by not in GROUPS or period not in PERIODS:
         raise ValueError("group_by or period not allowed")
@@ -197,13 +244,15 @@ def usage_report(user, *, group_by: str = "project", period: str = "month",
     usage = _usage_cells(group_by, period, project_ids, since)
     jobs = _job_cells(group_by, period, project_ids, since)
     keys = sorted(set(usage) | set(jobs), key=lambda k: (str(k[0]), k[1] or dt.date.min))
-    report = Report(group_by=group_by, period=period,
-                    rows=[_row(k, usage.get(k), jobs.get(k)) for k in keys])
+    report = Report(
+        group_by=group_by, period=period, rows=[_row(k, usage.get(k), jobs.get(k)) for k in keys]
+    )
     by_group: dict[str, list[dict]] = {}
     for row in report.rows:
         by_group.setdefault(row["group"], []).append(row)
-    report.groups = sorted((_sum_rows(rows, g) for g, rows in by_group.items()),
-                           key=lambda r: -r["gpu_seconds"])
+    report.groups = sorted(
+        (_sum_rows(rows, g) for g, rows in by_group.items()), key=lambda r: -r["gpu_seconds"]
+    )
     report.totals = _sum_rows(report.rows, "all")
     report.wait = wait_times(project_ids, since)
     report.sizes = job_sizes(project_ids, since)

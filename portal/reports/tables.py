@@ -1,14 +1,15 @@
 """The report's tables, defined once: the page renders them and the CSV export writes them,
 so the two always have the same rows and columns. Cells hold exact values; the page rounds
 for display only (never to zero), the CSV writes them as they are."""
+
 from __future__ import annotations
 
 import csv
 import io
-from decimal import Decimal
 from dataclasses import dataclass
+from decimal import Decimal
 
-from allocations.figures import exact
+from core.figures import exact
 
 from .selectors import Report
 
@@ -26,44 +27,72 @@ class Table:
 
 def tables(report: Report) -> dict[str, Table]:
     label = GROUP_LABELS[report.group_by]
-    ledger = ("the usage ledger (scheduler, local and cloud records), each record by who "
-              "launched the job it charges; \"-\" is usage of no portal job"
-              if report.group_by == "user" else "the usage ledger (scheduler and cloud records)")
+    ledger = (
+        "the usage ledger (scheduler, local and cloud records), each record by who "
+        'launched the job it charges; "-" is usage of no portal job'
+        if report.group_by == "user"
+        else "the usage ledger (scheduler and cloud records)"
+    )
     result = [
-        Table("usage", f"GPU-hours, cost and jobs by {label.lower()} and {report.period}",
-              [label, report.period.title(), "GPU-hours", "Cost", "Jobs", "Failed",
-               "Short (<1 min)"],
-              [[r["group"], r["period"].isoformat() if r["period"] else "", r["gpu_hours"],
-                r["cost"], r["jobs"], r["failed"], r["short"]] for r in report.rows],
-              f"GPU-hours and cost from {ledger}; jobs from Job rows, by the {report.period} "
-              "they were created."),
-        Table("groups", f"Totals by {label.lower()}",
-              [label, "GPU-hours", "Cost", "Jobs", "Short or failed share"],
-              [[g["group"], g["gpu_hours"], g["cost"], g["jobs"], g["short_or_failed_share"]]
-               for g in report.groups],
-              "Sums of the table above; the share is the jobs that failed or ran under a minute "
-              "(each counted once) over all jobs."),
-        Table("wait", "Wait time (submit to start)",
-              ["Jobs that started", "Mean (s)", "p90 (s)"],
-              [[report.wait["jobs"], report.wait["mean_seconds"], report.wait["p90_seconds"]]],
-              "From each job's submitted and started times; p90 is the nearest-rank 90th "
-              "percentile."),
-        Table("sizes", "Job size distribution",
-              ["GPUs", "Jobs", "GPU-hours"],
-              [[s["gpus"], s["jobs"], s["gpu_hours"]] for s in report.sizes],
-              "GPUs each job asked for; GPU-hours those jobs were charged."),
-        Table("efficiency", f"Utilisation by {label.lower()}",
-              [label, "Source", "Jobs reporting", "Mean utilisation (%)"],
-              [[e["group"], e["source"], e["jobs"], e["mean_percent"]] for e in report.efficiency],
-              "Mean utilisation the trainer sampled (GPU through NVML where a GPU exists, else "
-              "CPU), weighted by GPU-seconds; jobs that reported none are left out."),
+        Table(
+            "usage",
+            f"GPU-hours, cost and jobs by {label.lower()} and {report.period}",
+            [label, report.period.title(), "GPU-hours", "Cost", "Jobs", "Failed", "Short (<1 min)"],
+            [
+                [
+                    r["group"],
+                    r["period"].isoformat() if r["period"] else "",
+                    r["gpu_hours"],
+                    r["cost"],
+                    r["jobs"],
+                    r["failed"],
+                    r["short"],
+                ]
+                for r in report.rows
+            ],
+            f"GPU-hours and cost from {ledger}; jobs from Job rows, by the {report.period} "
+            "they were created.",
+        ),
+        Table(
+            "groups",
+            f"Totals by {label.lower()}",
+            [label, "GPU-hours", "Cost", "Jobs", "Short or failed share"],
+            [
+                [g["group"], g["gpu_hours"], g["cost"], g["jobs"], g["short_or_failed_share"]]
+                for g in report.groups
+            ],
+            "Sums of the table above; the share is the jobs that failed or ran under a minute "
+            "(each counted once) over all jobs.",
+        ),
+        Table(
+            "wait",
+            "Wait time (submit to start)",
+            ["Jobs that started", "Mean (s)", "p90 (s)"],
+            [[report.wait["jobs"], report.wait["mean_seconds"], report.wait["p90_seconds"]]],
+            "From each job's submitted and started times; p90 is the nearest-rank 90th percentile.",
+        ),
+        Table(
+            "sizes",
+            "Job size distribution",
+            ["GPUs", "Jobs", "GPU-hours"],
+            [[s["gpus"], s["jobs"], s["gpu_hours"]] for s in report.sizes],
+            "GPUs each job asked for; GPU-hours those jobs were charged.",
+        ),
+        Table(
+            "efficiency",
+            f"Utilisation by {label.lower()}",
+            [label, "Source", "Jobs reporting", "Mean utilisation (%)"],
+            [[e["group"], e["source"], e["jobs"], e["mean_percent"]] for e in report.efficiency],
+            "Mean utilisation the trainer sampled (GPU through NVML where a GPU exists, else "
+            "CPU), weighted by GPU-seconds; jobs that reported none are left out.",
+        ),
     ]
     return {t.name: t for t in result}
 
 
 def _cell(cell: object) -> object:
     """A Decimal as it is stored (every digit, its scale kept: 6.0000); a float to the exact
-    decimals allocations/figures.py gives it; None as empty."""
+    decimals core/figures.py gives it; None as empty."""
     if cell is None:
         return ""
     if isinstance(cell, Decimal):
@@ -76,6 +105,6 @@ def to_csv(table: Table) -> str:
     writer = csv.writer(out)
     writer.writerow(table.headers)
     for row in table.rows:
-        # Exact decimals (allocations/figures.py), not float artefacts like 0.05388888888888889.
+        # Exact decimals (core/figures.py), not float artefacts like 0.05388888888888889.
         writer.writerow([_cell(cell) for cell in row])
     return out.getvalue()

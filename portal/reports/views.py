@@ -1,5 +1,6 @@
 """The usage report page and its CSV export (`?format=csv&table=usage|groups|wait|sizes|
 efficiency`), and the API view `GET /api/v1/reports/usage/`. Thin: parse, select, render."""
+
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
@@ -7,11 +8,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import renderers
-
-from allocations.api import strict as serializers
+from rest_framework import renderers, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
+
+from core import strict
 
 from .charts import report_charts
 from .selectors import GROUPS, PERIODS, usage_report
@@ -21,10 +22,14 @@ from .tables import tables, to_csv
 class ReportQuery(serializers.Serializer):
     group_by = serializers.ChoiceField(choices=GROUPS, default="project")
     period = serializers.ChoiceField(choices=PERIODS, default="month")
-    since = serializers.DateField(required=False, allow_null=True,
-                                  help_text="Only usage and jobs from this date on.")
-    table = serializers.ChoiceField(choices=["usage", "groups", "wait", "sizes", "efficiency"],
-                                    default="usage", help_text="Which table `format=csv` returns.")
+    since = serializers.DateField(
+        required=False, allow_null=True, help_text="Only usage and jobs from this date on."
+    )
+    table = serializers.ChoiceField(
+        choices=["usage", "groups", "wait", "sizes", "efficiency"],
+        default="usage",
+        help_text="Which table `format=csv` returns.",
+    )
 
 
 def _csv_response(table, name: str) -> HttpResponse:
@@ -40,16 +45,24 @@ def usage_report_page(request: HttpRequest) -> HttpResponse:
         query = ReportQuery(data={})  # a bad choice on the page falls back to the defaults
         query.is_valid()
     q = query.validated_data
-    report = usage_report(request.user, group_by=q["group_by"], period=q["period"],
-                          since=q.get("since"))
+    report = usage_report(
+        request.user, group_by=q["group_by"], period=q["period"], since=q.get("since")
+    )
     all_tables = tables(report)
     if request.GET.get("format") == "csv":
         return _csv_response(all_tables[q["table"]], q["table"])
     params = f"group_by={q['group_by']}&period={q['period']}" + (
-        f"&since={q['since'].isoformat()}" if q.get("since") else "")
-    context = {"report": report, "tables": all_tables.values(), "params": params,
-               "charts": report_charts(report), "groups": GROUPS, "periods": PERIODS,
-               "since": q.get("since")}
+        f"&since={q['since'].isoformat()}" if q.get("since") else ""
+    )
+    context = {
+        "report": report,
+        "tables": all_tables.values(),
+        "params": params,
+        "charts": report_charts(report),
+        "groups": GROUPS,
+        "periods": PERIODS,
+        "since": q.get("since"),
+    }
     return render(request, "portal/usage_report.html", context)
 
 
@@ -65,13 +78,13 @@ class CSVRenderer(renderers.BaseRenderer):
 class _TotalsSerializer(serializers.Serializer):
     """What every row of the report adds up: charged GPU-time and cost, jobs, failed, short."""
 
-    group = serializers.CharField()
-    gpu_seconds = serializers.IntegerField()
-    gpu_hours = serializers.FloatField()
+    group = strict.CharField()
+    gpu_seconds = strict.IntegerField()
+    gpu_hours = strict.FloatField()
     cost = serializers.DecimalField(max_digits=18, decimal_places=4)
-    jobs = serializers.IntegerField()
-    failed = serializers.IntegerField()
-    short = serializers.IntegerField()
+    jobs = strict.IntegerField()
+    failed = strict.IntegerField()
+    short = strict.IntegerField()
 
 
 class ReportRowSerializer(_TotalsSerializer):
@@ -79,31 +92,33 @@ class ReportRowSerializer(_TotalsSerializer):
 
 
 class ReportGroupSerializer(_TotalsSerializer):
-    short_or_failed_share = serializers.FloatField(allow_null=True)
+    short_or_failed_share = strict.FloatField(allow_null=True)
 
 
 class WaitSerializer(serializers.Serializer):
-    jobs = serializers.IntegerField()
-    mean_seconds = serializers.FloatField(allow_null=True)
-    p90_seconds = serializers.FloatField(allow_null=True)
+    jobs = strict.IntegerField()
+    mean_seconds = strict.FloatField(allow_null=True)
+    p90_seconds = strict.FloatField(allow_null=True)
 
 
 class SizeSerializer(serializers.Serializer):
-    gpus = serializers.IntegerField()
-    jobs = serializers.IntegerField()
-    gpu_hours = serializers.FloatField()
+    gpus = strict.IntegerField()
+    jobs = strict.IntegerField()
+    gpu_hours = strict.FloatField()
 
 
 class EfficiencySerializer(serializers.Serializer):
-    group = serializers.CharField()
-    source = serializers.CharField()
-    jobs = serializers.IntegerField()
-    mean_percent = serializers.FloatField(allow_null=True)
+    group = strict.CharField()
+    # A field named like Field.source: DRF takes declared fields off the class; the
+    # stubs see the attribute.
+    source = strict.CharField()  # type: ignore[assignment]
+    jobs = strict.IntegerField()
+    mean_percent = strict.FloatField(allow_null=True)
 
 
 class UsageReportSerializer(serializers.Serializer):
-    group_by = serializers.CharField()
-    period = serializers.CharField()
+    group_by = strict.CharField()
+    period = strict.CharField()
     rows = ReportRowSerializer(many=True)
     groups = ReportGroupSerializer(many=True)
     totals = ReportGroupSerializer()
@@ -121,30 +136,41 @@ class UsageReportView(APIView):
 
     def finalize_response(self, request, response, *args, **kwargs):
         # Errors are JSON (as documented) even when the CSV was asked for.
-        if response.status_code >= 400 and getattr(request, "accepted_renderer", None) is not None \
-                and request.accepted_renderer.format == "csv":
+        if (
+            response.status_code >= 400
+            and getattr(request, "accepted_renderer", None) is not None
+            and request.accepted_renderer.format == "csv"
+        ):
             request.accepted_renderer = renderers.JSONRenderer()
             request.accepted_media_type = request.accepted_renderer.media_type
         return super().finalize_response(request, response, *args, **kwargs)
 
     @extend_schema(
-        parameters=[ReportQuery,
-                    OpenApiParameter("format", OpenApiTypes.STR, enum=["json", "csv"],
-                                     description="`csv` for the table as CSV.")],
-        responses={200: UsageReportSerializer, (200, "text/csv"): OpenApiTypes.STR,
-                   400: OpenApiResponse(description="Per-field messages for a bad choice."),
-                   404: OpenApiResponse(description="No report for you (PIs, managers, staff).")},
+        parameters=[
+            ReportQuery,
+            OpenApiParameter(
+                "format",
+                OpenApiTypes.STR,
+                enum=["json", "csv"],
+                description="`csv` for the table as CSV.",
+            ),
+        ],
+        responses={
+            200: UsageReportSerializer,
+            (200, "text/csv"): OpenApiTypes.STR,
+            400: OpenApiResponse(description="Per-field messages for a bad choice."),
+            404: OpenApiResponse(description="No report for you (PIs, managers, staff)."),
+        },
     )
     def get(self, request):
         query = ReportQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         q = query.validated_data
-        report = usage_report(request.user, group_by=q["group_by"], period=q["period"],
-                              since=q.get("since"))
+        report = usage_report(
+            request.user, group_by=q["group_by"], period=q["period"], since=q.get("since")
+        )
         if request.accepted_renderer.format == "csv":
             response = Response(to_csv(tables(report)[q["table"]]))
             response["Content-Disposition"] = f'attachment; filename="usage-{q["table"]}.csv"'
             return response
         return Response(UsageReportSerializer(report).data)
-
-

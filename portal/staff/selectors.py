@@ -8,6 +8,7 @@
 - members whose cluster login could not be mirrored to a backend account (left out of the
   account until it is fixed; every account sync retries them).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -19,7 +20,8 @@ from django.utils import timezone
 
 from allocations.models import Allocation, AllocationRequest, Facility, ProjectMembership
 from allocations.roles import sees_all_projects
-from launcher.backends.registry import Capability, backends_with, is_connected
+from launcher.backends.contract import Capability
+from launcher.backends.registry import backends_with, is_connected
 from launcher.models import Job
 
 LIMIT = 50
@@ -40,14 +42,19 @@ def _queue(qs: QuerySet) -> Queue:
 
 
 def member_sync_failures() -> Queue:
-    return _queue(ProjectMembership.objects.exclude(sync_error="")
-                  .select_related("project", "user").order_by("project__code", "id"))
+    return _queue(
+        ProjectMembership.objects.exclude(sync_error="")
+        .select_related("project", "user")
+        .order_by("project__code", "id")
+    )
 
 
 def waiting_requests() -> Queue:
-    return _queue(AllocationRequest.objects.filter(status=AllocationRequest.Status.SUBMITTED)
-                  .select_related("project", "facility", "requested_by")
-                  .order_by("submitted_at", "id"))
+    return _queue(
+        AllocationRequest.objects.filter(status=AllocationRequest.Status.SUBMITTED)
+        .select_related("project", "facility", "requested_by")
+        .order_by("submitted_at", "id")
+    )
 
 
 def stuck_allocations() -> Queue:
@@ -55,34 +62,49 @@ def stuck_allocations() -> Queue:
     (manual, or registered but not configured: `allocation_await_staff` left the reason)."""
     provisioners = backends_with(Capability.PROVISION)
     waiting = Q(status=Allocation.Status.PROVISIONING) & (
-        ~Q(facility__backend__in=provisioners) | ~Q(status_reason=""))
-    return _queue(Allocation.objects.filter(Q(status=Allocation.Status.FAILED) | waiting)
-                  .select_related("project", "facility").order_by("created_at", "id"))
+        ~Q(facility__backend__in=provisioners) | ~Q(status_reason="")
+    )
+    return _queue(
+        Allocation.objects.filter(Q(status=Allocation.Status.FAILED) | waiting)
+        .select_related("project", "facility")
+        .order_by("created_at", "id")
+    )
 
 
 def allocations_near_their_end() -> Queue:
     """Active allocations at >= 80% used or ending within 14 days, the soonest end first."""
     soon = timezone.localdate() + dt.timedelta(days=NEAR_DAYS)
     qs = Allocation.objects.filter(status=Allocation.Status.ACTIVE).select_related(
-        "project", "facility")
-    qs = qs.filter(Q(end_date__lte=soon)
-                   | Q(gpu_seconds_used__gte=F("gpu_hours") * Value(3600 * NEAR_PERCENT / 100)))
+        "project", "facility"
+    )
+    qs = qs.filter(
+        Q(end_date__lte=soon)
+        | Q(gpu_seconds_used__gte=F("gpu_hours") * Value(3600 * NEAR_PERCENT / 100))
+    )
     return _queue(qs.order_by("end_date", "id"))
 
 
 def unconfigured_facilities() -> list[tuple[Facility, str]]:
     """Active facilities the portal cannot provision on (the registry serves them as manual)."""
     facilities = Facility.objects.filter(is_active=True).order_by("name")[:200]
-    return [(f, f"{f.get_backend_display()}: the portal cannot set allocations up here; staff "
-                "do it by hand and activate them.") for f in facilities if not is_connected(f)]
+    return [
+        (
+            f,
+            f"{f.get_backend_display()}: the portal cannot set allocations up here; staff "
+            "do it by hand and activate them.",
+        )
+        for f in facilities
+        if not is_connected(f)
+    ]
 
 
 def failing_jobs() -> Queue:
     since = timezone.now() - dt.timedelta(days=FAILING_DAYS)
-    return _queue(Job.objects.filter(state__in=[Job.State.FAILED, Job.State.TIMEOUT],
-                                     finished_at__gte=since)
-                  .select_related("allocation__project", "allocation__facility", "created_by")
-                  .order_by("-finished_at", "-id"))
+    return _queue(
+        Job.objects.filter(state__in=[Job.State.FAILED, Job.State.TIMEOUT], finished_at__gte=since)
+        .select_related("allocation__project", "allocation__facility", "created_by")
+        .order_by("-finished_at", "-id")
+    )
 
 
 def staff_home(user) -> dict:
@@ -96,5 +118,7 @@ def staff_home(user) -> dict:
         "facilities": unconfigured_facilities(),
         "failing_jobs": failing_jobs(),
         "member_sync": member_sync_failures(),
-        "near_days": NEAR_DAYS, "near_percent": NEAR_PERCENT, "failing_days": FAILING_DAYS,
+        "near_days": NEAR_DAYS,
+        "near_percent": NEAR_PERCENT,
+        "failing_days": FAILING_DAYS,
     }

@@ -1,4 +1,5 @@
 """The staff home: thin views over portal.staff.selectors and the allocation services."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -9,9 +10,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from allocations import services
-from allocations.refusals import refused_to
 from allocations.roles import sees_all_projects
 from allocations.selectors import visible_allocations
+from core.refusals import refused_to
 
 from .selectors import staff_home as staff_home_data
 

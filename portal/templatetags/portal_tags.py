@@ -1,4 +1,5 @@
 """Small template helpers used across pages."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -8,7 +9,7 @@ from django import template
 from django.utils import timezone
 from django.utils.html import conditional_escape, format_html
 
-from allocations.figures import exact, rounded
+from core.figures import exact, rounded
 
 register = template.Library()
 
@@ -61,12 +62,16 @@ def percent(used, total) -> str:
     if not total or not used:
         return "0"
     value = used * 100 / total
-    return "< 0.1" if 0 < value < Decimal("0.05") else f"{value.quantize(Decimal('0.1'), ROUND_HALF_UP)}"
+    return (
+        "< 0.1"
+        if 0 < value < Decimal("0.05")
+        else f"{value.quantize(Decimal('0.1'), ROUND_HALF_UP)}"
+    )
 
 
 @register.filter
 def shown(value, places: int = 2) -> str:
-    """A number for display by the one rounding rule (allocations/figures.py): `places`
+    """A number for display by the one rounding rule (core/figures.py): `places`
     decimals, never rounded to zero; whole numbers as they are; None shows as a dash. Exact
     values stay in the CSV and the API."""
     if value is None or value == "":

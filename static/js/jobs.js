@@ -22,6 +22,8 @@
     var badge = document.querySelector('#job-state .status');
     if (badge) { badge.textContent = job.state_label; badge.className = 'status status-' + job.state; }
     text('job-reason', job.state_label + (job.state_reason ? ': ' + job.state_reason : ''));
+    var notice = document.getElementById('job-queue-notice');
+    if (notice) { notice.textContent = job.queue_notice || ''; notice.hidden = !job.queue_notice; }
     text('job-epoch', (p.epoch || '-') + ' of ' + (p.epochs || (job.params || {}).epochs || '-'));
     text('job-loss', p.loss != null ? Number(p.loss).toFixed(4) : '-');
     text('job-throughput', job.images_per_s ? Number(job.images_per_s).toFixed(1) + ' images/s' : '-');

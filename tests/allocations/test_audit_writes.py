@@ -1,5 +1,6 @@
 """Every write goes through a service with its audit event: a project PATCH is audited, and
 the audit trail cannot be added to, edited or deleted in the admin, even by a superuser."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,8 +14,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_project_patch_is_written_by_the_service_with_an_audit_event(api, pi, project):
-    response = api.as_user(pi).patch(f"/api/v1/projects/{project.pk}/",
-                                     {"title": "Chest CT triage"}, format="json")
+    response = api.as_user(pi).patch(
+        f"/api/v1/projects/{project.pk}/", {"title": "Chest CT triage"}, format="json"
+    )
 
     assert response.status_code == 200, response.json()
     assert response.json()["title"] == "Chest CT triage"
@@ -24,10 +26,12 @@ def test_a_project_patch_is_written_by_the_service_with_an_audit_event(api, pi, 
 
 
 def test_a_member_who_does_not_manage_cannot_patch_and_nothing_is_recorded(
-        api, researcher, project):
+    api, researcher, project
+):
     before = timeline(project).count()
-    response = api.as_user(researcher).patch(f"/api/v1/projects/{project.pk}/",
-                                             {"title": "Mine now"}, format="json")
+    response = api.as_user(researcher).patch(
+        f"/api/v1/projects/{project.pk}/", {"title": "Mine now"}, format="json"
+    )
 
     assert response.status_code == 403
     assert Project.objects.get(pk=project.pk).title == "Chest imaging"
@@ -51,11 +55,15 @@ def test_audit_events_are_read_only_in_the_admin_even_for_a_superuser(admin, pro
     client.force_login(admin)
 
     assert client.get("/admin/allocations/event/add/").status_code == 403
-    assert client.post(f"/admin/allocations/event/{event.pk}/delete/",
-                       {"post": "yes"}).status_code == 403
+    assert (
+        client.post(f"/admin/allocations/event/{event.pk}/delete/", {"post": "yes"}).status_code
+        == 403
+    )
     client.post(f"/admin/allocations/event/{event.pk}/change/", {"comment": "rewritten"})
-    client.post("/admin/allocations/event/", {"action": "delete_selected",
-                                               "_selected_action": [event.pk], "post": "yes"})
+    client.post(
+        "/admin/allocations/event/",
+        {"action": "delete_selected", "_selected_action": [event.pk], "post": "yes"},
+    )
     event.refresh_from_db()
     assert event.comment == "" and Event.objects.filter(pk=event.pk).exists()
     listing = client.get("/admin/allocations/event/")

@@ -1,6 +1,7 @@
 """Allocation change requests beside the top-up: extend the end date, renew for a new period,
 close early; each reviewed like a request, within the facility's policy; approval applies the
 change. And the request form keeps every field after "changes requested"."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -22,21 +23,33 @@ REASON = "The last fold of the sweep needs three more weeks."
 
 
 def _change(project, allocation, by, purpose, **fields):
-    values = dict(facility=allocation.facility, kind="full", purpose=purpose, extends=allocation,
-                  gpu_hours=0, start_date=TODAY(), end_date=allocation.end_date,
-                  justification=REASON)
+    values = dict(
+        facility=allocation.facility,
+        kind="full",
+        purpose=purpose,
+        extends=allocation,
+        gpu_hours=0,
+        start_date=TODAY(),
+        end_date=allocation.end_date,
+        justification=REASON,
+    )
     values.update(fields)
     return services.request_create(by=by, project=project, submit=True, **values)
 
 
 @pytest.fixture
 def allocation(project, facility):
-    return AllocationFactory(project=project, facility=facility, gpu_hours=Decimal("100"),
-                             end_date=TODAY() + dt.timedelta(days=20))
+    return AllocationFactory(
+        project=project,
+        facility=facility,
+        gpu_hours=Decimal("100"),
+        end_date=TODAY() + dt.timedelta(days=20),
+    )
 
 
 def test_an_approved_extension_moves_the_end_date_and_adds_the_hours_granted(
-        project, researcher, reviewer, allocation):
+    project, researcher, reviewer, allocation
+):
     new_end = allocation.end_date + dt.timedelta(days=30)
     req = _change(project, allocation, researcher, "extension", end_date=new_end, gpu_hours=50)
     assert req.status == "submitted"  # reviewed like any request
@@ -46,46 +59,65 @@ def test_an_approved_extension_moves_the_end_date_and_adds_the_hours_granted(
     allocation.refresh_from_db()
     req.refresh_from_db()
     assert allocation.end_date == new_end and allocation.gpu_hours == Decimal("120")
-    assert (req.status, req.granted_gpu_hours, req.allocation_id) == ("approved", 20,
-                                                                       allocation.pk)
+    assert (req.status, req.granted_gpu_hours, req.allocation_id) == ("approved", 20, allocation.pk)
 
 
 def test_an_extension_must_end_later_and_within_the_facility_latest_end_date(
-        project, researcher, allocation, facility):
+    project, researcher, allocation, facility
+):
     with pytest.raises(services.PolicyError) as earlier:
         _change(project, allocation, researcher, "extension", end_date=allocation.end_date)
     assert "end_date" in earlier.value.message_dict
     facility.latest_end_date = allocation.end_date + dt.timedelta(days=5)
     facility.save()
     with pytest.raises(services.PolicyError) as too_late:
-        _change(project, allocation, researcher, "extension",
-                end_date=allocation.end_date + dt.timedelta(days=6))
+        _change(
+            project,
+            allocation,
+            researcher,
+            "extension",
+            end_date=allocation.end_date + dt.timedelta(days=6),
+        )
     assert "at the latest" in " ".join(too_late.value.message_dict["end_date"])
     assert not AllocationRequest.objects.exists()
 
 
 def test_a_trial_extension_stays_within_the_trial_length_and_cap(project, researcher, facility):
-    trial = AllocationFactory(project=project, facility=facility, kind="trial",
-                              gpu_hours=Decimal("300"), end_date=TODAY() + dt.timedelta(days=30))
+    trial = AllocationFactory(
+        project=project,
+        facility=facility,
+        kind="trial",
+        gpu_hours=Decimal("300"),
+        end_date=TODAY() + dt.timedelta(days=30),
+    )
     with pytest.raises(services.PolicyError) as error:
-        _change(project, trial, researcher, "extension", gpu_hours=200,
-                end_date=TODAY() + dt.timedelta(days=facility.trial_days + 1))
+        _change(
+            project,
+            trial,
+            researcher,
+            "extension",
+            gpu_hours=200,
+            end_date=TODAY() + dt.timedelta(days=facility.trial_days + 1),
+        )
     assert {"end_date", "gpu_hours"} <= set(error.value.message_dict)
 
 
 def test_an_extension_revives_an_expired_allocation(project, researcher, reviewer, allocation):
-    Allocation.objects.filter(pk=allocation.pk).update(status="expired",
-                                                       end_date=TODAY() - dt.timedelta(days=1))
+    Allocation.objects.filter(pk=allocation.pk).update(
+        status="expired", end_date=TODAY() - dt.timedelta(days=1)
+    )
     allocation.refresh_from_db()
-    req = _change(project, allocation, researcher, "extension",
-                  end_date=TODAY() + dt.timedelta(days=10))
+    req = _change(
+        project, allocation, researcher, "extension", end_date=TODAY() + dt.timedelta(days=10)
+    )
     services.request_approve(request=req, by=reviewer)
     allocation.refresh_from_db()
     assert allocation.status == "active" and allocation.end_date == TODAY() + dt.timedelta(days=10)
 
 
 def test_an_approved_closure_closes_the_allocation_and_only_managers_may_ask(
-        project, pi, researcher, reviewer, allocation):
+    project, pi, researcher, reviewer, allocation
+):
     with pytest.raises(PermissionDenied):
         _change(project, allocation, researcher, "closure")
     req = _change(project, allocation, pi, "closure")
@@ -97,8 +129,9 @@ def test_an_approved_closure_closes_the_allocation_and_only_managers_may_ask(
     assert "extends" in again.value.message_dict
 
 
-def test_a_renewal_link_carries_the_project_and_settings(project, researcher, allocation,
-                                                         node_type):
+def test_a_renewal_link_carries_the_project_and_settings(
+    project, researcher, allocation, node_type
+):
     Allocation.objects.filter(pk=allocation.pk).update(node_type=node_type)
     client = Client()
     client.force_login(researcher)
@@ -111,11 +144,20 @@ def test_a_renewal_link_carries_the_project_and_settings(project, researcher, al
 
 
 def test_after_changes_requested_the_form_comes_back_whole_and_resubmits(
-        project, researcher, reviewer, facility, node_type):
+    project, researcher, reviewer, facility, node_type
+):
     req = services.request_create(
-        by=researcher, project=project, submit=True, facility=facility, node_type=node_type,
-        kind="full", gpu_hours=500, start_date=TODAY(), end_date=TODAY() + dt.timedelta(days=30),
-        justification=JUSTIFICATION)
+        by=researcher,
+        project=project,
+        submit=True,
+        facility=facility,
+        node_type=node_type,
+        kind="full",
+        gpu_hours=500,
+        start_date=TODAY(),
+        end_date=TODAY() + dt.timedelta(days=30),
+        justification=JUSTIFICATION,
+    )
     services.request_request_changes(request=req, by=reviewer, comment="Fewer hours, please.")
     client = Client()
     client.force_login(researcher)
@@ -132,22 +174,30 @@ def test_after_changes_requested_the_form_comes_back_whole_and_resubmits(
     assert response.status_code == 302, response.context["form"].errors
     req.refresh_from_db()
     assert (req.status, req.gpu_hours, req.facility_id, req.node_type_id) == (
-        "submitted", 300, facility.pk, node_type.pk)
+        "submitted",
+        300,
+        facility.pk,
+        node_type.pk,
+    )
 
 
-def test_an_approved_request_shows_granted_against_requested(api, project, researcher, reviewer,
-                                                             full_request):
+def test_an_approved_request_shows_granted_against_requested(
+    api, project, researcher, reviewer, full_request
+):
     services.request_approve(request=full_request, by=reviewer, gpu_hours=600)
     client = Client()
     client.force_login(researcher)
-    assert "600 granted of 1,000 requested" in client.get(
-        f"/requests/{full_request.pk}/").content.decode()
+    assert (
+        "600 granted of 1,000 requested"
+        in client.get(f"/requests/{full_request.pk}/").content.decode()
+    )
     body = api.as_user(researcher).get(f"/api/v1/requests/{full_request.pk}/").json()
     assert (body["gpu_hours"], body["granted_gpu_hours"]) == (1000, 600)
 
 
-def test_a_closed_allocation_can_be_renewed_but_not_topped_up(project, researcher, reviewer,
-                                                               allocation):
+def test_a_closed_allocation_can_be_renewed_but_not_topped_up(
+    project, researcher, reviewer, allocation
+):
     Allocation.objects.filter(pk=allocation.pk).update(status="closed")
     allocation.refresh_from_db()
     with pytest.raises(services.PolicyError) as top_up:

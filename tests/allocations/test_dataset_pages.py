@@ -1,6 +1,7 @@
 """/projects/<id>/datasets/: members register, edit and remove their project's datasets in the
 browser through the same services as the API (audited, per-field errors, nothing half-saved);
 reviewers see the list read-only; anyone else gets 404."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,8 +11,13 @@ from allocations.models import Dataset
 from allocations.selectors import timeline
 
 pytestmark = pytest.mark.django_db
-VALID = {"name": "cxr", "location": "cxr/v1", "modality": "xray", "sensitivity": "internal",
-         "sha256": ""}
+VALID = {
+    "name": "cxr",
+    "location": "cxr/v1",
+    "modality": "xray",
+    "sensitivity": "internal",
+    "sha256": "",
+}
 
 
 def client_for(user):
@@ -35,22 +41,30 @@ def test_a_member_registers_edits_and_removes_a_dataset(researcher, project):
     client.post(f"{url}{dataset.pk}/delete/")
     assert not Dataset.objects.exists()
     assert [e.to_state for e in timeline(project).filter(to_state__startswith="dataset")] == [
-        "dataset_added", "dataset_changed", "dataset_removed"]
+        "dataset_added",
+        "dataset_changed",
+        "dataset_removed",
+    ]
 
 
-@pytest.mark.parametrize("location, message", [
-    ("../other/secret", "'..'"), ("/etc", "not an absolute one"), ("a b", "letters, digits")])
-def test_a_bad_location_is_an_error_on_its_field_and_saves_nothing(researcher, project, location,
-                                                                   message):
-    page = client_for(researcher).post(f"/projects/{project.pk}/datasets/",
-                                       {**VALID, "location": location})
+@pytest.mark.parametrize(
+    "location, message",
+    [("../other/secret", "'..'"), ("/etc", "not an absolute one"), ("a b", "letters, digits")],
+)
+def test_a_bad_location_is_an_error_on_its_field_and_saves_nothing(
+    researcher, project, location, message
+):
+    page = client_for(researcher).post(
+        f"/projects/{project.pk}/datasets/", {**VALID, "location": location}
+    )
     assert page.status_code == 400
     assert message in page.context["form"].errors["location"][0]
     assert not Dataset.objects.exists()
 
 
-def test_a_reviewer_sees_the_list_without_the_forms_and_cannot_change_it(researcher, reviewer,
-                                                                           project):
+def test_a_reviewer_sees_the_list_without_the_forms_and_cannot_change_it(
+    researcher, reviewer, project
+):
     dataset = Dataset.objects.create(project=project, created_by=researcher, **VALID)
     client = client_for(reviewer)
     page = client.get(f"/projects/{project.pk}/datasets/").content.decode()

@@ -1,6 +1,7 @@
 """Notifications a person wants: one email per decision (no duplicates), a weekly digest of
 usage alerts instead of one email each for those who chose it, and staff told of failing jobs
 once each."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -18,14 +19,14 @@ from allocations.services import usage_check_thresholds
 from allocations.tasks import send_usage_digests
 from launcher.models import Job
 from launcher.tasks import failing_jobs_digest
-from tests.factories import AllocationFactory
-from tests.factories import charge
+from tests.factories import AllocationFactory, charge
 
 pytestmark = pytest.mark.django_db
 
 
-def test_each_decision_sends_exactly_one_email(full_request, reviewer,
-                                               django_capture_on_commit_callbacks):
+def test_each_decision_sends_exactly_one_email(
+    full_request, reviewer, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         services.request_approve(request=full_request, by=reviewer, gpu_hours=800)
     decided = [m for m in mail.outbox if "approved" in m.subject]
@@ -35,12 +36,19 @@ def test_each_decision_sends_exactly_one_email(full_request, reviewer,
 
 def _use(allocation, seconds, n):
     now = timezone.now()
-    charge(allocation=allocation, source="local", external_id=f"d{n}",
-                               period_start=now, period_end=now, gpu_seconds=seconds)
+    charge(
+        allocation=allocation,
+        source="local",
+        external_id=f"d{n}",
+        period_start=now,
+        period_end=now,
+        gpu_seconds=seconds,
+    )
 
 
-def test_weekly_digest_replaces_one_email_per_alert(project, pi, researcher,
-                                                    django_capture_on_commit_callbacks):
+def test_weekly_digest_replaces_one_email_per_alert(
+    project, pi, researcher, django_capture_on_commit_callbacks
+):
     client = Client()
     client.force_login(researcher)
     client.post("/account/notifications/", {"usage_alerts": "weekly"})
@@ -70,11 +78,21 @@ def test_weekly_digest_replaces_one_email_per_alert(project, pi, researcher,
 def test_staff_hear_of_each_failing_job_once(project, researcher, reviewer, admin):
     allocation = AllocationFactory(project=project)
     for n in range(2):
-        Job.objects.create(allocation=allocation, created_by=researcher, token=f"portal-job-f{n}",
-                           state="failed", state_reason=f"exit code {n + 1}",
-                           finished_at=timezone.now())
-    Job.objects.create(allocation=allocation, created_by=researcher, token="portal-job-ok",
-                       state="succeeded", finished_at=timezone.now())
+        Job.objects.create(
+            allocation=allocation,
+            created_by=researcher,
+            token=f"portal-job-f{n}",
+            state="failed",
+            state_reason=f"exit code {n + 1}",
+            finished_at=timezone.now(),
+        )
+    Job.objects.create(
+        allocation=allocation,
+        created_by=researcher,
+        token="portal-job-ok",
+        state="succeeded",
+        finished_at=timezone.now(),
+    )
     assert failing_jobs_digest() == 2
     (message,) = mail.outbox
     assert set(message.to) == {reviewer.email, admin.email}

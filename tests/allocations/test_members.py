@@ -1,6 +1,7 @@
 """Project members through the services and the API: who may add, change and remove them,
 each move audited, the last PI protected (409), others' projects 404, and the launcher told
 after commit."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,7 +19,8 @@ def _roles(project) -> dict[str, str]:
 
 
 def test_the_pi_adds_a_member_by_email_and_the_launcher_hears_of_it_after_commit(
-        pi, project, django_capture_on_commit_callbacks):
+    pi, project, django_capture_on_commit_callbacks
+):
     UserFactory(username="niels", email="Niels@Example.org")
     heard = []
 
@@ -44,8 +46,7 @@ def test_a_plain_member_cannot_add_change_or_remove_others(researcher, project, 
     with pytest.raises(PermissionDenied):
         services.project_member_add(project=project, by=researcher, user=outsider)
     with pytest.raises(PermissionDenied):
-        services.project_member_role_change(project=project, by=researcher, user=pi,
-                                            role="member")
+        services.project_member_role_change(project=project, by=researcher, user=pi, role="member")
     with pytest.raises(PermissionDenied):
         services.project_member_remove(project=project, by=researcher, user=pi)
     assert _roles(project) == {"paula": "pi", "rosalind": "member"}
@@ -56,8 +57,7 @@ def test_a_manager_manages_members_but_not_pis(pi, researcher, project):
     helper = UserFactory(username="hugo")
     services.project_member_add(project=project, by=researcher, user=helper)
     with pytest.raises(PermissionDenied):
-        services.project_member_role_change(project=project, by=researcher, user=helper,
-                                            role="pi")
+        services.project_member_role_change(project=project, by=researcher, user=helper, role="pi")
     with pytest.raises(PermissionDenied):
         services.project_member_remove(project=project, by=researcher, user=pi)
     services.project_member_remove(project=project, by=researcher, user=helper)
@@ -89,8 +89,9 @@ def test_adding_someone_twice_or_an_unknown_user_is_a_field_error(pi, researcher
 def test_members_api_adds_changes_and_removes(api, pi, researcher, project):
     UserFactory(username="niels")
     client = api.as_user(pi)
-    added = client.post(f"/api/v1/projects/{project.pk}/members/",
-                        {"username": "niels", "role": "manager"})
+    added = client.post(
+        f"/api/v1/projects/{project.pk}/members/", {"username": "niels", "role": "manager"}
+    )
     assert added.status_code == 200, added.json()
     assert {m["username"]: m["role"] for m in added.json()["members"]}["niels"] == "manager"
 
@@ -102,8 +103,7 @@ def test_members_api_adds_changes_and_removes(api, pi, researcher, project):
     assert removed.status_code == 204 and "niels" not in _roles(project)
 
 
-def test_members_api_errors_400_403_404_409(api, pi, researcher, outsider, project,
-                                            other_project):
+def test_members_api_errors_400_403_404_409(api, pi, researcher, outsider, project, other_project):
     client = api.as_user(pi)
     bad_role = client.patch(f"/api/v1/projects/{project.pk}/members/rosalind/", {"role": "boss"})
     assert bad_role.status_code == 400 and "role" in bad_role.json()
@@ -127,7 +127,8 @@ def test_member_routes_are_in_the_openapi_document(api, researcher):
 
 
 def test_the_project_page_lets_the_pi_manage_members_and_hides_others_projects(
-        pi, researcher, outsider, project, other_project):
+    pi, researcher, outsider, project, other_project
+):
     from django.test import Client
 
     from tests.factories import AllocationFactory
@@ -137,19 +138,23 @@ def test_the_project_page_lets_the_pi_manage_members_and_hides_others_projects(
     UserFactory(username="niels")
     page = client.get(f"/projects/{project.pk}/").content.decode()
     assert "Add a member" in page and 'aria-label="Remove rosalind"' in page
-    response = client.post(f"/projects/{project.pk}/members/add/",
-                           {"username": "niels", "role": "member"}, follow=True)
+    response = client.post(
+        f"/projects/{project.pk}/members/add/", {"username": "niels", "role": "member"}, follow=True
+    )
     assert "niels was added to ABC-DEF-001." in response.content.decode()
-    response = client.post(f"/projects/{project.pk}/members/remove/", {"username": "paula"},
-                           follow=True)
+    response = client.post(
+        f"/projects/{project.pk}/members/remove/", {"username": "paula"}, follow=True
+    )
     assert "A project needs a PI" in response.content.decode()
 
     member = Client()
     member.force_login(researcher)
     page = member.get(f"/projects/{project.pk}/").content.decode()
     assert "Add a member" not in page and "niels" in page
-    assert member.post(f"/projects/{project.pk}/members/add/",
-                       {"username": "charlie"}).status_code == 302
+    assert (
+        member.post(f"/projects/{project.pk}/members/add/", {"username": "charlie"}).status_code
+        == 302
+    )
     assert "charlie" not in _roles(project)
     assert member.get(f"/projects/{other_project.pk}/").status_code == 404
     assert "Ask your PI to add you" not in Client().get("/").content.decode()

@@ -1,7 +1,8 @@
 """One fact, one figure (issue 22): for one allocation, the dashboard, the project page, the
 allocation page, the usage report (page and CSV) and the API show the same used and
-remaining GPU-hours once each is rounded by the one rule (allocations/figures.py), and the
+remaining GPU-hours once each is rounded by the one rule (core/figures.py), and the
 files carry the exact value, not a float artefact."""
+
 from __future__ import annotations
 
 import csv
@@ -13,7 +14,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from allocations.figures import rounded
+from core.figures import rounded
 from tests.factories import AllocationFactory, charge
 
 pytestmark = pytest.mark.django_db
@@ -23,11 +24,20 @@ SECONDS = 194  # 0.053888... GPU-hours: "0.05" on every page, 0.053889 in the CS
 @pytest.fixture
 def allocation(project, facility):
     today = timezone.localdate()
-    allocation = AllocationFactory(project=project, facility=facility, gpu_hours=Decimal(10),
-                                   start_date=today - dt.timedelta(days=5),
-                                   end_date=today + dt.timedelta(days=30))
-    charge(allocation=allocation, source="local", external_id="one-figure",
-           gpu_seconds=SECONDS, cost=Decimal("0.0500"))  # as a backend charges: the ledger moves
+    allocation = AllocationFactory(
+        project=project,
+        facility=facility,
+        gpu_hours=Decimal(10),
+        start_date=today - dt.timedelta(days=5),
+        end_date=today + dt.timedelta(days=30),
+    )
+    charge(
+        allocation=allocation,
+        source="local",
+        external_id="one-figure",
+        gpu_seconds=SECONDS,
+        cost=Decimal("0.0500"),
+    )  # as a backend charges: the ledger moves
     return allocation
 
 
@@ -56,7 +66,9 @@ def test_every_surface_shows_the_same_used_and_remaining(client, api, pi, alloca
     table = re.search(r'<table id="table-usage">.*?</table>', report, re.S).group(0)
     assert f">{used}</td>" in table
 
-    csv_text = client.get("/reports/usage/?group_by=project&format=csv&table=usage").content.decode()
+    csv_text = client.get(
+        "/reports/usage/?group_by=project&format=csv&table=usage"
+    ).content.decode()
     row = list(csv.reader(io.StringIO(csv_text)))[1]
     assert row[2] == "0.053889" and rounded(row[2]) == used
 

@@ -1,4 +1,5 @@
 """Facility policy: trial caps and length, auto-approval, one open trial, dates, tiers."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -16,9 +17,14 @@ TODAY = timezone.localdate
 
 
 def trial(project, facility, by, **overrides):
-    values = dict(facility=facility, kind="trial", gpu_hours=400, start_date=TODAY(),
-                  end_date=TODAY() + dt.timedelta(days=30),
-                  justification="Trying DenseNet-121 on chest CT slices.")
+    values = dict(
+        facility=facility,
+        kind="trial",
+        gpu_hours=400,
+        start_date=TODAY(),
+        end_date=TODAY() + dt.timedelta(days=30),
+        justification="Trying DenseNet-121 on chest CT slices.",
+    )
     values.update(overrides)
     return services.request_create(by=by, project=project, **values)
 
@@ -67,8 +73,9 @@ def test_a_trial_cannot_last_longer_than_the_trial_length(project, facility, res
     assert "at most 90 days" in refused.value.message_dict["end_date"][0]
 
 
-def test_a_trial_allocation_expires_after_the_trial_length(project, facility, researcher,
-                                                           django_capture_on_commit_callbacks):
+def test_a_trial_allocation_expires_after_the_trial_length(
+    project, facility, researcher, django_capture_on_commit_callbacks
+):
     facility.trial_days = 10
     facility.save()
     with django_capture_on_commit_callbacks(execute=True):
@@ -107,8 +114,13 @@ def test_converting_a_trial_closes_it_and_grants_a_full_allocation(
     project, facility, researcher, reviewer, django_capture_on_commit_callbacks
 ):
     trial_allocation = AllocationFactory(project=project, facility=facility, kind="trial")
-    req = RequestFactory(project=project, facility=facility, requested_by=researcher,
-                         purpose="trial_conversion", extends=trial_allocation)
+    req = RequestFactory(
+        project=project,
+        facility=facility,
+        requested_by=researcher,
+        purpose="trial_conversion",
+        extends=trial_allocation,
+    )
     services.request_submit(request=req, by=researcher)
     with django_capture_on_commit_callbacks(execute=True):
         full = services.request_approve(request=req, by=reviewer)
@@ -121,10 +133,17 @@ def test_converting_a_trial_closes_it_and_grants_a_full_allocation(
 def test_a_top_up_raises_the_grant_and_revives_an_exhausted_allocation(
     project, facility, researcher, reviewer
 ):
-    allocation = AllocationFactory(project=project, facility=facility, status="exhausted",
-                                   gpu_hours=100)
-    req = RequestFactory(project=project, facility=facility, requested_by=researcher,
-                         purpose="top_up", extends=allocation, gpu_hours=50)
+    allocation = AllocationFactory(
+        project=project, facility=facility, status="exhausted", gpu_hours=100
+    )
+    req = RequestFactory(
+        project=project,
+        facility=facility,
+        requested_by=researcher,
+        purpose="top_up",
+        extends=allocation,
+        gpu_hours=50,
+    )
     services.request_submit(request=req, by=researcher)
     result = services.request_approve(request=req, by=reviewer)
     allocation.refresh_from_db()
@@ -136,36 +155,51 @@ def test_a_top_up_raises_the_grant_and_revives_an_exhausted_allocation(
 
 def test_a_full_request_needs_a_real_justification(project, facility, researcher):
     with pytest.raises(services.PolicyError) as refused:
-        services.request_create(by=researcher, project=project, facility=facility, kind="full",
-                                gpu_hours=1000, start_date=TODAY(),
-                                end_date=TODAY() + dt.timedelta(days=30),
-                                justification="Need GPUs.")
+        services.request_create(
+            by=researcher,
+            project=project,
+            facility=facility,
+            kind="full",
+            gpu_hours=1000,
+            start_date=TODAY(),
+            end_date=TODAY() + dt.timedelta(days=30),
+            justification="Need GPUs.",
+        )
     assert "at least 25 different words" in refused.value.message_dict["justification"][0]
 
 
-@pytest.mark.parametrize("start,end,message", [
-    (0, 0, "after the start date"),
-    (10, 5, "after the start date"),
-    (0, 400, "at the latest"),
-])
-def test_dates_are_checked_against_each_other_and_the_facility(project, facility, researcher,
-                                                               start, end, message):
+@pytest.mark.parametrize(
+    "start,end,message",
+    [(0, 0, "after the start date"), (10, 5, "after the start date"), (0, 400, "at the latest")],
+)
+def test_dates_are_checked_against_each_other_and_the_facility(
+    project, facility, researcher, start, end, message
+):
     with pytest.raises(services.PolicyError) as refused:
-        services.request_create(by=researcher, project=project, facility=facility,
-                                gpu_hours=10, start_date=TODAY() + dt.timedelta(days=start),
-                                end_date=TODAY() + dt.timedelta(days=end),
-                                justification=" ".join(["word"] * 30))
+        services.request_create(
+            by=researcher,
+            project=project,
+            facility=facility,
+            gpu_hours=10,
+            start_date=TODAY() + dt.timedelta(days=start),
+            end_date=TODAY() + dt.timedelta(days=end),
+            justification=" ".join(["word"] * 30),
+        )
     assert message in refused.value.message_dict["end_date"][0]
 
 
-def test_the_data_sensitivity_tier_must_be_one_the_facility_accepts(project, facility,
-                                                                    researcher):
+def test_the_data_sensitivity_tier_must_be_one_the_facility_accepts(project, facility, researcher):
     with pytest.raises(services.PolicyError) as refused:
-        services.request_create(by=researcher, project=project, facility=facility,
-                                gpu_hours=10, start_date=TODAY(),
-                                end_date=TODAY() + dt.timedelta(days=5),
-                                data_sensitivity="special",
-                                justification=" ".join(["word"] * 30))
+        services.request_create(
+            by=researcher,
+            project=project,
+            facility=facility,
+            gpu_hours=10,
+            start_date=TODAY(),
+            end_date=TODAY() + dt.timedelta(days=5),
+            data_sensitivity="special",
+            justification=" ".join(["word"] * 30),
+        )
     assert "does not accept special data" in refused.value.message_dict["data_sensitivity"][0]
 
 

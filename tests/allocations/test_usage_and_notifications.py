@@ -1,4 +1,5 @@
 """The usage ledger (idempotent, alerts, exhaustion) and the notification emails."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -17,8 +18,14 @@ pytestmark = pytest.mark.django_db
 
 def usage(allocation, external_id, hours):
     now = timezone.now()
-    return UsageRecord(allocation=allocation, source="slurm", external_id=external_id,
-                       period_start=now, period_end=now, gpu_seconds=int(hours * 3600))
+    return UsageRecord(
+        allocation=allocation,
+        source="slurm",
+        external_id=external_id,
+        period_start=now,
+        period_end=now,
+        gpu_seconds=int(hours * 3600),
+    )
 
 
 def test_recording_the_same_backend_records_twice_charges_them_once(project):
@@ -37,7 +44,7 @@ def test_alerts_go_out_once_at_each_threshold_and_exhaustion_blocks(
         assert services.usage_check_thresholds(allocation_id=allocation.pk) == [50]
         assert services.usage_check_thresholds(allocation_id=allocation.pk) == []
         services.usage_record_many([usage(allocation, "2", 4.5)])
-        assert services.usage_check_thresholds(allocation_id=allocation.pk) == [80, 100]
+        assert services.usage_check_thresholds(allocation_id=allocation.pk) == [80, 95, 100]
     allocation.refresh_from_db()
     assert allocation.status == "exhausted"
     subjects = [m.subject for m in mail.outbox]
@@ -62,10 +69,12 @@ def test_decisions_and_change_requests_email_the_requester_with_the_comment(
 ):
     from tests.factories import RequestFactory
 
-    first = RequestFactory(project=project, facility=facility, requested_by=researcher,
-                           status="submitted")
-    second = RequestFactory(project=project, facility=facility, requested_by=researcher,
-                            status="submitted")
+    first = RequestFactory(
+        project=project, facility=facility, requested_by=researcher, status="submitted"
+    )
+    second = RequestFactory(
+        project=project, facility=facility, requested_by=researcher, status="submitted"
+    )
     with django_capture_on_commit_callbacks(execute=True):
         services.request_reject(request=first, by=reviewer, comment="Try JADE2.")
         services.request_request_changes(request=second, by=reviewer, comment="Add detail.")

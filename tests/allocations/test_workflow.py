@@ -1,4 +1,5 @@
 """Every move of the request state machine, and every refused one."""
+
 from __future__ import annotations
 
 import pytest
@@ -76,38 +77,49 @@ def test_requester_edits_and_resubmits_after_changes_requested(full_request, rev
     full_request.refresh_from_db()
     assert (full_request.status, full_request.gpu_hours) == ("submitted", 500)
     assert [e.to_state for e in timeline(full_request)][-3:] == [
-        "submitted", "changes_requested", "submitted"] or [
-        e.to_state for e in timeline(full_request)][-2:] == ["changes_requested", "submitted"]
+        "submitted",
+        "changes_requested",
+        "submitted",
+    ] or [e.to_state for e in timeline(full_request)][-2:] == ["changes_requested", "submitted"]
 
 
 @pytest.mark.parametrize("status", ["draft", "submitted", "changes_requested"])
 def test_open_requests_can_be_withdrawn(project, facility, researcher, status):
-    req = RequestFactory(project=project, facility=facility, requested_by=researcher,
-                         status=status)
+    req = RequestFactory(project=project, facility=facility, requested_by=researcher, status=status)
     services.request_withdraw(request=req, by=researcher)
     req.refresh_from_db()
     assert req.status == "withdrawn"
 
 
 REFUSED = [
-    ("draft", "request_approve"), ("draft", "request_reject"),
-    ("draft", "request_request_changes"), ("approved", "request_submit"),
-    ("approved", "request_withdraw"), ("approved", "request_approve"),
-    ("rejected", "request_submit"), ("rejected", "request_approve"),
-    ("withdrawn", "request_submit"), ("withdrawn", "request_withdraw"),
-    ("changes_requested", "request_approve"), ("submitted", "request_submit"),
+    ("draft", "request_approve"),
+    ("draft", "request_reject"),
+    ("draft", "request_request_changes"),
+    ("approved", "request_submit"),
+    ("approved", "request_withdraw"),
+    ("approved", "request_approve"),
+    ("rejected", "request_submit"),
+    ("rejected", "request_approve"),
+    ("withdrawn", "request_submit"),
+    ("withdrawn", "request_withdraw"),
+    ("changes_requested", "request_approve"),
+    ("submitted", "request_submit"),
 ]
 
 
 @pytest.mark.parametrize("status,action", REFUSED)
-def test_moves_the_table_does_not_allow_are_refused(project, facility, researcher, reviewer,
-                                                    status, action):
-    req = RequestFactory(project=project, facility=facility, requested_by=researcher,
-                         status=status)
-    by = reviewer if action in {"request_approve", "request_reject",
-                                "request_request_changes"} else researcher
-    kwargs = {"comment": "A reason."} if action in {"request_reject",
-                                                    "request_request_changes"} else {}
+def test_moves_the_table_does_not_allow_are_refused(
+    project, facility, researcher, reviewer, status, action
+):
+    req = RequestFactory(project=project, facility=facility, requested_by=researcher, status=status)
+    by = (
+        reviewer
+        if action in {"request_approve", "request_reject", "request_request_changes"}
+        else researcher
+    )
+    kwargs = (
+        {"comment": "A reason."} if action in {"request_reject", "request_request_changes"} else {}
+    )
     events_before = Event.objects.count()
     with pytest.raises(InvalidTransition):
         getattr(services, action)(request=req, by=by, **kwargs)
@@ -132,12 +144,14 @@ def test_a_stale_copy_cannot_win_a_race(full_request, reviewer):
     assert not Allocation.objects.exists()
 
 
-def test_only_reviewers_decide_and_never_on_their_own_request(full_request, researcher, pi,
-                                                             reviewer, project):
+def test_only_reviewers_decide_and_never_on_their_own_request(
+    full_request, researcher, pi, reviewer, project
+):
     with pytest.raises(PermissionDenied):
         services.request_approve(request=full_request, by=pi)
-    own = RequestFactory(project=project, facility=full_request.facility, requested_by=reviewer,
-                         status="submitted")
+    own = RequestFactory(
+        project=project, facility=full_request.facility, requested_by=reviewer, status="submitted"
+    )
     with pytest.raises(PermissionDenied):
         services.request_approve(request=own, by=reviewer)
     full_request.refresh_from_db()

@@ -1,4 +1,5 @@
 """Fixtures for the benchmark tests: the catalogue as recommender inputs (no database)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """The catalogue is the seed's data, and its derived numbers are reproducible."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,8 +8,15 @@ import torch
 from benchmarks import catalogue
 from benchmarks.harness.networks import GPT, GPT_SIZES, build_cnn
 
-SEED_NODE_TYPES = {"J-V100-32", "B-A100-40", "B-A100-80", "S-H100-80", "C-MI100-32",
-                   "C-MI210-64", "D-MX1550-128"}
+SEED_NODE_TYPES = {
+    "J-V100-32",
+    "B-A100-40",
+    "B-A100-80",
+    "S-H100-80",
+    "C-MI100-32",
+    "C-MI210-64",
+    "D-MX1550-128",
+}
 
 
 def test_node_types_carry_the_seed_names_and_peaks():
@@ -23,8 +31,12 @@ def test_node_types_carry_the_seed_names_and_peaks():
 
 def test_cloud_node_types_have_cited_prices_with_spot_below_on_demand():
     cloud = [s for s in catalogue.NODE_TYPES if s.instance_type]
-    assert {s.instance_type for s in cloud} == {"g5.xlarge", "g5.12xlarge", "p4d.24xlarge",
-                                                "p5.48xlarge"}
+    assert {s.instance_type for s in cloud} == {
+        "g5.xlarge",
+        "g5.12xlarge",
+        "p4d.24xlarge",
+        "p5.48xlarge",
+    }
     for s in cloud:
         assert 0 < s.price_spot < s.price_on_demand and "us-east-1" in s.price_source
 
@@ -61,9 +73,15 @@ def test_the_harness_and_the_recommender_import_no_django():
     import sys
     from pathlib import Path
 
-    code = ("import sys, benchmarks.harness.__main__, benchmarks.recommender, benchmarks.catalogue;"
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('django', 'rest_framework',"
-            " 'allocations', 'launcher', 'portal')];"
-            "assert not bad, bad")
-    subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
-                   check=True, timeout=120)
+    code = (
+        "import sys, benchmarks.harness.__main__, benchmarks.recommender, benchmarks.catalogue;"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('django', 'rest_framework',"
+        " 'allocations', 'launcher', 'portal')];"
+        "assert not bad, bad"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[2],
+        check=True,
+        timeout=120,
+    )

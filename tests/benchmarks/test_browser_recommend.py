@@ -1,4 +1,5 @@
 """/recommend/ in Debian's chromium: fill the form, get the ranked table and drawn charts."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,7 +9,7 @@ from benchmarks.demo import seed
 from tests.browser import login
 from tests.factories import UserFactory
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_a_researcher_compares_systems_and_follows_a_request_link(live_server, page):

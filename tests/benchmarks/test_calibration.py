@@ -1,5 +1,6 @@
 """The recommender's calibration over past jobs: predicted against measured hours per node type
 and workload, equal to a hand computation, shown as a table and a chart on /benchmarks/."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,18 +24,34 @@ def past_jobs(db):
 
     def job(n, node, key, predicted, measured):
         BenchmarkResult.objects.create(
-            node_type=node, workload=workloads[key], precision="fp32", gpus=1, batch_size=8,
-            image_size=64, throughput=10.0, source="job", catalogue_key=f"job-{n}",
-            predicted_hours=predicted, measured_hours=measured)
+            node_type=node,
+            workload=workloads[key],
+            precision="fp32",
+            gpus=1,
+            batch_size=8,
+            image_size=64,
+            throughput=10.0,
+            source="job",
+            catalogue_key=f"job-{n}",
+            predicted_hours=predicted,
+            measured_hours=measured,
+        )
 
-    job(1, a, "densenet121-2d", 1.0, 0.8)   # +25%
-    job(2, a, "densenet121-2d", 0.5, 1.0)   # -50%
-    job(3, a, "densenet121-2d", 2.0, 2.0)   # 0%
-    job(4, b, "resnet18-2d", 0.3, 0.4)      # -25%
-    job(5, b, "resnet18-2d", None, 0.4)     # no prediction: not in the table
+    job(1, a, "densenet121-2d", 1.0, 0.8)  # +25%
+    job(2, a, "densenet121-2d", 0.5, 1.0)  # -50%
+    job(3, a, "densenet121-2d", 2.0, 2.0)  # 0%
+    job(4, b, "resnet18-2d", 0.3, 0.4)  # -25%
+    job(5, b, "resnet18-2d", None, 0.4)  # no prediction: not in the table
     BenchmarkResult.objects.create(  # a harness result: not a job
-        node_type=a, workload=workloads["densenet121-2d"], precision="fp32", gpus=1,
-        batch_size=8, image_size=64, throughput=10.0, source="measured")
+        node_type=a,
+        workload=workloads["densenet121-2d"],
+        precision="fp32",
+        gpus=1,
+        batch_size=8,
+        image_size=64,
+        throughput=10.0,
+        source="measured",
+    )
 
 
 def test_the_table_equals_a_hand_computation(past_jobs):
@@ -43,14 +60,19 @@ def test_the_table_equals_a_hand_computation(past_jobs):
     a = rows[("A", "densenet121-2d")]
     assert a.jobs == 3 and a.facility == "local-hpc"
     assert a.median_predicted_hours == pytest.approx(1.0)  # median of 1.0, 0.5, 2.0
-    assert a.median_measured_hours == pytest.approx(1.0)   # median of 0.8, 1.0, 2.0
-    assert a.median_abs_error == pytest.approx(0.25)       # median of 25%, 50%, 0%
-    assert a.median_signed_error == pytest.approx(0.0)     # median of +25%, -50%, 0%
+    assert a.median_measured_hours == pytest.approx(1.0)  # median of 0.8, 1.0, 2.0
+    assert a.median_abs_error == pytest.approx(0.25)  # median of 25%, 50%, 0%
+    assert a.median_signed_error == pytest.approx(0.0)  # median of +25%, -50%, 0%
     assert a.worst_abs_error == pytest.approx(0.5)
     b = rows[("B", "resnet18-2d")]
     assert b.jobs == 1 and b.median_signed_error == pytest.approx(-0.25)
-    assert b.percent() == {"abs": "25.0%", "bias": "-25.0%", "worst": "25.0%",
-                           "predicted": "0.3", "measured": "0.4"}
+    assert b.percent() == {
+        "abs": "25.0%",
+        "bias": "-25.0%",
+        "worst": "25.0%",
+        "predicted": "0.3",
+        "measured": "0.4",
+    }
 
 
 def test_the_benchmarks_page_shows_the_table_and_its_chart(client, past_jobs):

@@ -1,5 +1,6 @@
 """Peak figures are dense: none is a with-sparsity figure, none exceeds the chip's documented
 dense peak, and every GPU node type in the catalogue names where its figures come from."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,8 +9,9 @@ from allocations import demo as allocations_demo
 from benchmarks import catalogue
 
 
-@pytest.mark.parametrize("spec", catalogue.NODE_TYPES + catalogue.REFERENCE_NODE_TYPES,
-                         ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "spec", catalogue.NODE_TYPES + catalogue.REFERENCE_NODE_TYPES, ids=lambda s: s.name
+)
 def test_no_peak_exceeds_the_documented_dense_peak(spec):
     if spec.device == "cpu":
         return

@@ -1,4 +1,5 @@
 """The standalone harness: measures a tiny model on CPU and posts over real HTTP."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -17,9 +18,25 @@ from benchmarks.harness.measure import RunConfig, run
 from benchmarks.harness.post import PostError, post_result
 from benchmarks.harness.profile import profile
 
-API_FIELDS = {"node_type", "workload", "dims", "image_size", "precision", "strategy", "gpus",
-              "batch_size", "throughput", "throughput_min", "throughput_max", "repeats",
-              "peak_memory_gb", "source", "software", "measured_at", "notes"}
+API_FIELDS = {
+    "node_type",
+    "workload",
+    "dims",
+    "image_size",
+    "precision",
+    "strategy",
+    "gpus",
+    "batch_size",
+    "throughput",
+    "throughput_min",
+    "throughput_max",
+    "repeats",
+    "peak_memory_gb",
+    "source",
+    "software",
+    "measured_at",
+    "notes",
+}
 
 
 class _Portal(BaseHTTPRequestHandler):
@@ -29,8 +46,12 @@ class _Portal(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
-        entry = {"path": self.path, "auth": self.headers.get("Authorization"),
-                 "type": self.headers.get("Content-Type"), "body": json.loads(body)}
+        entry = {
+            "path": self.path,
+            "auth": self.headers.get("Authorization"),
+            "type": self.headers.get("Content-Type"),
+            "body": json.loads(body),
+        }
         self.received.append(entry)
         if entry["auth"] != "Token s3cret":
             return self._answer(401, {"detail": "Invalid token."})
@@ -54,8 +75,9 @@ class _Portal(BaseHTTPRequestHandler):
 def portal():
     _Portal.received = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Portal)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}", _Portal.received
     server.shutdown()
@@ -64,8 +86,18 @@ def portal():
 
 @pytest.fixture(scope="module")
 def tiny_result():
-    return run(RunConfig(model="gpt2-tiny", dims=1, image_size=0, batch_size=4, repeats=3,
-                         warmup=1, steps=2, node_type="local-cpu"))
+    return run(
+        RunConfig(
+            model="gpt2-tiny",
+            dims=1,
+            image_size=0,
+            batch_size=4,
+            repeats=3,
+            warmup=1,
+            steps=2,
+            node_type="local-cpu",
+        )
+    )
 
 
 def test_measures_a_tiny_gpt_on_cpu(tiny_result):
@@ -80,8 +112,11 @@ def test_measures_a_tiny_gpt_on_cpu(tiny_result):
 
 
 def test_measures_a_monai_cnn_on_cpu():
-    r = run(RunConfig(model="resnet18", dims=2, image_size=16, batch_size=2, repeats=1,
-                      warmup=1, steps=1))
+    r = run(
+        RunConfig(
+            model="resnet18", dims=2, image_size=16, batch_size=2, repeats=1, warmup=1, steps=1
+        )
+    )
     assert r["workload"] == "resnet18" and r["throughput"] > 0
 
 
@@ -119,9 +154,29 @@ def test_an_unreachable_portal_is_a_post_error_without_status():
 
 def test_command_line_runs_prints_json_and_posts(portal, capsys):
     url, received = portal
-    code = main(["run", "--model", "gpt2-tiny", "--dims", "1", "--batch-size", "2",
-                 "--repeats", "2", "--warmup", "1", "--steps", "1", "--node-type", "local-cpu",
-                 "--post", url, "--token", "s3cret"])
+    code = main(
+        [
+            "run",
+            "--model",
+            "gpt2-tiny",
+            "--dims",
+            "1",
+            "--batch-size",
+            "2",
+            "--repeats",
+            "2",
+            "--warmup",
+            "1",
+            "--steps",
+            "1",
+            "--node-type",
+            "local-cpu",
+            "--post",
+            url,
+            "--token",
+            "s3cret",
+        ]
+    )
     assert code == 0
     printed = json.loads(capsys.readouterr().out)
     assert received[0]["body"] == printed and printed["node_type"] == "local-cpu"
@@ -139,11 +194,36 @@ def test_torchrun_trains_with_ddp_and_only_rank_0_reports():
     # Two CPU ranks on gloo: the same code path as NCCL on GPUs, minus the device.
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-         "-m", "benchmarks.harness", "run", "--model", "gpt2-tiny", "--dims", "1",
-         "--batch-size", "2", "--repeats", "1", "--warmup", "1", "--steps", "1",
-         "--threads", "1"],
-        cwd=root, capture_output=True, text=True, timeout=300, check=True)
-    result = json.loads(out.stdout[out.stdout.index("{"):])  # one JSON document: rank 0's
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            "-m",
+            "benchmarks.harness",
+            "run",
+            "--model",
+            "gpt2-tiny",
+            "--dims",
+            "1",
+            "--batch-size",
+            "2",
+            "--repeats",
+            "1",
+            "--warmup",
+            "1",
+            "--steps",
+            "1",
+            "--threads",
+            "1",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    result = json.loads(out.stdout[out.stdout.index("{") :])  # one JSON document: rank 0's
     assert result["strategy"] == "ddp" and result["gpus"] == 2
     assert result["throughput"] > 0

@@ -1,4 +1,5 @@
 """/recommend/ and /benchmarks/ rendered by Django: table, reasons, links, errors, queries."""
+
 from __future__ import annotations
 
 from urllib.parse import urlencode
@@ -13,8 +14,17 @@ from benchmarks.demo import seed
 from benchmarks.models import BenchmarkResult, Workload
 
 pytestmark = pytest.mark.django_db
-QUERY = dict(model="gpt2-xxl", dims=1, image_size=128, dataset_samples=100000, epochs=1,
-             precision="fp32", gpus=1, batch_size=1, data_sensitivity="public")
+QUERY = dict(
+    model="gpt2-xxl",
+    dims=1,
+    image_size=128,
+    dataset_samples=100000,
+    epochs=1,
+    precision="fp32",
+    gpus=1,
+    batch_size=1,
+    data_sensitivity="public",
+)
 
 
 @pytest.fixture
@@ -61,14 +71,30 @@ def test_scaling_chart_appears_where_several_gpu_counts_exist(seeded, client):
     node = NodeType.objects.get(name="B-A100-80")
     wl = Workload.objects.get(key="resnet50-2d")
     for gpus, thr in ((2, 4700.0), (4, 9100.0)):
-        BenchmarkResult.objects.create(node_type=node, workload=wl, precision="fp16",
-                                       strategy="ddp", gpus=gpus, batch_size=256,
-                                       image_size=224, throughput=thr)
-    BenchmarkResult.objects.create(node_type=node, workload=wl, precision="fp16",
-                                   strategy="ddp", gpus=1, batch_size=256, image_size=224,
-                                   throughput=2470.0)
+        BenchmarkResult.objects.create(
+            node_type=node,
+            workload=wl,
+            precision="fp16",
+            strategy="ddp",
+            gpus=gpus,
+            batch_size=256,
+            image_size=224,
+            throughput=thr,
+        )
+    BenchmarkResult.objects.create(
+        node_type=node,
+        workload=wl,
+        precision="fp16",
+        strategy="ddp",
+        gpus=1,
+        batch_size=256,
+        image_size=224,
+        throughput=2470.0,
+    )
     html = client.get("/benchmarks/?node_type=B-A100-80").content.decode()
-    assert 'id="scaling-data"' in html and "1: 2470.0; 2: 4700.0; 4: 9100.0" in html.replace(",", "")
+    assert 'id="scaling-data"' in html and "1: 2470.0; 2: 4700.0; 4: 9100.0" in html.replace(
+        ",", ""
+    )
 
 
 def test_benchmarks_page_runs_a_bounded_number_of_queries(seeded, client):
@@ -80,16 +106,27 @@ def test_benchmarks_page_runs_a_bounded_number_of_queries(seeded, client):
     few = queries()
     node, wl = NodeType.objects.get(name="B-A100-40"), Workload.objects.get(key="gpt2")
     BenchmarkResult.objects.bulk_create(
-        BenchmarkResult(node_type=node, workload=wl, precision="bf16", strategy="ddp", gpus=g,
-                        batch_size=b, image_size=128, throughput=100.0 * g)
-        for g in (1, 2, 4, 8) for b in range(1, 40))
+        BenchmarkResult(
+            node_type=node,
+            workload=wl,
+            precision="bf16",
+            strategy="ddp",
+            gpus=g,
+            batch_size=b,
+            image_size=128,
+            throughput=100.0 * g,
+        )
+        for g in (1, 2, 4, 8)
+        for b in range(1, 40)
+    )
     assert queries() == few
 
 
 def test_request_links_name_the_hours_they_pre_fill(seeded, client):
     """A prediction of a fraction of an hour links to a request for one whole GPU-hour."""
-    html = client.get("/recommend/?model=densenet121&dims=2&image_size=224&dataset_samples=1000"
-                      "&epochs=1&precision=bf16&gpus=1&batch_size=64&data_sensitivity=public"
-                      ).content.decode()
+    html = client.get(
+        "/recommend/?model=densenet121&dims=2&image_size=224&dataset_samples=1000"
+        "&epochs=1&precision=bf16&gpus=1&batch_size=64&data_sensitivity=public"
+    ).content.decode()
     assert "gpu_hours=1&amp;" in html
     assert "Request 1 GPU-hour<" in html and "Request 0 GPU-hours" not in html

@@ -1,4 +1,5 @@
 """The leave-one-out evaluator: hides each result and scores every method that can predict it."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,8 +23,7 @@ def test_a_perfectly_work_proportional_world_is_predicted_exactly():
         for model in ("resnet18", "resnet50", "densenet121"):
             for size in (112, 224):
                 work = work_per_sample(WL[(model, 2)], size, "gpu")
-                results.append(make_result(node, model=model, image_size=size,
-                                           throughput=k / work))
+                results.append(make_result(node, model=model, image_size=size, throughput=k / work))
     cases = leave_one_out(results, nodes, WORKLOADS)
     rows = {r.method: r for r in summarise(cases)}
     assert rows["measured"].n == len(results)  # each has a same-model sibling at another size
@@ -50,16 +50,22 @@ def test_summary_reports_median_and_p90_per_method():
 
 
 def test_the_catalogue_can_be_evaluated():
-    cases = leave_one_out(catalogue.all_results(include_reference=True),
-                          catalogue.node_type_infos(include_reference=True), WORKLOADS)
+    cases = leave_one_out(
+        catalogue.all_results(include_reference=True),
+        catalogue.node_type_infos(include_reference=True),
+        WORKLOADS,
+    )
     scored = {c.result_id for c in cases}
     assert {"dle-v100-amp", "lambda-h200-amp"} <= scored
     assert all(c.actual > 0 and c.predicted > 0 for c in cases)
 
 
 def test_the_published_gpu_figures_are_scored_per_method():
-    cases = leave_one_out(catalogue.all_results(include_reference=True),
-                          catalogue.node_type_infos(include_reference=True), WORKLOADS)
+    cases = leave_one_out(
+        catalogue.all_results(include_reference=True),
+        catalogue.node_type_infos(include_reference=True),
+        WORKLOADS,
+    )
     gpu = [c for c in cases if not c.result_id.startswith("local-")]
     rows = {r.method: r for r in summarise(gpu)}
     # Six figures have a same-chip sibling from the other harness; all 13 have other chips.

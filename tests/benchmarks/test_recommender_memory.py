@@ -1,4 +1,5 @@
 """Memory fit: what a GPU can hold for full training, per strategy, and why not."""
+
 from __future__ import annotations
 
 from benchmarks.catalogue import WORKLOADS
@@ -13,8 +14,9 @@ def test_a_2_7_billion_parameter_gpt2_does_not_fit_a_32gb_v100(seed_nodes):
     gpt = WL[("gpt2-xxl", 1)]
     assert 2.6e9 < gpt.parameters < 2.7e9
     for precision in ("fp32", "fp16"):
-        req = make_request(model="gpt2-xxl", dims=1, image_size=128, precision=precision,
-                           batch_size=1)
+        req = make_request(
+            model="gpt2-xxl", dims=1, image_size=128, precision=precision, batch_size=1
+        )
         mem = memory.choose(gpt, req, v100)
         assert not mem.fits
         assert mem.states_gb > 32  # weights + grads + Adam alone exceed the card
@@ -53,8 +55,7 @@ def test_recommend_flags_the_v100_as_not_fitting_for_gpt2_xxl(workloads, seed_no
     from benchmarks.catalogue import all_results
 
     req = make_request(model="gpt2-xxl", dims=1, image_size=128, batch_size=4)
-    ranked = {r.node_type: r for r in recommend(req, workloads, seed_nodes.values(),
-                                                all_results())}
+    ranked = {r.node_type: r for r in recommend(req, workloads, seed_nodes.values(), all_results())}
     assert not ranked["J-V100-32"].fits_memory
     assert ranked["B-A100-80"].fits_memory
     best = min(ranked.values(), key=lambda r: r.rank)

@@ -1,5 +1,6 @@
 """Precision per row: `auto` is mixed precision where the chip has it, and a bf16 request on a
 chip without bf16 units (the V100) is predicted with fp16 mixed precision, not refused."""
+
 from __future__ import annotations
 
 from benchmarks import catalogue
@@ -7,18 +8,32 @@ from benchmarks.recommender import parse_request, recommend
 from benchmarks.recommender.predict import resolve_precision
 from tests.benchmarks.helpers import make_node
 
-V100 = make_node("v", accelerator="NVIDIA V100 SXM2",
-                 peak_tflops={"fp16": 125, "bf16": None, "fp32": 15.7, "fp64": 7.8})
+V100 = make_node(
+    "v",
+    accelerator="NVIDIA V100 SXM2",
+    peak_tflops={"fp16": 125, "bf16": None, "fp32": 15.7, "fp64": 7.8},
+)
 CPU = make_node("c", device="cpu", peak_tflops={"fp16": None, "bf16": 0.38, "fp32": 0.19})
 
 
 def _rows(precision: str) -> dict:
-    req = parse_request({"model": "densenet121", "dims": 2, "image_size": 224,
-                         "dataset_samples": 100_000, "epochs": 10, "precision": precision,
-                         "gpus": 1, "batch_size": 64, "data_sensitivity": "public"},
-                        catalogue.WORKLOADS)
-    ranked = recommend(req, catalogue.WORKLOADS, catalogue.node_type_infos(),
-                       catalogue.all_results())
+    req = parse_request(
+        {
+            "model": "densenet121",
+            "dims": 2,
+            "image_size": 224,
+            "dataset_samples": 100_000,
+            "epochs": 10,
+            "precision": precision,
+            "gpus": 1,
+            "batch_size": 64,
+            "data_sensitivity": "public",
+        },
+        catalogue.WORKLOADS,
+    )
+    ranked = recommend(
+        req, catalogue.WORKLOADS, catalogue.node_type_infos(), catalogue.all_results()
+    )
     return {r.node_type: r for r in ranked}
 
 
@@ -46,8 +61,9 @@ def test_an_explicit_precision_the_chip_has_is_kept():
 
 def test_densenet121_bf16_on_an_h100_pcie_is_well_below_resnet50_there():
     h100 = _rows("bf16")["S-H100-80"]
-    resnet50_amp = next(r.throughput for r in catalogue.all_results()
-                        if r.id == "lambda-h100pcie-amp")
+    resnet50_amp = next(
+        r.throughput for r in catalogue.all_results() if r.id == "lambda-h100pcie-amp"
+    )
     assert h100.throughput < 0.8 * resnet50_amp
     assert "lambda-h100pcie-amp" == h100.basis and "S-H100-80" in h100.neighbour
 

@@ -1,4 +1,5 @@
 """Each prediction method, chosen in order, with the numbers it must produce."""
+
 from __future__ import annotations
 
 import math
@@ -29,8 +30,10 @@ def test_measured_neighbour_scales_image_size_by_pixels():
 
 def test_measured_neighbour_prefers_the_closest_configuration():
     node = make_node("a")
-    results = [make_result("a", batch_size=8, throughput=500.0),
-               make_result("a", batch_size=64, throughput=1200.0)]
+    results = [
+        make_result("a", batch_size=8, throughput=500.0),
+        make_result("a", batch_size=64, throughput=1200.0),
+    ]
     found = _predict(results, node, make_request(batch_size=64))
     assert found.throughput == pytest.approx(1200.0)
     assert found.basis.batch_size == 64
@@ -75,8 +78,10 @@ def test_roofline_fits_achieved_against_peak_on_measured_hardware():
     b = make_node("b", peak_tflops={"fp16": 400.0})
     target = make_node("t", peak_tflops={"fp16": 900.0})
     flops = DN.flops(224)
-    results = [make_result("a", throughput=2 * 10 * 1e12 / flops),
-               make_result("b", throughput=2 * 20 * 1e12 / flops)]
+    results = [
+        make_result("a", throughput=2 * 10 * 1e12 / flops),
+        make_result("b", throughput=2 * 20 * 1e12 / flops),
+    ]
     found = _predict(results, target, make_request(), nodes=[a, b, target])
     assert found.method == "roofline" and found.confidence == "low"
     assert found.throughput == pytest.approx(2 * 30 * 1e12 / flops)
@@ -99,8 +104,10 @@ def test_no_peak_and_no_result_means_no_prediction():
 def test_gpu_scaling_uses_the_measured_efficiency_of_that_hardware():
     node = make_node("a")
     # 4 GPUs keep 81% of linear: 0.9 per doubling.
-    results = [make_result("a"), make_result("a", gpus=4, strategy="ddp",
-                                             throughput=1000.0 * 4 * 0.81)]
+    results = [
+        make_result("a"),
+        make_result("a", gpus=4, strategy="ddp", throughput=1000.0 * 4 * 0.81),
+    ]
     index = P.ResultIndex(results, [node], WORKLOADS)
     eff, measured = index.doubling_efficiency("acc-a")
     assert measured and eff == pytest.approx(0.9)
@@ -111,7 +118,7 @@ def test_gpu_scaling_uses_the_measured_efficiency_of_that_hardware():
 def test_gpu_scaling_falls_back_to_the_stated_default():
     node = make_node("a")
     found = _predict([make_result("a")], node, make_request(gpus=8), strategy="ddp")
-    expected = 1000.0 * 8 * P.DEFAULT_DOUBLING_EFFICIENCY ** 3
+    expected = 1000.0 * 8 * P.DEFAULT_DOUBLING_EFFICIENCY**3
     assert found.throughput == pytest.approx(expected)
     assert any("stated default" in n for n in found.notes)
 
@@ -138,8 +145,10 @@ def test_measured_results_at_several_sizes_fit_a_per_step_overhead():
         return 1.0 / (1.0 / batch + 1e-11 * DN.flops(size))
 
     node = make_node("a")
-    results = [make_result("a", image_size=s, batch_size=b, throughput=thr(s, b))
-               for s, b in ((64, 8), (128, 8), (96, 16))]
+    results = [
+        make_result("a", image_size=s, batch_size=b, throughput=thr(s, b))
+        for s, b in ((64, 8), (128, 8), (96, 16))
+    ]
     found = _predict(results, node, make_request(image_size=160, batch_size=8))
     assert found.method == "measured"
     assert found.throughput == pytest.approx(thr(160, 8), rel=1e-6)

@@ -1,4 +1,5 @@
 """Refusals of bad input: per-field messages that say what is allowed (the API's 400)."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,9 +7,18 @@ import pytest
 from benchmarks.catalogue import WORKLOADS
 from benchmarks.recommender import RecommendationInputError, parse_request
 
-GOOD = dict(model="densenet121", dims=2, image_size=224, dataset_samples=10_000, epochs=5,
-            precision="bf16", gpus=2, batch_size=32, data_sensitivity="internal",
-            needs=["notebooks"])
+GOOD = dict(
+    model="densenet121",
+    dims=2,
+    image_size=224,
+    dataset_samples=10_000,
+    epochs=5,
+    precision="bf16",
+    gpus=2,
+    batch_size=32,
+    data_sensitivity="internal",
+    needs=["notebooks"],
+)
 
 
 def _errors(**changes) -> dict[str, list[str]]:
@@ -39,22 +49,36 @@ def test_wrong_dims_for_the_model_says_which_exist():
     assert "dims 1" in _errors(model="gpt2", dims=3)["dims"][0]
 
 
-@pytest.mark.parametrize("field, value", [
-    ("gpus", 0), ("gpus", -4), ("gpus", 1.5), ("gpus", "many"), ("gpus", True),
-    ("batch_size", 10**9), ("epochs", float("nan")), ("dataset_samples", float("inf")),
-    ("image_size", 3), ("budget", -1), ("deadline_hours", 0),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("gpus", 0),
+        ("gpus", -4),
+        ("gpus", 1.5),
+        ("gpus", "many"),
+        ("gpus", True),
+        ("batch_size", 10**9),
+        ("epochs", float("nan")),
+        ("dataset_samples", float("inf")),
+        ("image_size", 3),
+        ("budget", -1),
+        ("deadline_hours", 0),
+    ],
+)
 def test_nonsense_numbers_are_refused_with_the_allowed_range(field, value):
     (message,) = _errors(**{field: value})[field]
     assert "between" in message
 
 
-@pytest.mark.parametrize("field, value, allowed", [
-    ("precision", "int8", "fp32, tf32, fp16, bf16"),
-    ("data_sensitivity", "secret", "public, internal, personal, special"),
-    ("strategy", "pipeline", "auto, single, ddp, fsdp, deepspeed"),
-    ("needs", ["gpu"], "notebooks, root, public_web_service"),
-])
+@pytest.mark.parametrize(
+    "field, value, allowed",
+    [
+        ("precision", "int8", "fp32, tf32, fp16, bf16"),
+        ("data_sensitivity", "secret", "public, internal, personal, special"),
+        ("strategy", "pipeline", "auto, single, ddp, fsdp, deepspeed"),
+        ("needs", ["gpu"], "notebooks, root, public_web_service"),
+    ],
+)
 def test_unknown_choices_list_the_allowed_values(field, value, allowed):
     assert allowed in _errors(**{field: value})[field][0]
 

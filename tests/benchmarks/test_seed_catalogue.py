@@ -1,4 +1,5 @@
 """seed(): the database holds the catalogue's workloads and results, node types agree with it."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,8 +36,10 @@ def test_seed_fills_what_allocations_lacks_and_refines_chip_names(seeded):
     assert float(cpu.accelerator_memory_gb) == 24 and cpu.peak_tflops_fp32 == 0.19
     # Different chips must not share results: the PCIe and SXM H100s are told apart.
     assert NodeType.objects.get(name="S-H100-80").accelerator == "NVIDIA H100 PCIe"
-    assert NodeType.objects.get(name="p5.48xlarge",
-                                facility__slug="aws-spot").accelerator == "NVIDIA H100 SXM5"
+    assert (
+        NodeType.objects.get(name="p5.48xlarge", facility__slug="aws-spot").accelerator
+        == "NVIDIA H100 SXM5"
+    )
 
 
 def test_seed_never_overwrites_what_the_database_already_says(seeded):
@@ -54,8 +57,13 @@ def test_results_carry_their_citations_and_provenance(seeded):
     assert (v100.throughput, v100.workload.key, v100.batch_size) == (367, "resnet50-2d", 112)
     measured = BenchmarkResult.objects.filter(source="measured")
     assert measured.count() == len(catalogue.MEASURED_RESULTS)
-    assert all(r.node_type.name == "local-cpu" and r.software["torch"] and r.repeats == 5
-               and r.throughput_min <= r.throughput <= r.throughput_max for r in measured)
+    assert all(
+        r.node_type.name == "local-cpu"
+        and r.software["torch"]
+        and r.repeats == 5
+        and r.throughput_min <= r.throughput <= r.throughput_max
+        for r in measured
+    )
 
 
 def test_reference_hardware_is_stored_but_not_offered(seeded):
@@ -64,10 +72,18 @@ def test_reference_hardware_is_stored_but_not_offered(seeded):
 
 
 def test_seeding_twice_changes_nothing(seeded):
-    before = (Workload.objects.count(), BenchmarkResult.objects.count(), NodeType.objects.count(),
-              list(NodeType.objects.order_by("pk").values()))
+    before = (
+        Workload.objects.count(),
+        BenchmarkResult.objects.count(),
+        NodeType.objects.count(),
+        list(NodeType.objects.order_by("pk").values()),
+    )
     assert seed() == seeded
-    after = (Workload.objects.count(), BenchmarkResult.objects.count(), NodeType.objects.count(),
-             list(NodeType.objects.order_by("pk").values()))
+    after = (
+        Workload.objects.count(),
+        BenchmarkResult.objects.count(),
+        NodeType.objects.count(),
+        list(NodeType.objects.order_by("pk").values()),
+    )
     assert before == after
     assert Workload.objects.count() == len(catalogue.WORKLOADS)

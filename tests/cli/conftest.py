@@ -4,6 +4,7 @@ what the beat task does (`jobs_poll`) while the command line waits.
 
 The command line runs as a real subprocess: the `portal` console script `make install` puts in
 the virtualenv, with a config dir of the test's own."""
+
 from __future__ import annotations
 
 import json
@@ -38,12 +39,19 @@ def cli(live_server, tmp_path):
     """Run `portal ARGS` as a subprocess; `cli.env` is the environment it gets."""
     assert PORTAL.exists(), f"{PORTAL} is missing: run `make install` (pip install -e ./cli)"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PORTAL_")}
-    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), HOME=str(tmp_path), COLUMNS="160",
-               NO_COLOR="1")
+    env.update(
+        XDG_CONFIG_HOME=str(tmp_path / "config"), HOME=str(tmp_path), COLUMNS="160", NO_COLOR="1"
+    )
 
     def run(*args: str, timeout: float = 600, **extra: str) -> Result:
-        proc = subprocess.run([str(PORTAL), *args], env={**env, **extra}, capture_output=True,
-                              text=True, timeout=timeout, check=False)
+        proc = subprocess.run(
+            [str(PORTAL), *args],
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
     run.env = env

@@ -1,5 +1,6 @@
 """The command line with personal tokens: a pasted token logs in; an expired or revoked one
 exits 4 with the portal's reason, in words a person can act on."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -34,7 +35,9 @@ def test_a_revoked_token_exits_4_and_says_it_was_revoked(cli, researcher):
 
 def test_an_expired_token_exits_4_and_says_it_expired(cli, researcher):
     token, key = services.token_create(user=researcher, name="old", days=7)
-    PersonalToken.objects.filter(pk=token.pk).update(expires_at=timezone.now() - dt.timedelta(minutes=1))
+    PersonalToken.objects.filter(pk=token.pk).update(
+        expires_at=timezone.now() - dt.timedelta(minutes=1)
+    )
     refused = cli("jobs", "list", PORTAL_URL=cli.url, PORTAL_TOKEN=key)
     assert refused.code == 4 and "expired on" in refused.err
 

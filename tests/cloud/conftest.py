@@ -3,6 +3,7 @@ port 5000 is left alone), an AWS-backed facility with single- and quad-GPU node 
 bundled price catalogue and its worker image published as an SSM parameter, a provisioned
 allocation, and the instance emulator (which runs each instance's real user data) as a real
 process."""
+
 from __future__ import annotations
 
 import os
@@ -17,11 +18,11 @@ import boto3
 import pytest
 import requests
 
-from launcher.backends import aws
-from launcher.cloud import clock
+from launcher.cloud import aws, clock
 from launcher.cloud.models import Cluster
 from launcher.cloud.services import cluster_sync, price_catalogue_load
 from tests.factories import AllocationFactory, FacilityFactory, NodeTypeFactory
+from tests.waiting import wait_for
 from tests.worker import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +44,9 @@ def moto_endpoint():
     port = _free_port()
     server = subprocess.Popen(
         [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     endpoint = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -78,8 +81,7 @@ IMAGE_PARAMETER = "/portal-test/deeplearning/x86_64/pytorch/latest/ami-id"
 def amazon_image(moto_endpoint) -> str:
     """One of the AMIs moto lists as Amazon's, picked once a session: listing them all takes
     seconds, and moto's reset keeps its bundled images and their ids."""
-    ec2 = boto3.session.Session(region_name="us-east-1").client("ec2",
-                                                                 endpoint_url=moto_endpoint)
+    ec2 = boto3.session.Session(region_name="us-east-1").client("ec2", endpoint_url=moto_endpoint)
     return max(i["ImageId"] for i in ec2.describe_images(Owners=["amazon"])["Images"])
 
 
@@ -90,26 +92,49 @@ def dlami(moto_endpoint, amazon_image) -> str:
     ec2 = session.client("ec2", endpoint_url=moto_endpoint)
     assert ec2.describe_images(ImageIds=[amazon_image])["Images"]  # still there after the reset
     session.client("ssm", endpoint_url=moto_endpoint).put_parameter(
-        Name=IMAGE_PARAMETER, Value=amazon_image, Type="String", DataType="aws:ec2:image",
-        Overwrite=True)
+        Name=IMAGE_PARAMETER,
+        Value=amazon_image,
+        Type="String",
+        DataType="aws:ec2:image",
+        Overwrite=True,
+    )
     return amazon_image
 
 
 @pytest.fixture
 def cloud_facility(db, dlami):
     facility = FacilityFactory(
-        slug="local-cloud", kind="cloud", backend="aws",
+        slug="local-cloud",
+        kind="cloud",
+        backend="aws",
         # head_instance_type: a setting of older versions (which launched a head node), kept
         # to show it is read harmlessly: no head is launched.
-        backend_settings={"region": "us-east-1", "head_instance_type": "t3.large",
-                          "bucket": "portal-test-cloud", "zones": ["us-east-1a", "us-east-1b"],
-                          "image_ssm_parameter": IMAGE_PARAMETER})
-    NodeTypeFactory(facility=facility, name="g5.xlarge", instance_type="g5.xlarge",
-                    accelerator="NVIDIA A10G", accelerators_per_node=1,
-                    price_on_demand=Decimal("1.006"), price_spot=Decimal("0.362"))
-    NodeTypeFactory(facility=facility, name="g5.12xlarge", instance_type="g5.12xlarge",
-                    accelerator="NVIDIA A10G", accelerators_per_node=4,
-                    price_on_demand=Decimal("5.672"), price_spot=Decimal("2.105"))
+        backend_settings={
+            "region": "us-east-1",
+            "head_instance_type": "t3.large",
+            "bucket": "portal-test-cloud",
+            "zones": ["us-east-1a", "us-east-1b"],
+            "image_ssm_parameter": IMAGE_PARAMETER,
+        },
+    )
+    NodeTypeFactory(
+        facility=facility,
+        name="g5.xlarge",
+        instance_type="g5.xlarge",
+        accelerator="NVIDIA A10G",
+        accelerators_per_node=1,
+        price_on_demand=Decimal("1.006"),
+        price_spot=Decimal("0.362"),
+    )
+    NodeTypeFactory(
+        facility=facility,
+        name="g5.12xlarge",
+        instance_type="g5.12xlarge",
+        accelerator="NVIDIA A10G",
+        accelerators_per_node=4,
+        price_on_demand=Decimal("5.672"),
+        price_spot=Decimal("2.105"),
+    )
     price_catalogue_load()
     return facility
 
@@ -119,8 +144,13 @@ def allocation(project, cloud_facility):
     """A granted allocation on the cloud facility, provisioned (bucket, prefix, cluster)."""
     from launcher.provisioning import allocation_provision
 
-    alloc = AllocationFactory(project=project, facility=cloud_facility, status="provisioning",
-                              gpu_hours=Decimal("100"), budget=Decimal("50"))
+    alloc = AllocationFactory(
+        project=project,
+        facility=cloud_facility,
+        status="provisioning",
+        gpu_hours=Decimal("100"),
+        budget=Decimal("50"),
+    )
     return allocation_provision(allocation_id=alloc.pk)
 
 
@@ -144,9 +174,12 @@ LOG_TAIL = 4000  # characters of each log an emulator prints after a failed test
 def _print_instance_logs(root: Path, emulator_log: Path) -> None:
     """What the emulator and every instance it ran logged (the tails): cloud-init, the agent's
     unit, each task's job; pytest shows it with the failure ("Captured stdout teardown")."""
-    logs = [emulator_log, *sorted(root.glob("*/cloud-init-output.log")),
-            *sorted(root.glob("*/fs/var/log/*.log")),
-            *sorted(root.glob("*/fs/var/lib/portal/tasks/*/job.log"))]
+    logs = [
+        emulator_log,
+        *sorted(root.glob("*/cloud-init-output.log")),
+        *sorted(root.glob("*/fs/var/log/*.log")),
+        *sorted(root.glob("*/fs/var/lib/portal/tasks/*/job.log")),
+    ]
     for path in logs:
         text = path.read_text(errors="replace") if path.is_file() else "(none)"
         print(f"----- {path} (last {LOG_TAIL} characters) -----\n{text[-LOG_TAIL:]}")
@@ -162,9 +195,25 @@ def emulator(moto_endpoint, tmp_path, request):
     log = open(log_path, "w")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "launcher.cloud.emulator", "run", "--endpoint", moto_endpoint,
-         "--region", "us-east-1", "--root", str(root), "--poll", "0.3"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "launcher.cloud.emulator",
+            "run",
+            "--endpoint",
+            moto_endpoint,
+            "--region",
+            "us-east-1",
+            "--root",
+            str(root),
+            "--poll",
+            "0.3",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     yield root
     stop_process(proc)
     log.close()
@@ -173,27 +222,17 @@ def emulator(moto_endpoint, tmp_path, request):
         _print_instance_logs(root, log_path)
 
 
-def wait_for(until, step, timeout: float = 120.0, interval: float = 1.0, describe=None):
-    """Run `step()` (a beat) until `until()` is truthy; generous bounds, no timing asserted.
-    On the timeout the error says how things stood (`describe()`)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        step()
-        value = until()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout} s"
-                         + (f"; {describe()}" if describe else ""))
-
-
 def _describe_cluster(cluster) -> str:
     """The cluster's tasks and nodes as the portal sees them (for a timeout's message)."""
     cluster.refresh_from_db()
-    tasks = [f"task {t.pk} {t.state} attempt {t.attempt} node {t.node_id} progress {t.progress}"
-             for t in cluster.tasks.order_by("pk")]
-    nodes = [f"node {n.pk} {n.role} {n.state} {n.instance_id or '-'}"
-             for n in cluster.nodes.order_by("pk")]
+    tasks = [
+        f"task {t.pk} {t.state} attempt {t.attempt} node {t.node_id} progress {t.progress}"
+        for t in cluster.tasks.order_by("pk")
+    ]
+    nodes = [
+        f"node {n.pk} {n.role} {n.state} {n.instance_id or '-'}"
+        for n in cluster.nodes.order_by("pk")
+    ]
     return f"cluster {cluster.pk} {cluster.state}: " + "; ".join(tasks + nodes)
 
 
@@ -207,5 +246,10 @@ def drive(cluster, until, timeout: float = 120.0, interval: float = 1.0):
     second: each sync reads the instances, spot requests and four or five S3 objects per task
     from moto (launcher/cloud/services/sync.py, `_observe`), and polling faster only takes the
     CPU the instances' agents and trainers need."""
-    return wait_for(until, lambda: cluster_sync(cluster_id=cluster.pk), timeout, interval,
-                    describe=lambda: _describe_cluster(cluster))
+    return wait_for(
+        until,
+        step=lambda: cluster_sync(cluster_id=cluster.pk),
+        timeout=timeout,
+        every=interval,
+        describe=lambda: _describe_cluster(cluster),
+    )

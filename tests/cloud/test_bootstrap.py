@@ -2,6 +2,7 @@
 the SSM parameter (recorded on the node), the allocation's instance profile, IMDSv2 required, a
 security group with no inbound rule, tags everywhere, and user data that carries no secret and
 names a bundle whose checksum matches."""
+
 from __future__ import annotations
 
 import hashlib
@@ -16,25 +17,27 @@ import requests
 
 from launcher.cloud import bundle
 from launcher.cloud import emulator as emulator_module
-from launcher.cloud.client import (
-    WORKER_IMAGE_PARAMETER,
-    aws_client,
-    facility_image,
-)
+from launcher.cloud.client import WORKER_IMAGE_PARAMETER, aws_client, facility_image
 from launcher.cloud.emulator import LOCAL_IMAGE_PARAMETER, Emulator
 from launcher.cloud.models import CloudTask, Node
 from launcher.cloud.services import task_launch
 from launcher.cloud.userdata import parse
 from launcher.cloud.workload import TINY, ctxray_argv
-from tests.cloud.conftest import IMAGE_PARAMETER, wait_for
+from tests.cloud.conftest import IMAGE_PARAMETER
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _launch(allocation, researcher) -> CloudTask:
-    task = task_launch(allocation=allocation, by=researcher, instance_type="g5.xlarge",
-                       argv=ctxray_argv({**TINY, "epochs": 1}), data_prefix="x/",
-                       hours=Decimal("1"))
+    task = task_launch(
+        allocation=allocation,
+        by=researcher,
+        instance_type="g5.xlarge",
+        argv=ctxray_argv({**TINY, "epochs": 1}),
+        data_prefix="x/",
+        hours=Decimal("1"),
+    )
     return CloudTask.objects.select_related("node").get(pk=task.pk)
 
 
@@ -44,7 +47,8 @@ def _raw_instance(moto_endpoint, instance_id: str) -> dict:
 
 
 def test_the_worker_image_comes_from_the_ssm_parameter_and_is_recorded_on_the_node(
-        allocation, cluster, researcher, dlami, moto_endpoint):
+    allocation, cluster, researcher, dlami, moto_endpoint
+):
     task = _launch(allocation, researcher)
     worker = task.node
     assert (worker.image_id, worker.image_source) == (dlami, f"ssm:{IMAGE_PARAMETER}")
@@ -61,8 +65,9 @@ def test_without_a_setting_the_worker_image_is_aws_s_deep_learning_ami_parameter
     assert facility_image(cloud_facility) == ("id", "ami-0123456789abcdef0")
 
 
-def test_a_missing_image_parameter_fails_the_task_with_the_reason(allocation, cluster, researcher,
-                                                                   cloud_facility):
+def test_a_missing_image_parameter_fails_the_task_with_the_reason(
+    allocation, cluster, researcher, cloud_facility
+):
     cloud_facility.backend_settings["image_ssm_parameter"] = "/portal-test/no/such/parameter"
     cloud_facility.save()
     task = _launch(allocation, researcher)
@@ -71,7 +76,8 @@ def test_a_missing_image_parameter_fails_the_task_with_the_reason(allocation, cl
 
 
 def test_instances_run_as_the_allocation_profile_with_imdsv2_and_no_inbound_access(
-        allocation, cluster, researcher, moto_endpoint):
+    allocation, cluster, researcher, moto_endpoint
+):
     task = _launch(allocation, researcher)
     cluster.refresh_from_db()
     backend = aws_client(cluster)
@@ -85,7 +91,9 @@ def test_instances_run_as_the_allocation_profile_with_imdsv2_and_no_inbound_acce
     group = ec2.describe_security_groups(GroupIds=[cluster.security_group_id])["SecurityGroups"][0]
     assert {"Key": "portal:managed", "Value": "1"} in group["Tags"]
     iam = boto3.client("iam", region_name="us-east-1", endpoint_url=moto_endpoint)
-    role_tags = {t["Key"]: t["Value"] for t in iam.list_role_tags(RoleName=cluster.instance_profile)["Tags"]}
+    role_tags = {
+        t["Key"]: t["Value"] for t in iam.list_role_tags(RoleName=cluster.instance_profile)["Tags"]
+    }
     assert role_tags["portal:allocation"] == str(allocation.pk)
     s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=moto_endpoint)
     bucket_tags = s3.get_bucket_tagging(Bucket=cluster.bucket)["TagSet"]
@@ -94,7 +102,8 @@ def test_instances_run_as_the_allocation_profile_with_imdsv2_and_no_inbound_acce
 
 
 def test_the_user_data_holds_no_secret_and_names_a_bundle_that_matches_its_checksum(
-        allocation, cluster, researcher):
+    allocation, cluster, researcher
+):
     task = _launch(allocation, researcher)
     backend = aws_client(cluster)
     text = backend.user_data(task.node.instance_id)
@@ -168,13 +177,22 @@ def test_the_running_emulator_checks_again_on_its_own(moto_endpoint, tmp_path, m
             return False
 
     stop = threading.Event()
-    loop = threading.Thread(target=Emulator(endpoint=moto_endpoint, region="us-east-1",
-                                            root=tmp_path, poll=0.05).run_forever, args=(stop,))
+    loop = threading.Thread(
+        target=Emulator(
+            endpoint=moto_endpoint, region="us-east-1", root=tmp_path, poll=0.05
+        ).run_forever,
+        args=(stop,),
+    )
     loop.start()
     try:
         for round_ in range(2):  # published at start, then again after a reset
-            wait_for(published, step=lambda: None, timeout=30, interval=0.05,  # a loaded machine
-                     describe=lambda n=round_: f"not published again (round {n})")
+            wait_for(
+                published,
+                timeout=30,
+                every=0.05,  # a loaded machine
+                what="the worker image published",
+                describe=lambda n=round_: f"not published again (round {n})",
+            )
             if round_ == 0:
                 requests.post(f"{moto_endpoint}/moto-api/reset", timeout=10)
     finally:

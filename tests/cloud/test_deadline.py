@@ -2,6 +2,7 @@
 may use (the job's wall time less what earlier, interrupted attempts ran), and the agent stops
 the job there (SIGTERM, then SIGKILL) and reports it failed with the reason, which the portal's
 sync records. Against moto's S3 and the emulator's metadata endpoint, as the other agent tests."""
+
 from __future__ import annotations
 
 import json
@@ -15,33 +16,43 @@ import pytest
 
 from launcher.cloud import clock
 from launcher.cloud.agent import NodeAgent
+from launcher.cloud.client import aws_client
 from launcher.cloud.emulator import Metadata, _handler
 from launcher.cloud.imds import Imds
 from launcher.cloud.models import CloudTask, Node
-from launcher.cloud.client import aws_client
 from launcher.cloud.services import cluster_sync, task_launch
 from launcher.cloud.services.tasks import task_interrupted, worker_spec
 from launcher.cloud.userdata import NodeConfig
 from launcher.cloud.workload import TINY, ctxray_argv
 
-INSTANCE = {"InstanceId": "i-0dead", "InstanceType": "g5.xlarge", "ImageId": "ami-1",
-            "Placement": {"AvailabilityZone": "us-east-1a"}, "InstanceLifecycle": "spot"}
+INSTANCE = {
+    "InstanceId": "i-0dead",
+    "InstanceType": "g5.xlarge",
+    "ImageId": "ami-1",
+    "Placement": {"AvailabilityZone": "us-east-1a"},
+    "InstanceLifecycle": "spot",
+}
 # A job that would run a minute: it checkpoints and exits 75 on SIGTERM, as the trainer does.
-POLITE = ("import signal, sys, time\n"
-          "signal.signal(signal.SIGTERM, lambda *a: sys.exit(75))\n"
-          "time.sleep(60)\n")
+POLITE = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, lambda *a: sys.exit(75))\n"
+    "time.sleep(60)\n"
+)
 # A job that ignores SIGTERM: only SIGKILL stops it.
-DEAF = ("import signal, time\n"
-        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-        "time.sleep(60)\n")
+DEAF = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)\n"
 
 
 @pytest.fixture
 def imds(tmp_path):
     notices = tmp_path / "imds"
     notices.mkdir()
-    meta = Metadata(instance=INSTANCE, user_data="#!/bin/bash\n", role="portal-role",
-                    region="us-east-1", notices=notices)
+    meta = Metadata(
+        instance=INSTANCE,
+        user_data="#!/bin/bash\n",
+        role="portal-role",
+        region="us-east-1",
+        notices=notices,
+    )
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(meta))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield Imds(f"http://127.0.0.1:{server.server_address[1]}")
@@ -49,21 +60,42 @@ def imds(tmp_path):
     server.server_close()
 
 
-def _agent_runs(tmp_path, imds, moto_endpoint, *, script: str, deadline: float | None,
-                extra: dict | None = None) -> dict:
+def _agent_runs(
+    tmp_path, imds, moto_endpoint, *, script: str, deadline: float | None, extra: dict | None = None
+) -> dict:
     s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=moto_endpoint)
     s3.create_bucket(Bucket="portal-test-deadline")
-    config = NodeConfig(bucket="portal-test-deadline", region="us-east-1", prefix="acct/",
-                        cluster=1, node=2, node_token="w-1", role="worker",
-                        bundle_key="acct/bundles/x.tar.gz", bundle_sha256="0" * 64)
-    s3.put_object(Bucket=config.bucket, Key=config.assignment_key, Body=json.dumps({
-        "bucket": config.bucket, "task_prefix": "acct/tasks/t/", "data_prefix": "acct/data/",
-        "argv": [sys.executable, "-c", script], "deadline_seconds": deadline,
-        "kill_after_seconds": 1.0, **(extra or {})}).encode())
+    config = NodeConfig(
+        bucket="portal-test-deadline",
+        region="us-east-1",
+        prefix="acct/",
+        cluster=1,
+        node=2,
+        node_token="w-1",
+        role="worker",
+        bundle_key="acct/bundles/x.tar.gz",
+        bundle_sha256="0" * 64,
+    )
+    s3.put_object(
+        Bucket=config.bucket,
+        Key=config.assignment_key,
+        Body=json.dumps(
+            {
+                "bucket": config.bucket,
+                "task_prefix": "acct/tasks/t/",
+                "data_prefix": "acct/data/",
+                "argv": [sys.executable, "-c", script],
+                "deadline_seconds": deadline,
+                "kill_after_seconds": 1.0,
+                **(extra or {}),
+            }
+        ).encode(),
+    )
     agent = NodeAgent(config=config, workdir=tmp_path / "work", s3=s3, imds=imds, poll=0.1)
     assert agent.step() is True  # runs the task to its end
-    return json.loads(s3.get_object(Bucket=config.bucket,
-                                    Key="acct/tasks/t/status/i-0dead.json")["Body"].read())
+    return json.loads(
+        s3.get_object(Bucket=config.bucket, Key="acct/tasks/t/status/i-0dead.json")["Body"].read()
+    )
 
 
 def test_the_agent_stops_a_job_at_its_wall_time_and_says_why(tmp_path, imds, moto_endpoint):
@@ -86,17 +118,27 @@ def test_without_a_deadline_the_job_runs_to_its_end(tmp_path, imds, moto_endpoin
 
 def test_an_assignment_field_the_agent_does_not_know_is_ignored(tmp_path, imds, moto_endpoint):
     """A newer portal's assignment reaches a warm worker on an older bundle: it still runs."""
-    status = _agent_runs(tmp_path, imds, moto_endpoint, script="pass", deadline=None,
-                         extra={"from_a_newer_portal": True})
+    status = _agent_runs(
+        tmp_path,
+        imds,
+        moto_endpoint,
+        script="pass",
+        deadline=None,
+        extra={"from_a_newer_portal": True},
+    )
     assert status["state"] == "succeeded"
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_assignment_carries_the_wall_time_left_to_the_attempt(allocation, cluster,
-                                                                  researcher):
-    task = task_launch(allocation=allocation, by=researcher, instance_type="g5.xlarge",
-                       argv=ctxray_argv({**TINY, "epochs": 1}), data_prefix="x/",
-                       hours=Decimal("0.5"))
+def test_the_assignment_carries_the_wall_time_left_to_the_attempt(allocation, cluster, researcher):
+    task = task_launch(
+        allocation=allocation,
+        by=researcher,
+        instance_type="g5.xlarge",
+        argv=ctxray_argv({**TINY, "epochs": 1}),
+        data_prefix="x/",
+        hours=Decimal("0.5"),
+    )
     task.refresh_from_db()
     assert task.wall_seconds == 1800
     assert worker_spec(task).deadline_seconds == 1800
@@ -113,14 +155,25 @@ def test_the_assignment_carries_the_wall_time_left_to_the_attempt(allocation, cl
 
 @pytest.mark.django_db(transaction=True)
 def test_the_sync_records_the_agents_reason(allocation, cluster, researcher):
-    task = task_launch(allocation=allocation, by=researcher, instance_type="g5.xlarge",
-                       argv=ctxray_argv({**TINY, "epochs": 1}), data_prefix="x/",
-                       hours=Decimal("0.5"))
+    task = task_launch(
+        allocation=allocation,
+        by=researcher,
+        instance_type="g5.xlarge",
+        argv=ctxray_argv({**TINY, "epochs": 1}),
+        data_prefix="x/",
+        hours=Decimal("0.5"),
+    )
     cluster_sync(cluster_id=cluster.pk)
     task = CloudTask.objects.select_related("cluster", "node").get(pk=task.pk)
-    aws_client(cluster).put_json(f"{task.prefix}status/{task.node.instance_id}.json", {
-        "state": "failed", "exit_code": 75, "deadline": True,
-        "error": "Stopped at its wall time (1800 s of run time)."})
+    aws_client(cluster).put_json(
+        f"{task.prefix}status/{task.node.instance_id}.json",
+        {
+            "state": "failed",
+            "exit_code": 75,
+            "deadline": True,
+            "error": "Stopped at its wall time (1800 s of run time).",
+        },
+    )
     cluster_sync(cluster_id=cluster.pk)
     task.refresh_from_db()
     assert task.state == "failed"

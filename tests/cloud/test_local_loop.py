@@ -3,6 +3,7 @@ bootstrap installs the worker bundle and starts the agent under the systemd shim
 runs the job to success on a spot worker and it is charged; a spot notice served by the
 instance's metadata endpoint makes the agent checkpoint to S3 before the instance is
 terminated, and the job resumes on a replacement from that checkpoint with every epoch."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -22,22 +23,31 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def _train(allocation, cluster, researcher, epochs: int) -> CloudTask:
     data = stage_synthetic_dataset(cluster=cluster)
-    return task_launch(allocation=allocation, by=researcher, instance_type="g5.xlarge",
-                       argv=ctxray_argv({**TINY, "epochs": epochs}), data_prefix=data,
-                       hours=Decimal("1"))
+    return task_launch(
+        allocation=allocation,
+        by=researcher,
+        instance_type="g5.xlarge",
+        argv=ctxray_argv({**TINY, "epochs": epochs}),
+        data_prefix=data,
+        hours=Decimal("1"),
+    )
 
 
 def _task(task: CloudTask) -> CloudTask:
     return CloudTask.objects.select_related("node").get(pk=task.pk)
 
 
-def test_a_job_trains_to_success_and_its_instance_time_is_charged(allocation, cluster, researcher,
-                                                                  emulator):
+def test_a_job_trains_to_success_and_its_instance_time_is_charged(
+    allocation, cluster, researcher, emulator
+):
     task = _train(allocation, cluster, researcher, epochs=2)
     drive(cluster, lambda: _task(task).state == "running")
     clock.advance(180)  # three billed minutes pass on the worker
-    done = drive(cluster, lambda: _task(task) if _task(task).state in CloudTask.FINAL else None,
-                 timeout=TRAINS_TO_END)
+    done = drive(
+        cluster,
+        lambda: _task(task) if _task(task).state in CloudTask.FINAL else None,
+        timeout=TRAINS_TO_END,
+    )
     assert done.state == "succeeded", done.state_reason
     assert done.progress["epoch"] == 2 and done.progress["state"] == "succeeded"
     metrics = aws_client(cluster).get_json(f"{task.prefix}out/metrics.json")
@@ -57,24 +67,39 @@ EPOCHS = 10  # enough that the notice lands mid-training, whatever the load
 
 
 def test_an_interruption_mid_training_resumes_from_the_checkpoint_with_every_epoch(
-        allocation, cluster, researcher, emulator):
+    allocation, cluster, researcher, emulator
+):
     task = _train(allocation, cluster, researcher, epochs=EPOCHS)
     backend = aws_client(cluster)
-    drive(cluster, lambda: (_task(task).progress.get("epoch") or 0) >= 2
-          and backend.get_json(f"{task.prefix}checkpoint-meta.json"))
+    drive(  # two epochs trained and checkpointed: a slice of the whole run, so its bound
+        cluster,
+        lambda: (
+            (_task(task).progress.get("epoch") or 0) >= 2
+            and backend.get_json(f"{task.prefix}checkpoint-meta.json")
+        ),
+        timeout=TRAINS_TO_END,
+    )
     first = _task(task).node
-    seen = faults.interrupt(backend, emulator_root=emulator, task_prefix=task.prefix,
-                            instance_id=first.instance_id)
+    seen = faults.interrupt(
+        backend, emulator_root=emulator, task_prefix=task.prefix, instance_id=first.instance_id
+    )
     # The agent saw the notice on the metadata endpoint and stopped the job (it checkpointed
     # and exited 75) mid-training; the checkpoint was in S3 before the instance was terminated.
     assert seen["status"]["state"] == "preempted" and seen["status"]["exit_code"] == 75
     assert seen["checkpoint_in_s3"] and seen["checkpoint"]["graceful"] is True
     assert seen["checkpoint"]["instance"] == first.instance_id
-    reported = backend.get_json(f"{cluster.prefix}instances/{first.instance_id}/spot/instance-action")
+    reported = backend.get_json(
+        f"{cluster.prefix}instances/{first.instance_id}/spot/instance-action"
+    )
     assert reported["action"] == "terminate" and reported["kind"] == "spot/instance-action"
-    drive(cluster, lambda: Interruption.objects.filter(node=first, replacement__isnull=False).exists())
-    done = drive(cluster, lambda: _task(task) if _task(task).state in CloudTask.FINAL else None,
-                 timeout=TRAINS_TO_END)
+    drive(
+        cluster, lambda: Interruption.objects.filter(node=first, replacement__isnull=False).exists()
+    )
+    done = drive(
+        cluster,
+        lambda: _task(task) if _task(task).state in CloudTask.FINAL else None,
+        timeout=TRAINS_TO_END,
+    )
     assert done.state == "succeeded", done.state_reason
     assert done.attempt == 2 and done.node != first
     interruption = Interruption.objects.get(node=first)

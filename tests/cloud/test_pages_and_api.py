@@ -1,5 +1,6 @@
 """What people see: clusters on the API (others' are 404), the cluster page, the allocation's
 cost per day stacked by instance type, and the admin's price refresh."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -9,8 +10,8 @@ from decimal import Decimal
 import pytest
 from django.test import Client
 
-from allocations.figures import exact as exact_figure
 from allocations.selectors import allocation_ledger
+from core.figures import exact as exact_figure
 from launcher import services, tasks
 from launcher.cloud import clock
 from launcher.cloud.models import PriceCatalogueEntry
@@ -25,8 +26,14 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 def charged(allocation, cluster, researcher):
     """Two workers of different types ran for 90 minutes and were charged."""
     for itype in ("g5.xlarge", "g5.12xlarge"):
-        task_launch(allocation=allocation, by=researcher, instance_type=itype,
-                    argv=ctxray_argv({**TINY, "epochs": 1}), data_prefix="x/", hours=Decimal("1"))
+        task_launch(
+            allocation=allocation,
+            by=researcher,
+            instance_type=itype,
+            argv=ctxray_argv({**TINY, "epochs": 1}),
+            data_prefix="x/",
+            hours=Decimal("1"),
+        )
     cluster_sync(cluster_id=cluster.pk)
     clock.advance(90 * 60)
     cluster_sync(cluster_id=cluster.pk)
@@ -40,8 +47,10 @@ def test_clusters_are_listed_for_members_and_hidden_from_others(api, charged, re
     assert {n["role"] for n in detail["nodes"]} == {"worker"}  # no head node
     assert "head_instance_type" not in detail and detail["idle_seconds"] == charged.idle_seconds
     assert {n["market"] for n in detail["nodes"] if n["role"] == "worker"} == {"spot"}
-    assert all(n["image_id"].startswith("ami-") and n["image_source"].startswith("ssm:")
-               for n in detail["nodes"])
+    assert all(
+        n["image_id"].startswith("ami-") and n["image_source"].startswith("ssm:")
+        for n in detail["nodes"]
+    )
     assert detail["instance_profile"] == charged.instance_profile != ""
     assert api.as_user(outsider).get(f"/api/v1/clusters/{charged.pk}/").status_code == 404
     assert api.get("/api/v1/clusters/").json()["results"] == []
@@ -70,8 +79,9 @@ def test_the_cost_per_day_is_stacked_by_instance_type(charged, allocation, resea
     assert allocation_sections(allocation, outsider) == []
 
 
-def test_an_allocation_off_the_cloud_is_not_asked_for_a_cluster(charged, allocation, researcher,
-                                                                 django_assert_num_queries):
+def test_an_allocation_off_the_cloud_is_not_asked_for_a_cluster(
+    charged, allocation, researcher, django_assert_num_queries
+):
     """Only the cloud backend makes clusters: an allocation of another backend's facility gets
     no cost section and its page runs no query for one."""
     allocation.facility.backend = "local"
@@ -108,28 +118,56 @@ def test_more_gpus_than_any_instance_has_is_a_form_error_not_a_500(allocation, r
     (it was a 500 on both pages)."""
     client = Client()
     client.force_login(researcher)
-    form = {"model": "resnet18", "dataset": "synthetic-ct", "epochs": "1", "gpus": "64",
-            "wall_time_minutes": "30", "lr": "0.001", "batch_size": "2", "synthetic_n": "2000"}
+    form = {
+        "model": "resnet18",
+        "dataset": "synthetic-ct",
+        "epochs": "1",
+        "gpus": "64",
+        "wall_time_minutes": "30",
+        "lr": "0.001",
+        "batch_size": "2",
+        "synthetic_n": "2000",
+    }
     if page == "sweep":
-        form = {"name": "big", "models": ["resnet18"], "lrs": "1e-3", "lr_steps": "5",
-                "weight_decays": "0.0001", "folds": "2", "epochs": "1", "patience": "",
-                "size": "64", "batch_size": "2", "dataset": "synthetic-ct", "synthetic_n": "2000",
-                "gpus": "64", "wall_time_minutes": "30", "concurrency": "1", "launch": "1"}
+        form = {
+            "name": "big",
+            "models": ["resnet18"],
+            "lrs": "1e-3",
+            "lr_steps": "5",
+            "weight_decays": "0.0001",
+            "folds": "2",
+            "epochs": "1",
+            "patience": "",
+            "size": "64",
+            "batch_size": "2",
+            "dataset": "synthetic-ct",
+            "synthetic_n": "2000",
+            "gpus": "64",
+            "wall_time_minutes": "30",
+            "concurrency": "1",
+            "launch": "1",
+        }
     response = client.post(f"/allocations/{allocation.pk}/{page}/", form)
     assert response.status_code == 400
     assert response.context["form"].errors == {
-        "__all__": ["The facility has no instance type with 64 GPUs."]}
+        "__all__": ["The facility has no instance type with 64 GPUs."]
+    }
     assert not allocation.jobs.exists()
 
 
-def test_the_cost_sections_left_is_the_ledgers_with_reservations(charged, allocation, researcher,
-                                                                   monkeypatch):
+def test_the_cost_sections_left_is_the_ledgers_with_reservations(
+    charged, allocation, researcher, monkeypatch
+):
     """The cloud section and the cluster page say the same "left" as the ledger's Budget line
     beside them: charges and the reservation of an unfinished job both subtracted."""
     monkeypatch.setattr(tasks.submit_job, "delay", lambda job_id: None)
-    services.job_launch(by=researcher, allocation=allocation, gpus=1, wall_time_minutes=60,
-                        params={"model": "resnet18", "epochs": 1, "dataset": "synthetic-ct",
-                                "synthetic_n": 24})
+    services.job_launch(
+        by=researcher,
+        allocation=allocation,
+        gpus=1,
+        wall_time_minutes=60,
+        params={"model": "resnet18", "epochs": 1, "dataset": "synthetic-ct", "synthetic_n": 24},
+    )
     ledger = allocation_ledger(allocation.pk)
     assert ledger.cost_reserved > 0 and ledger.spend > 0
     left = ledger.budget - ledger.spend - ledger.cost_reserved
@@ -140,7 +178,11 @@ def test_the_cost_sections_left_is_the_ledgers_with_reservations(charged, alloca
     exact = re.compile(r'title="([0-9.]+) \(exact\)"')
     budget_line = re.search(r'<dd id="budget">(.*?)</dd>', html, re.S).group(1)
     cloud_left = re.search(r'<span id="cloud-left">(.*?)</span> left', html, re.S).group(1)
-    assert Decimal(exact.findall(budget_line)[-1]) == Decimal(exact.search(cloud_left).group(1)) == left
+    assert (
+        Decimal(exact.findall(budget_line)[-1])
+        == Decimal(exact.search(cloud_left).group(1))
+        == left
+    )
     cloud_reserved = re.search(r'<span id="cloud-reserved">(.*?)</span>', html, re.S).group(1)
     assert Decimal(exact.search(cloud_reserved).group(1)) == ledger.cost_reserved
     cluster_html = client.get(f"/clusters/{charged.pk}/").content.decode()

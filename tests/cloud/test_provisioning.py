@@ -1,6 +1,7 @@
 """Provisioning against the moto server: a cluster per allocation with spot workers only (no
 head node), every resource tagged, capacity errors falling back, budgets refusing, and a
 launch that dies half-way never leaving a second instance behind."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -17,8 +18,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _launch(allocation, researcher, *, itype="g5.xlarge", hours="1", **kw):
-    return task_launch(allocation=allocation, by=researcher, argv=ctxray_argv({**TINY, "epochs": 2}),
-                       data_prefix="x/", instance_type=itype, hours=Decimal(hours), **kw)
+    return task_launch(
+        allocation=allocation,
+        by=researcher,
+        argv=ctxray_argv({**TINY, "epochs": 2}),
+        data_prefix="x/",
+        instance_type=itype,
+        hours=Decimal(hours),
+        **kw,
+    )
 
 
 def _instances(cluster):
@@ -59,7 +67,9 @@ def test_a_task_starts_one_tagged_spot_worker_and_no_head(allocation, cluster, r
     assert Cluster.objects.get(pk=cluster.pk).state == "ready"
 
 
-def test_capacity_errors_fall_back_to_another_zone_then_another_type(allocation, cluster, researcher):
+def test_capacity_errors_fall_back_to_another_zone_then_another_type(
+    allocation, cluster, researcher
+):
     refuse = {("g5.xlarge", None, "spot"): "InsufficientInstanceCapacity"}
     with faults.capacity_errors(refuse) as refused:
         task = _launch(allocation, researcher)
@@ -70,9 +80,13 @@ def test_capacity_errors_fall_back_to_another_zone_then_another_type(allocation,
     assert worker.price_per_hour == Decimal("2.105")
 
 
-def test_on_demand_is_the_last_resort_only_when_the_user_allowed_it(allocation, cluster, researcher):
-    everything = {("g5.xlarge", None, "spot"): "SpotMaxPriceTooLow",
-                  ("g5.12xlarge", None, "spot"): "InsufficientInstanceCapacity"}
+def test_on_demand_is_the_last_resort_only_when_the_user_allowed_it(
+    allocation, cluster, researcher
+):
+    everything = {
+        ("g5.xlarge", None, "spot"): "SpotMaxPriceTooLow",
+        ("g5.12xlarge", None, "spot"): "InsufficientInstanceCapacity",
+    }
     with faults.capacity_errors(everything):
         refused_task = _launch(allocation, researcher)
     refused_task.refresh_from_db()
@@ -87,8 +101,9 @@ def test_on_demand_is_the_last_resort_only_when_the_user_allowed_it(allocation, 
     assert worker.price_per_hour == Decimal("1.006")
 
 
-def test_a_launch_over_the_remaining_budget_is_refused_before_any_instance(allocation, cluster,
-                                                                           researcher):
+def test_a_launch_over_the_remaining_budget_is_refused_before_any_instance(
+    allocation, cluster, researcher
+):
     # 200 h x 0.362 = 72.4 > the 50 budget
     with pytest.raises(BudgetExceeded):
         _launch(allocation, researcher, hours="200")
@@ -99,8 +114,9 @@ class WorkerKilled(BaseException):
     """The Celery worker process dying right after RunInstances answered."""
 
 
-def test_a_worker_killed_mid_provision_leaves_no_duplicate_instance(allocation, cluster, researcher,
-                                                                    monkeypatch):
+def test_a_worker_killed_mid_provision_leaves_no_duplicate_instance(
+    allocation, cluster, researcher, monkeypatch
+):
     from launcher.cloud.services import clusters
 
     def die(node, instance, *, refusals, image_source=""):

@@ -1,6 +1,7 @@
 """The portal's own detection, the fallback for a notice the agent never reported: spot request
 status codes (injected: moto keeps no spot requests for RunInstances launches) and the
 instance's state."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -18,24 +19,40 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _running_task(allocation, cluster, researcher) -> CloudTask:
-    task = task_launch(allocation=allocation, by=researcher, instance_type="g5.xlarge",
-                       argv=ctxray_argv({**TINY, "epochs": 2}), data_prefix="x/",
-                       hours=Decimal("1"))
+    task = task_launch(
+        allocation=allocation,
+        by=researcher,
+        instance_type="g5.xlarge",
+        argv=ctxray_argv({**TINY, "epochs": 2}),
+        data_prefix="x/",
+        hours=Decimal("1"),
+    )
     task = CloudTask.objects.select_related("node").get(pk=task.pk)
     backend = aws_client(cluster)
     backend.put_json(f"{task.prefix}out/progress.json", {"state": "running", "epoch": 1})
-    backend.put_json(f"{task.prefix}status/{task.node.instance_id}.json", {
-        "state": "running", "instance": task.node.instance_id,
-        "at": dt.datetime.now(dt.UTC).isoformat()})
+    backend.put_json(
+        f"{task.prefix}status/{task.node.instance_id}.json",
+        {
+            "state": "running",
+            "instance": task.node.instance_id,
+            "at": dt.datetime.now(dt.UTC).isoformat(),
+        },
+    )
     cluster_sync(cluster_id=cluster.pk)
     assert CloudTask.objects.get(pk=task.pk).state == "running"
     return task
 
 
-@pytest.mark.parametrize("code", ["marked-for-termination", "instance-terminated-by-price",
-                                  "instance-terminated-no-capacity", "marked-for-stop"])
-def test_a_reclaiming_spot_request_status_preempts_the_task(allocation, cluster, researcher,
-                                                             code):
+@pytest.mark.parametrize(
+    "code",
+    [
+        "marked-for-termination",
+        "instance-terminated-by-price",
+        "instance-terminated-no-capacity",
+        "marked-for-stop",
+    ],
+)
+def test_a_reclaiming_spot_request_status_preempts_the_task(allocation, cluster, researcher, code):
     task = _running_task(allocation, cluster, researcher)
     with faults.spot_request_status({task.node.instance_id: code}):
         cluster_sync(cluster_id=cluster.pk)
@@ -53,8 +70,9 @@ def test_other_spot_request_statuses_leave_the_task_running(allocation, cluster,
     assert not Interruption.objects.filter(node=task.node).exists()
 
 
-def test_a_spot_worker_terminated_without_any_notice_is_an_interruption(allocation, cluster,
-                                                                        researcher):
+def test_a_spot_worker_terminated_without_any_notice_is_an_interruption(
+    allocation, cluster, researcher
+):
     task = _running_task(allocation, cluster, researcher)
     aws_client(cluster).terminate([task.node.instance_id])
     cluster_sync(cluster_id=cluster.pk)
@@ -63,11 +81,13 @@ def test_a_spot_worker_terminated_without_any_notice_is_an_interruption(allocati
 
 
 def test_a_rebalance_recommendation_reported_by_the_agent_preempts_the_task(
-        allocation, cluster, researcher):
+    allocation, cluster, researcher
+):
     task = _running_task(allocation, cluster, researcher)
     aws_client(cluster).put_json(
         f"{cluster.prefix}instances/{task.node.instance_id}/events/rebalance",
-        {"noticeTime": "2026-11-23T12:00:00Z", "kind": "events/rebalance"})
+        {"noticeTime": "2026-11-23T12:00:00Z", "kind": "events/rebalance"},
+    )
     cluster_sync(cluster_id=cluster.pk)
     assert CloudTask.objects.get(pk=task.pk).state == "preempted"
     assert Interruption.objects.get(node=task.node).source == "rebalance"
@@ -77,12 +97,14 @@ def test_each_injected_hook_gets_a_client_of_its_own(cluster):
     """Clients are cached per hook set. Keyed by id(), a hook removed and freed could hand its
     address, and so its cached client, to the next one: the next test's injected spot codes
     were then never seen (a flaky failure in the full suite)."""
-    from launcher.backends import aws
+    from launcher.cloud import aws
 
     hooked = []
     for n in range(6):
+
         def hook(client, n=n):
             hooked.append((n, client.meta.service_model.service_name))
+
         aws.CLIENT_HOOKS.append(hook)
         try:
             aws_client(cluster)

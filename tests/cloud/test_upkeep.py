@@ -2,6 +2,7 @@
 has no head node; one an older version launched is terminated), the reconciler terminating
 instances nobody knows and marking those that vanished, and workers stopped once the budget is
 spent."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -10,8 +11,8 @@ import pytest
 
 from allocations.models import Allocation, UsageRecord
 from allocations.transitions import InvalidTransition
-from launcher.backends.aws import LaunchRequest
 from launcher.cloud import clock
+from launcher.cloud.aws import LaunchRequest
 from launcher.cloud.client import aws_client
 from launcher.cloud.models import CloudTask, Cluster, Node
 from launcher.cloud.services import cloud_reconcile, cluster_sync, task_launch
@@ -22,17 +23,23 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _launch(allocation, researcher, cluster, epochs=1, data=None) -> CloudTask:
-    return task_launch(allocation=allocation, by=researcher, instance_type="g5.xlarge",
-                       argv=ctxray_argv({**TINY, "epochs": epochs}),
-                       data_prefix=data or f"{cluster.prefix}data/none/", hours=Decimal("1"))
+    return task_launch(
+        allocation=allocation,
+        by=researcher,
+        instance_type="g5.xlarge",
+        argv=ctxray_argv({**TINY, "epochs": epochs}),
+        data_prefix=data or f"{cluster.prefix}data/none/",
+        hours=Decimal("1"),
+    )
 
 
 def _states(cluster):
     return {(n.role, n.state) for n in Node.objects.filter(cluster=cluster)}
 
 
-def test_idle_workers_are_terminated_then_the_idle_cluster_is_stopped(allocation, cluster,
-                                                                       researcher, emulator):
+def test_idle_workers_are_terminated_then_the_idle_cluster_is_stopped(
+    allocation, cluster, researcher, emulator
+):
     task = _launch(allocation, researcher, cluster, data=stage_synthetic_dataset(cluster=cluster))
     drive(cluster, lambda: CloudTask.objects.get(pk=task.pk).state == "succeeded")
     worker = CloudTask.objects.get(pk=task.pk).node
@@ -53,8 +60,9 @@ def test_idle_workers_are_terminated_then_the_idle_cluster_is_stopped(allocation
 
 
 @pytest.mark.parametrize("asleep", ["stopped", "idle"])
-def test_a_new_task_wakes_a_sleeping_cluster_with_a_worker_only(allocation, cluster, researcher,
-                                                                asleep):
+def test_a_new_task_wakes_a_sleeping_cluster_with_a_worker_only(
+    allocation, cluster, researcher, asleep
+):
     Cluster.objects.filter(pk=cluster.pk).update(state=asleep)
     task = _launch(allocation, researcher, cluster)
     assert Cluster.objects.get(pk=cluster.pk).state == "provisioning"
@@ -62,14 +70,17 @@ def test_a_new_task_wakes_a_sleeping_cluster_with_a_worker_only(allocation, clus
     assert Cluster.objects.get(pk=cluster.pk).state == "ready"
     assert _states(cluster) == {("worker", "running")}
     assert [i.instance_id for i in aws_client(cluster).find(cluster=str(cluster.pk))] == [
-        Node.objects.get(pk=task.node_id).instance_id]
+        Node.objects.get(pk=task.node_id).instance_id
+    ]
 
 
 def test_a_cluster_whose_worker_never_started_goes_idle(allocation, cluster, researcher):
     from launcher.cloud import faults
 
-    everything = {("g5.xlarge", None, "spot"): "InsufficientInstanceCapacity",
-                  ("g5.12xlarge", None, "spot"): "InsufficientInstanceCapacity"}
+    everything = {
+        ("g5.xlarge", None, "spot"): "InsufficientInstanceCapacity",
+        ("g5.12xlarge", None, "spot"): "InsufficientInstanceCapacity",
+    }
     with faults.capacity_errors(everything):
         task = _launch(allocation, researcher, cluster)
     assert CloudTask.objects.get(pk=task.pk).state == "failed"
@@ -77,15 +88,27 @@ def test_a_cluster_whose_worker_never_started_goes_idle(allocation, cluster, res
     assert Cluster.objects.get(pk=cluster.pk).state == "idle"  # not provisioning forever
 
 
-def test_the_sync_terminates_a_head_node_an_older_version_launched(allocation, cluster,
-                                                                  researcher, dlami):
-    head = Node.objects.create(cluster=cluster, role="head", token="h-legacy",
-                               instance_type="t3.large", market="on-demand")
-    inst = aws_client(cluster).launch(LaunchRequest(
-        token="h-legacy-0", instance_type="t3.large", market="on-demand", image_id=dlami,
-        tags={"cluster": str(cluster.pk), "node": str(head.pk), "role": "head"}))
-    Node.objects.filter(pk=head.pk).update(instance_id=inst.instance_id, state="running",
-                                           running_at=clock.now(), charged_until=clock.now())
+def test_the_sync_terminates_a_head_node_an_older_version_launched(
+    allocation, cluster, researcher, dlami
+):
+    head = Node.objects.create(
+        cluster=cluster, role="head", token="h-legacy", instance_type="t3.large", market="on-demand"
+    )
+    inst = aws_client(cluster).launch(
+        LaunchRequest(
+            token="h-legacy-0",
+            instance_type="t3.large",
+            market="on-demand",
+            image_id=dlami,
+            tags={"cluster": str(cluster.pk), "node": str(head.pk), "role": "head"},
+        )
+    )
+    Node.objects.filter(pk=head.pk).update(
+        instance_id=inst.instance_id,
+        state="running",
+        running_at=clock.now(),
+        charged_until=clock.now(),
+    )
     Cluster.objects.filter(pk=cluster.pk).update(state="idle", idle_since=clock.now())
     assert cluster_sync(cluster_id=cluster.pk).heads_retired == 1
     head.refresh_from_db()
@@ -94,12 +117,19 @@ def test_the_sync_terminates_a_head_node_an_older_version_launched(allocation, c
 
 
 def test_the_reconciler_terminates_unknown_tagged_instances_and_marks_vanished_ones(
-        allocation, cluster, researcher, cloud_facility, dlami):
+    allocation, cluster, researcher, cloud_facility, dlami
+):
     task = _launch(allocation, researcher, cluster)
     backend = aws_client(cluster)
-    stray = backend.launch(LaunchRequest(token="stray-0000001", instance_type="g5.xlarge",
-                                         market="spot", image_id=dlami,
-                                         tags={"cluster": str(cluster.pk), "role": "worker"}))
+    stray = backend.launch(
+        LaunchRequest(
+            token="stray-0000001",
+            instance_type="g5.xlarge",
+            market="spot",
+            image_id=dlami,
+            tags={"cluster": str(cluster.pk), "role": "worker"},
+        )
+    )
     worker = Node.objects.get(pk=task.node_id)
     backend.terminate([worker.instance_id])  # gone behind the portal's back
     report = cloud_reconcile(facility=cloud_facility)
@@ -129,7 +159,8 @@ def test_workers_stop_when_the_budget_is_spent(allocation, cluster, researcher):
 
 
 def test_a_failed_cluster_is_synced_until_its_workers_are_terminated_and_charged(
-        allocation, cluster, researcher, cloud_facility):
+    allocation, cluster, researcher, cloud_facility
+):
     from launcher.cloud.tasks import clusters_to_sync, sync_all
 
     task = _launch(allocation, researcher, cluster)
@@ -154,15 +185,22 @@ def test_a_failed_cluster_is_synced_until_its_workers_are_terminated_and_charged
 
 
 def test_a_warm_worker_takes_the_next_task_of_its_allocation_before_idle_stop(
-        allocation, cluster, researcher, emulator):
+    allocation, cluster, researcher, emulator
+):
     data = stage_synthetic_dataset(cluster=cluster)
     first = _launch(allocation, researcher, cluster, data=data)
     drive(cluster, lambda: CloudTask.objects.get(pk=first.pk).state == "succeeded")
     worker = CloudTask.objects.get(pk=first.pk).node
     second = _launch(allocation, researcher, cluster, data=data)
     assert CloudTask.objects.get(pk=second.pk).node_id == worker.pk
-    done = drive(cluster, lambda: CloudTask.objects.get(pk=second.pk)
-                 if CloudTask.objects.get(pk=second.pk).state in CloudTask.FINAL else None)
+    done = drive(
+        cluster,
+        lambda: (
+            CloudTask.objects.get(pk=second.pk)
+            if CloudTask.objects.get(pk=second.pk).state in CloudTask.FINAL
+            else None
+        ),
+    )
     assert done.state == "succeeded", done.state_reason
     assert Node.objects.filter(cluster=cluster, role="worker").count() == 1
     status = aws_client(cluster).get_json(f"{done.prefix}status/{worker.instance_id}.json")

@@ -9,20 +9,21 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
-from launcher.backends.base import BackendError
+from launcher.backends.contract import BackendError
+from launcher.local.contain import descendants
 from launcher.slurm.client import SlurmClient
 from launcher.slurm.ssh import SSHConnection, SSHTarget
+from tests.waiting import wait_for
 
-T = TypeVar("T")
-SERVICES_ENV = Path(os.environ.get("PORTAL_SERVICES_DIR", "/var/lib/portal-services")) / "services.env"
+SERVICES_ENV = (
+    Path(os.environ.get("PORTAL_SERVICES_DIR", "/var/lib/portal-services")) / "services.env"
+)
 START_HINT = "run `make services` (bash scripts/services.sh) as root first"
 
 
@@ -34,38 +35,30 @@ def read_services_env(path: Path = SERVICES_ENV) -> dict[str, str]:
     return {k.strip(): v.strip() for k, v in pairs}
 
 
-def wait_for(check: Callable[[], T | None], *, timeout: float = 60, every: float = 0.3,
-             what: str = "condition") -> T:
-    """Poll `check` until it returns a truthy value; fail the test after `timeout` seconds.
-
-    The bound only keeps a broken cluster from hanging the suite; no test asserts on durations.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"gave up waiting for {what} after {timeout:.0f} s (last value: {value!r})")
-        time.sleep(every)
-
-
 @pytest.fixture(scope="session")
 def services_env() -> dict[str, str]:
     env = read_services_env()
     try:
         socket.create_connection((env["SSH_HOST"], int(env["SSH_PORT"])), timeout=3).close()
     except OSError as exc:
-        pytest.fail(f"sshd on {env['SSH_HOST']}:{env['SSH_PORT']} is not answering ({exc}); {START_HINT}")
+        pytest.fail(
+            f"sshd on {env['SSH_HOST']}:{env['SSH_PORT']} is not answering ({exc}); {START_HINT}"
+        )
     return env
 
 
 def make_target(env: dict[str, str], **overrides: object) -> SSHTarget:
     """An SSHTarget for the services' sshd; tests override port, retries, host key..."""
     fields: dict[str, object] = dict(
-        host=env["SSH_HOST"], port=int(env["SSH_PORT"]), user=env["SSH_USER"],
-        key_path=Path(env["SSH_KEY_PATH"]), host_key=env["SSH_KNOWN_HOSTS"],
-        connect_timeout=5.0, command_timeout=60.0, retries=2, backoff_seconds=0.2,
+        host=env["SSH_HOST"],
+        port=int(env["SSH_PORT"]),
+        user=env["SSH_USER"],
+        key_path=Path(env["SSH_KEY_PATH"]),
+        host_key=env["SSH_KNOWN_HOSTS"],
+        connect_timeout=5.0,
+        command_timeout=60.0,
+        retries=2,
+        backoff_seconds=0.2,
     )
     fields.update(overrides)
     return SSHTarget(**fields)  # type: ignore[arg-type]
@@ -73,9 +66,11 @@ def make_target(env: dict[str, str], **overrides: object) -> SSHTarget:
 
 @pytest.fixture(scope="session")
 def slurm(services_env: dict[str, str]) -> Iterator[SlurmClient]:
-    backend = SlurmClient(SSHConnection(make_target(services_env)),
-                           cluster=services_env["SLURM_CLUSTER"],
-                           partition=services_env["SLURM_PARTITION"])
+    backend = SlurmClient(
+        SSHConnection(make_target(services_env)),
+        cluster=services_env["SLURM_CLUSTER"],
+        partition=services_env["SLURM_PARTITION"],
+    )
     try:
         backend.ssh.run(["sinfo", "-h"])
     except BackendError as exc:
@@ -86,11 +81,6 @@ def slurm(services_env: dict[str, str]) -> Iterator[SlurmClient]:
 
 def unique_name(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture(name="wait_for")
-def wait_for_fixture() -> Callable[..., object]:
-    return wait_for
 
 
 @pytest.fixture(name="unique")
@@ -137,8 +127,10 @@ class ThrowawaySshd:
         self.port = free_port()
         self.config = workdir / "sshd_config"
         base = Path(env["SSHD_CONFIG"]).read_text().splitlines()
-        kept = [l for l in base if not l.startswith(("Port ", "PidFile "))]
-        self.config.write_text("\n".join([f"Port {self.port}", f"PidFile {workdir}/sshd.pid", *kept]) + "\n")
+        kept = [line for line in base if not line.startswith(("Port ", "PidFile "))]
+        self.config.write_text(
+            "\n".join([f"Port {self.port}", f"PidFile {workdir}/sshd.pid", *kept]) + "\n"
+        )
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -156,7 +148,7 @@ class ThrowawaySshd:
         """Kill this sshd and every connection it forked (they outlive the listener otherwise)."""
         if self.proc is None:
             return
-        victims = _descendants(self.proc.pid) + [self.proc.pid]
+        victims = descendants(self.proc.pid) + [self.proc.pid]  # only ones our sshd forked
         for pid in victims:
             try:
                 os.kill(pid, 9)
@@ -164,26 +156,6 @@ class ThrowawaySshd:
                 pass
         self.proc.wait(timeout=10)
         self.proc = None
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every process below `pid`, found by walking /proc (only ones our sshd forked)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, stack = [], [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """Fixtures for the local backend: a facility whose jobs are real processes in a folder of the
 test's own, an active allocation on it, and helpers that wait on the job's files."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -16,16 +17,26 @@ from launcher import services
 from launcher.local import cells
 from launcher.models import Job
 from tests.factories import FacilityFactory
-from tests.launcher.conftest import unique_name, wait_for
+from tests.launcher.conftest import unique_name
+from tests.waiting import wait_for
 
 # A few seconds of training on synthetic CT slices; LONG keeps running until cancelled.
-QUICK = {"model": "resnet18", "epochs": 1, "size": 32, "synthetic_n": 24, "threads": 1,
-         "bootstrap": 20, "progress_every": 1}
+QUICK = {
+    "model": "resnet18",
+    "epochs": 1,
+    "size": 32,
+    "synthetic_n": 24,
+    "threads": 1,
+    "bootstrap": 20,
+    "progress_every": 1,
+}
 LONG = {**QUICK, "epochs": 200, "patience": 200}
 
 
 @pytest.fixture
-def jobs_dir(tmp_path, settings):
+def jobs_dir(member_tmp, settings):
+    tmp_path = member_tmp
+    settings.LOCAL_HOMES_DIR = tmp_path / "homes"
     folder = tmp_path / "local-jobs"
     settings.LOCAL_JOBS_DIR = folder
     yield folder
@@ -48,8 +59,13 @@ def stop_all(folder: Path) -> None:
 @pytest.fixture
 def local_facility(db, jobs_dir):
     """A local facility that runs two single-slot jobs at once."""
-    return FacilityFactory(slug=unique_name("local-"), kind="local", backend="local",
-                           gpu_hour_rate=Decimal("2.00"), backend_settings={"slots": 2})
+    return FacilityFactory(
+        slug=unique_name("local-"),
+        kind="local",
+        backend="local",
+        gpu_hour_rate=Decimal("2.00"),
+        backend_settings={"slots": 2},
+    )
 
 
 @pytest.fixture
@@ -59,16 +75,22 @@ def local_allocation(project, local_facility):
 
     today = timezone.localdate()
     allocation = Allocation.objects.create(
-        project=project, facility=local_facility, gpu_hours=Decimal(10), start_date=today,
-        end_date=today + dt.timedelta(days=30), status="provisioning")
+        project=project,
+        facility=local_facility,
+        gpu_hours=Decimal(10),
+        start_date=today,
+        end_date=today + dt.timedelta(days=30),
+        status="provisioning",
+    )
     allocation = allocation_provision(allocation_id=allocation.pk)
     assert allocation.status == "active", allocation.status_reason
     return allocation
 
 
 def launch(allocation, by, params=QUICK, gpus: int = 1) -> Job:
-    return services.job_launch(by=by, allocation=allocation, gpus=gpus, wall_time_minutes=10,
-                               params=dict(params))
+    return services.job_launch(
+        by=by, allocation=allocation, gpus=gpus, wall_time_minutes=10, params=dict(params)
+    )
 
 
 def cell_of(job: Job) -> Path:
@@ -78,6 +100,7 @@ def cell_of(job: Job) -> Path:
 
 def poll_until(job: Job, states, *, timeout: float = 300) -> Job:
     """Run the monitor (what the beat task does) until the job reaches one of `states`."""
+
     def check():
         services.jobs_poll(facility_id=job.allocation.facility_id)
         job.refresh_from_db()

@@ -1,6 +1,7 @@
 """Intervals of bounded metrics stay inside [0, 1]: the leaderboard's interval over folds
 (launcher/stats.py) and the trainer's bootstrap intervals in metrics.json, over edge cases
 (every fold 0, every fold 1, a single fold, wildly spread folds) and generated values."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,10 +16,18 @@ from launcher.workloads.ctxray.metrics import bootstrap_intervals
 fractions = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 
 
-@pytest.mark.parametrize("values", [
-    [0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0, 1.0], [0.0, 1.0], [0.0, 1.0, 1.0],
-    [0.375, 0.0, 1.0, 0.5], [0.5] * 20, [1e-12, 1 - 1e-12],
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        [0.0, 0.0, 0.0],
+        [1.0, 1.0, 1.0, 1.0, 1.0],
+        [0.0, 1.0],
+        [0.0, 1.0, 1.0],
+        [0.375, 0.0, 1.0, 0.5],
+        [0.5] * 20,
+        [1e-12, 1 - 1e-12],
+    ],
+)
 def test_edge_cases_stay_inside_zero_one_and_hold_the_mean(values):
     mean, (low, high) = bounded_interval(values)
     assert 0.0 <= low <= mean <= high <= 1.0
@@ -44,19 +53,31 @@ def test_any_folds_give_an_ordered_interval_inside_zero_one(values):
 @settings(max_examples=100, deadline=None)
 @given(st.lists(fractions, min_size=1, max_size=6))
 def test_the_leaderboard_never_prints_a_bound_outside_zero_one(accuracies):
-    cells = sg.expand(sg.validate({"models": ["resnet18"], "lrs": [1e-3], "lr_steps": [10],
-                                   "weight_decays": [0.0], "folds": len(accuracies)}))
+    cells = sg.expand(
+        sg.validate(
+            {
+                "models": ["resnet18"],
+                "lrs": [1e-3],
+                "lr_steps": [10],
+                "weight_decays": [0.0],
+                "folds": len(accuracies),
+            }
+        )
+    )
     results = [(c, {"patient": {"accuracy": {"value": accuracies[c["fold"]]}}}) for c in cells]
     ci = sg.leaderboard(results)[0]["accuracy"]["ci"]
     assert ci is None if len(accuracies) == 1 else 0.0 <= ci[0] <= ci[1] <= 1.0
 
 
-@pytest.mark.parametrize("y, score", [
-    ([1, 1, 1, 1], [0.9, 0.8, 0.7, 0.6]),      # every prediction right, one class
-    ([0, 1, 0, 1], [0.9, 0.1, 0.8, 0.2]),      # every prediction wrong
-    ([1], [0.7]),                              # a single sample
-    ([0, 1] * 20, [0.5] * 40),                 # ties at the threshold
-])
+@pytest.mark.parametrize(
+    "y, score",
+    [
+        ([1, 1, 1, 1], [0.9, 0.8, 0.7, 0.6]),  # every prediction right, one class
+        ([0, 1, 0, 1], [0.9, 0.1, 0.8, 0.2]),  # every prediction wrong
+        ([1], [0.7]),  # a single sample
+        ([0, 1] * 20, [0.5] * 40),  # ties at the threshold
+    ],
+)
 def test_the_trainers_bootstrap_intervals_stay_inside_zero_one(y, score):
     intervals = bootstrap_intervals(np.array(y), np.array(score), resamples=200, seed=3)
     for name, ci in intervals.items():

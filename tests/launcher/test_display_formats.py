@@ -1,5 +1,6 @@
 """Numbers on the job and sweep pages are rounded for display only, never to zero, and money
 carries its currency."""
+
 from __future__ import annotations
 
 from decimal import Decimal

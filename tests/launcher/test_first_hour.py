@@ -2,6 +2,7 @@
 allows and states the cap; a facility with one node type (`local`: `local-cpu`) pre-selects it
 on the form and in the service, so launches are predicted from the first click; the default
 wall time is the prediction times a stated margin, on the form and in the API."""
+
 from __future__ import annotations
 
 import math
@@ -14,6 +15,7 @@ from allocations.forms import RequestForm, initial_from_query
 from allocations.models import Allocation, AllocationRequest, Facility, NodeType
 from benchmarks import catalogue
 from benchmarks.demo import _workload
+from launcher import estimates
 from launcher import params as P
 from launcher.estimates import default_wall_time, estimate_run
 from launcher.forms import LaunchForm, SweepForm
@@ -48,14 +50,22 @@ def test_the_trial_form_prefills_the_cap_and_the_only_node_type(client, research
     assert only.name == "local-cpu"
     assert f'name="gpu_hours" value="{local.trial_gpu_hours_cap}"' in page
     assert f'<option value="{only.pk}" selected>' in page
-    assert (f"A trial on {local.name} is capped at {local.trial_gpu_hours_cap} GPU-hours and "
-            f"{local.trial_days} days.") in page
+    assert (
+        f"A trial on {local.name} is capped at {local.trial_gpu_hours_cap} GPU-hours and "
+        f"{local.trial_days} days."
+    ) in page
 
     # The README's words: pick the project, write a sentence, "Submit request"; nothing else.
-    form = RequestForm(initial=initial_from_query(
-        {"facility": "local", "kind": "trial"}, researcher), user=researcher)
-    body = {**rendered_values(form), "project": project.pk, "submit_request": "",
-            "justification": "Trying the CT classifier before a cluster."}
+    form = RequestForm(
+        initial=initial_from_query({"facility": "local", "kind": "trial"}, researcher),
+        user=researcher,
+    )
+    body = {
+        **rendered_values(form),
+        "project": project.pk,
+        "submit_request": "",
+        "justification": "Trying the CT classifier before a cluster.",
+    }
     response = client.post("/requests/new/", body, follow=True)
 
     request = AllocationRequest.objects.get()
@@ -64,21 +74,39 @@ def test_the_trial_form_prefills_the_cap_and_the_only_node_type(client, research
 
 
 def test_the_service_names_a_facilitys_only_node_type(api, researcher, project, local, dates):
-    response = api.as_user(researcher).post("/api/v1/requests/", {
-        "project": project.pk, "facility": "local", "kind": "trial", "gpu_hours": 5,
-        "justification": "A first try.", **dates}, format="json")
+    response = api.as_user(researcher).post(
+        "/api/v1/requests/",
+        {
+            "project": project.pk,
+            "facility": "local",
+            "kind": "trial",
+            "gpu_hours": 5,
+            "justification": "A first try.",
+            **dates,
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.json()
     assert AllocationRequest.objects.get().node_type.name == "local-cpu"
 
 
 def test_the_default_wall_time_is_the_prediction_with_its_margin(researcher, project, local):
     # No node type on the allocation: the facility's only one is the basis.
-    allocation = Allocation.objects.create(project=project, facility=local, gpu_hours=10,
-                                           start_date=project.created_at.date(),
-                                           end_date=project.created_at.date().replace(year=2100),
-                                           status="active", kind="trial")
-    estimate = estimate_run(allocation=allocation, params=P.with_defaults({}), gpus=1,
-                            wall_time_minutes=P.DEFAULT_WALL_TIME_MINUTES)
+    allocation = Allocation.objects.create(
+        project=project,
+        facility=local,
+        gpu_hours=10,
+        start_date=project.created_at.date(),
+        end_date=project.created_at.date().replace(year=2100),
+        status="active",
+        kind="trial",
+    )
+    estimate = estimate_run(
+        allocation=allocation,
+        params=P.with_defaults({}),
+        gpus=1,
+        wall_time_minutes=P.DEFAULT_WALL_TIME_MINUTES,
+    )
     assert estimate.source != "wall-time", estimate.basis
     predicted_minutes = float(estimate.predicted_hours) * 60
     expected = max(P.WALL_TIME_FLOOR_MINUTES, math.ceil(predicted_minutes * P.WALL_TIME_MARGIN))
@@ -94,16 +122,55 @@ def test_the_default_wall_time_is_the_prediction_with_its_margin(researcher, pro
 
 
 def test_an_api_launch_without_a_wall_time_gets_the_predicted_one(api, researcher, project, local):
-    allocation = Allocation.objects.create(project=project, facility=local, gpu_hours=10,
-                                           start_date=project.created_at.date(),
-                                           end_date=project.created_at.date().replace(year=2100),
-                                           status="active", kind="trial", account_name="fh-1")
-    response = api.as_user(researcher).post("/api/v1/jobs/", {"allocation": allocation.pk},
-                                            format="json")
+    allocation = Allocation.objects.create(
+        project=project,
+        facility=local,
+        gpu_hours=10,
+        start_date=project.created_at.date(),
+        end_date=project.created_at.date().replace(year=2100),
+        status="active",
+        kind="trial",
+        account_name="fh-1",
+    )
+    response = api.as_user(researcher).post(
+        "/api/v1/jobs/", {"allocation": allocation.pk}, format="json"
+    )
     assert response.status_code == 201, response.json()
     job = Job.objects.get()
     wanted = default_wall_time(allocation=allocation, params=P.with_defaults({}), gpus=1)
     assert job.wall_time_minutes == wanted.minutes != P.DEFAULT_WALL_TIME_MINUTES
     # It reserves that limit: the predicted time's margin is what keeps it small.
     assert job.estimate_gpu_hours == (Decimal(wanted.minutes) / 60).quantize(
-        Decimal("0.001"), rounding=ROUND_UP)
+        Decimal("0.001"), rounding=ROUND_UP
+    )
+
+
+def test_the_launch_service_defaults_the_wall_time_from_its_one_prediction(
+    api, researcher, project, local, monkeypatch
+):
+    """The API passes no wall time on; `job_launch` predicts once and uses that one prediction
+    for the default wall time and for the estimate beside it."""
+    allocation = Allocation.objects.create(
+        project=project,
+        facility=local,
+        gpu_hours=10,
+        start_date=project.created_at.date(),
+        end_date=project.created_at.date().replace(year=2100),
+        status="active",
+        kind="trial",
+        account_name="fh-2",
+    )
+    wanted = default_wall_time(allocation=allocation, params=P.with_defaults({}), gpus=1)
+    predictions = []
+    real = estimates.job_prediction
+    monkeypatch.setattr(
+        estimates, "job_prediction", lambda **kw: predictions.append(kw) or real(**kw)
+    )
+    response = api.as_user(researcher).post(
+        "/api/v1/jobs/", {"allocation": allocation.pk}, format="json"
+    )
+    assert response.status_code == 201, response.json()
+    assert len(predictions) == 1
+    job = Job.objects.get()
+    assert job.wall_time_minutes == wanted.minutes
+    assert job.predicted_hours is not None

@@ -1,6 +1,7 @@
 """A job names a dataset of its own project, resolved and confined on the side that sees the
 files (here the local backend, with real folders and symlinks), or a synthetic set; never a
 raw path. Every refusal is a per-field 400 on params.dataset and launches nothing."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -37,25 +38,43 @@ def store(tmp_path, project, other_project):
 
 @pytest.fixture
 def allocation(project, store):
-    facility = FacilityFactory(slug="local-data", backend="local", gpu_hour_rate=Decimal("0.50"),
-                               backend_settings={"storage_root": str(store)},
-                               allowed_sensitivity=["public", "internal"])
+    facility = FacilityFactory(
+        slug="local-data",
+        backend="local",
+        gpu_hour_rate=Decimal("0.50"),
+        backend_settings={"storage_root": str(store)},
+        allowed_sensitivity=["public", "internal"],
+    )
     today = timezone.localdate()
-    return Allocation.objects.create(project=project, facility=facility, gpu_hours=Decimal(50),
-                                     start_date=today, end_date=today + dt.timedelta(days=30),
-                                     status="active", account_name="data-a1")
+    return Allocation.objects.create(
+        project=project,
+        facility=facility,
+        gpu_hours=Decimal(50),
+        start_date=today,
+        end_date=today + dt.timedelta(days=30),
+        status="active",
+        account_name="data-a1",
+    )
 
 
 def register(project, researcher, name, location, sensitivity="internal"):
     """A dataset row as a registration (or an old or hand-written row) would leave it."""
-    return Dataset.objects.create(project=project, name=name, location=location, modality="xray",
-                                  sensitivity=sensitivity, created_by=researcher)
+    return Dataset.objects.create(
+        project=project,
+        name=name,
+        location=location,
+        modality="xray",
+        sensitivity=sensitivity,
+        created_by=researcher,
+    )
 
 
 def launch(api, user, allocation, dataset, **body):
-    return api.as_user(user).post("/api/v1/jobs/", {
-        "allocation": allocation.pk, "params": {"dataset": dataset, "epochs": 1}, **body},
-        format="json")
+    return api.as_user(user).post(
+        "/api/v1/jobs/",
+        {"allocation": allocation.pk, "params": {"dataset": dataset, "epochs": 1}, **body},
+        format="json",
+    )
 
 
 def assert_refused(response, *words):
@@ -66,8 +85,9 @@ def assert_refused(response, *words):
     assert not Job.objects.exists() and not Sweep.objects.exists()
 
 
-def test_a_registered_dataset_launches_with_its_resolved_path(api, researcher, project,
-                                                               allocation, store):
+def test_a_registered_dataset_launches_with_its_resolved_path(
+    api, researcher, project, allocation, store
+):
     dataset = register(project, researcher, "cxr", "cxr/v1")
 
     by_name = launch(api, researcher, allocation, "cxr")
@@ -81,13 +101,15 @@ def test_a_registered_dataset_launches_with_its_resolved_path(api, researcher, p
     assert bundles.data_spec(job.params) == (expected, None)  # what the trainer gets as --data
 
 
-def test_a_symlink_that_stays_inside_the_project_folder_is_fine(api, researcher, project,
-                                                               allocation, store):
+def test_a_symlink_that_stays_inside_the_project_folder_is_fine(
+    api, researcher, project, allocation, store
+):
     register(project, researcher, "aliased", "alias/v1")
     response = launch(api, researcher, allocation, "aliased")
     assert response.status_code == 201, response.json()
     assert Job.objects.get().params["data_path"] == os.path.realpath(
-        store / project.code / "cxr" / "v1")
+        store / project.code / "cxr" / "v1"
+    )
 
 
 def test_a_symlink_into_another_projects_folder_is_refused(api, researcher, project, allocation):
@@ -101,7 +123,8 @@ def test_a_symlink_out_of_the_storage_is_refused(api, researcher, project, alloc
 
 
 def test_a_dot_dot_location_is_refused_at_launch_even_if_it_was_stored(
-        api, researcher, project, other_project, allocation):
+    api, researcher, project, other_project, allocation
+):
     register(project, researcher, "climb", f"../{other_project.code}/secret")
     assert_refused(launch(api, researcher, allocation, "climb"), "'..'")
 
@@ -118,12 +141,16 @@ def test_a_missing_folder_is_refused(api, researcher, project, allocation):
 
 def test_a_tier_the_facility_refuses_is_refused(api, researcher, project, allocation):
     register(project, researcher, "wards", "cxr/v1", sensitivity="special")
-    assert_refused(launch(api, researcher, allocation, "wards"),
-                   "does not accept", "it accepts: public, internal")
+    assert_refused(
+        launch(api, researcher, allocation, "wards"),
+        "does not accept",
+        "it accepts: public, internal",
+    )
 
 
-def test_another_projects_dataset_is_not_found(api, researcher, outsider, other_project,
-                                               allocation):
+def test_another_projects_dataset_is_not_found(
+    api, researcher, outsider, other_project, allocation
+):
     theirs = register(other_project, outsider, "secret", "secret")
     assert_refused(launch(api, researcher, allocation, "secret"), "has no dataset")
     assert_refused(launch(api, researcher, allocation, str(theirs.pk)), "has no dataset")
@@ -145,12 +172,15 @@ def test_a_sweep_is_held_to_the_same_rules(api, researcher, project, allocation)
     assert_refused(refused, "outside the project's folder")
     accepted = launch(api, researcher, allocation, "cxr", workload="sweep", grid=GRID)
     assert accepted.status_code == 201, accepted.json()
-    assert all(j.params["dataset"] == "cxr" and j.params["data_path"].endswith("/cxr/v1")
-               for j in Job.objects.all())
+    assert all(
+        j.params["dataset"] == "cxr" and j.params["data_path"].endswith("/cxr/v1")
+        for j in Job.objects.all()
+    )
 
 
 def test_a_project_without_a_folder_in_the_storage_takes_only_synthetic_sets(
-        api, researcher, project, allocation, tmp_path):
+    api, researcher, project, allocation, tmp_path
+):
     register(project, researcher, "cxr", "cxr/v1")
     allocation.facility.backend_settings = {"storage_root": str(tmp_path / "empty-storage")}
     allocation.facility.save()
@@ -159,7 +189,8 @@ def test_a_project_without_a_folder_in_the_storage_takes_only_synthetic_sets(
 
 
 def test_the_launch_form_offers_the_projects_datasets_and_shows_a_refusal_on_the_field(
-        client, researcher, project, allocation):
+    client, researcher, project, allocation
+):
     register(project, researcher, "cxr", "cxr/v1")
     register(project, researcher, "theirs", "sneaky")
     client.force_login(researcher)
@@ -175,8 +206,9 @@ def test_the_launch_form_offers_the_projects_datasets_and_shows_a_refusal_on_the
     assert Job.objects.get().params["dataset"] == "cxr"
 
 
-def test_on_the_cloud_a_dataset_is_a_key_prefix_under_the_projects_prefix(researcher, project,
-                                                                          allocation):
+def test_on_the_cloud_a_dataset_is_a_key_prefix_under_the_projects_prefix(
+    researcher, project, allocation
+):
     from launcher.cloud.workload import job_data_prefix
     from launcher.services.launch import job_data
 

@@ -1,6 +1,7 @@
 """Every run is a measurement: a succeeded job's own progress.json and metrics.json (written by a
 real, tiny training run) become one benchmark result of source `job` on the allocation's node
 type, linked to the job; polling again adds nothing; the next launch there is `measured`."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -17,8 +18,8 @@ from allocations.models import Allocation
 from benchmarks import catalogue
 from benchmarks.demo import _workload
 from benchmarks.models import BenchmarkResult
+from launcher.backends.contract import Fetched
 from launcher.models import Job
-from launcher.runners import Fetched
 from launcher.services import job_record_files
 from launcher.workloads.ctxray import TrainConfig, train
 from launcher.workloads.ctxray.synth import synthesize
@@ -42,10 +43,22 @@ def finished_run(tmp_path_factory):
     torch.set_num_threads(1)
     data, out = tmp_path_factory.mktemp("data"), tmp_path_factory.mktemp("out")
     synthesize(str(data), "ct", n=24, size=32, seed=2)
-    train(TrainConfig(data=str(data), out=str(out), model="resnet18", epochs=2, size=32,
-                      batch_size=4, bootstrap=20, progress_every=1))
-    return (json.loads((out / "progress.json").read_text()),
-            json.loads((out / "metrics.json").read_text()))
+    train(
+        TrainConfig(
+            data=str(data),
+            out=str(out),
+            model="resnet18",
+            epochs=2,
+            size=32,
+            batch_size=4,
+            bootstrap=20,
+            progress_every=1,
+        )
+    )
+    return (
+        json.loads((out / "progress.json").read_text()),
+        json.loads((out / "metrics.json").read_text()),
+    )
 
 
 @pytest.fixture
@@ -53,20 +66,38 @@ def job(project, researcher):
     for w in catalogue.WORKLOADS:
         _workload(w)
     facility = FacilityFactory(slug="local-hpc", backend="local")
-    node = NodeTypeFactory(facility=facility, name="local-gpu", accelerator="Chip L",
-                           peak_tflops_bf16=10.0, peak_tflops_fp32=1.0)
+    node = NodeTypeFactory(
+        facility=facility,
+        name="local-gpu",
+        accelerator="Chip L",
+        peak_tflops_bf16=10.0,
+        peak_tflops_fp32=1.0,
+    )
     today = timezone.localdate()
     allocation = Allocation.objects.create(
-        project=project, facility=facility, node_type=node, gpu_hours=Decimal(10),
-        start_date=today, end_date=today + dt.timedelta(days=30), status="active",
-        account_name="acc-l")
+        project=project,
+        facility=facility,
+        node_type=node,
+        gpu_hours=Decimal(10),
+        start_date=today,
+        end_date=today + dt.timedelta(days=30),
+        status="active",
+        account_name="acc-l",
+    )
     now = timezone.now()
     return Job.objects.create(
-        allocation=allocation, created_by=researcher, params={"model": "resnet18", "epochs": 2},
+        allocation=allocation,
+        created_by=researcher,
+        params={"model": "resnet18", "epochs": 2},
         gpus=1,
-        state="succeeded", token="portal-job-measure", estimate_source="recommender",
-        estimate_basis="12 images/s ...", predicted_hours=Decimal("0.010000"),
-        started_at=now - dt.timedelta(seconds=45), finished_at=now)
+        state="succeeded",
+        token="portal-job-measure",
+        estimate_source="recommender",
+        estimate_basis="12 images/s ...",
+        predicted_hours=Decimal("0.010000"),
+        started_at=now - dt.timedelta(seconds=45),
+        finished_at=now,
+    )
 
 
 def test_the_trainer_reports_its_training_throughput_memory_and_software(finished_run):
@@ -78,8 +109,7 @@ def test_the_trainer_reports_its_training_throughput_memory_and_software(finishe
     assert measured["software"]["torch"] == torch.__version__
 
 
-def test_a_succeeded_job_becomes_one_benchmark_result_however_often_it_is_polled(job,
-                                                                                 finished_run):
+def test_a_succeeded_job_becomes_one_benchmark_result_however_often_it_is_polled(job, finished_run):
     progress, metrics = finished_run
     job_record_files(job=job, fetched=Fetched(progress=progress, metrics=metrics))
     job_record_files(job=job, fetched=Fetched(progress=progress, metrics=metrics))
@@ -108,18 +138,31 @@ def test_the_next_launch_there_is_predicted_from_the_job(api, researcher, job, f
     progress, metrics = finished_run
     job_record_files(job=job, fetched=Fetched(progress=progress, metrics=metrics))
 
-    response = api.as_user(researcher).post("/api/v1/jobs/", {
-        "allocation": job.allocation_id, "gpus": 1,
-        "params": {"model": "resnet18", "epochs": 2, "size": 32, "batch_size": 4,
-                   "synthetic_n": 24, "wall_time_minutes": 60}}, format="json")
+    response = api.as_user(researcher).post(
+        "/api/v1/jobs/",
+        {
+            "allocation": job.allocation_id,
+            "gpus": 1,
+            "params": {
+                "model": "resnet18",
+                "epochs": 2,
+                "size": 32,
+                "batch_size": 4,
+                "synthetic_n": 24,
+                "wall_time_minutes": 60,
+            },
+        },
+        format="json",
+    )
 
     assert response.status_code == 201, response.json()
     assert response.json()["estimate_source"] == "measured"
     assert "job here" in response.json()["estimate_neighbour"]
 
 
-def test_the_job_page_shows_prediction_estimate_measurement_and_charge(client, researcher, job,
-                                                                        finished_run):
+def test_the_job_page_shows_prediction_estimate_measurement_and_charge(
+    client, researcher, job, finished_run
+):
     progress, metrics = finished_run
     job_record_files(job=job, fetched=Fetched(progress=progress, metrics=metrics))
     client.force_login(researcher)
@@ -141,14 +184,17 @@ def test_the_job_page_shows_prediction_estimate_measurement_and_charge(client, r
     assert "images trained / time in training steps" in html
 
 
-def test_throughput_is_the_whole_runs_figure_on_the_page_and_in_the_api(client, api, researcher,
-                                                                          job, finished_run):
+def test_throughput_is_the_whole_runs_figure_on_the_page_and_in_the_api(
+    client, api, researcher, job, finished_run
+):
     """Issue 22: a page showed 28.5 (the last progress report) beside 28.52 (the benchmark
     result). The run's own figure wins once it has one, everywhere."""
     progress, metrics = finished_run
     run_figure = metrics["measured"]["train_images_per_s"]
-    job_record_files(job=job, fetched=Fetched(progress={**progress, "train_images_per_s": 9876.5},
-                                              metrics=metrics))
+    job_record_files(
+        job=job,
+        fetched=Fetched(progress={**progress, "train_images_per_s": 9876.5}, metrics=metrics),
+    )
     client.force_login(researcher)
 
     html = client.get(f"/jobs/{job.pk}/").content.decode()

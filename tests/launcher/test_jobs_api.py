@@ -1,5 +1,6 @@
 """The jobs API without a cluster: who may launch, per-field 400s, the 409 refusals with their
 numbers, scoping (others' jobs are 404), cancel of a finished job, the log."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -10,8 +11,7 @@ from django.utils import timezone
 
 from allocations.models import Allocation
 from launcher.models import Job
-from tests.factories import FacilityFactory
-from tests.factories import charge
+from tests.factories import FacilityFactory, charge
 
 pytestmark = [pytest.mark.django_db]
 
@@ -20,9 +20,15 @@ pytestmark = [pytest.mark.django_db]
 def allocation(project):
     facility = FacilityFactory(slug="local-hpc", backend="local", gpu_hour_rate=Decimal("0.50"))
     today = timezone.localdate()
-    return Allocation.objects.create(project=project, facility=facility, gpu_hours=Decimal(10),
-                                     start_date=today, end_date=today + dt.timedelta(days=30),
-                                     status="active", account_name="abc-a1")
+    return Allocation.objects.create(
+        project=project,
+        facility=facility,
+        gpu_hours=Decimal(10),
+        start_date=today,
+        end_date=today + dt.timedelta(days=30),
+        status="active",
+        account_name="abc-a1",
+    )
 
 
 def launch(api, user, **body):
@@ -30,8 +36,13 @@ def launch(api, user, **body):
 
 
 def test_a_member_launches_a_job_with_its_estimate(api, researcher, allocation):
-    response = launch(api, researcher, allocation=allocation.pk, gpus=2,
-                      params={"model": "resnet18", "epochs": 2, "wall_time_minutes": 90})
+    response = launch(
+        api,
+        researcher,
+        allocation=allocation.pk,
+        gpus=2,
+        params={"model": "resnet18", "epochs": 2, "wall_time_minutes": 90},
+    )
 
     assert response.status_code == 201, response.json()
     body = response.json()
@@ -44,8 +55,13 @@ def test_a_member_launches_a_job_with_its_estimate(api, researcher, allocation):
 
 
 def test_bad_fields_are_refused_one_by_one(api, researcher, allocation):
-    response = launch(api, researcher, allocation=allocation.pk, gpus=0,
-                      params={"model": "vgg99", "epochs": -1, "dataset": "../../etc"})
+    response = launch(
+        api,
+        researcher,
+        allocation=allocation.pk,
+        gpus=0,
+        params={"model": "vgg99", "epochs": -1, "dataset": "../../etc"},
+    )
 
     assert response.status_code == 400
     errors = response.json()
@@ -54,19 +70,29 @@ def test_bad_fields_are_refused_one_by_one(api, researcher, allocation):
 
 
 def test_a_bad_sweep_grid_names_its_field(api, researcher, allocation):
-    response = launch(api, researcher, allocation=allocation.pk, workload="sweep",
-                      grid={"models": ["densenet121"], "lrs": [], "lr_steps": [10],
-                            "weight_decays": [0.0]})
+    response = launch(
+        api,
+        researcher,
+        allocation=allocation.pk,
+        workload="sweep",
+        grid={"models": ["densenet121"], "lrs": [], "lr_steps": [10], "weight_decays": [0.0]},
+    )
     assert response.status_code == 400
     assert set(response.json()["grid"]) == {"lrs"}  # per field, inside the grid
 
 
 def test_a_launch_beyond_what_is_left_is_refused_with_the_numbers(api, researcher, allocation):
-    charge(allocation=allocation, source="slurm", external_id="x:1",
-                               period_start=timezone.now(), period_end=timezone.now(),
-                               gpu_seconds=8 * 3600)
-    response = launch(api, researcher, allocation=allocation.pk, gpus=2,
-                      params={"wall_time_minutes": 90})
+    charge(
+        allocation=allocation,
+        source="slurm",
+        external_id="x:1",
+        period_start=timezone.now(),
+        period_end=timezone.now(),
+        gpu_seconds=8 * 3600,
+    )
+    response = launch(
+        api, researcher, allocation=allocation.pk, gpus=2, params={"wall_time_minutes": 90}
+    )
 
     assert response.status_code == 409
     body = response.json()
@@ -75,10 +101,15 @@ def test_a_launch_beyond_what_is_left_is_refused_with_the_numbers(api, researche
 
 
 def test_unfinished_jobs_reserve_their_estimate(api, researcher, allocation):
-    assert launch(api, researcher, allocation=allocation.pk, gpus=2,
-                  params={"wall_time_minutes": 240}).status_code == 201  # 8 of 10 hours
-    response = launch(api, researcher, allocation=allocation.pk, gpus=2,
-                      params={"wall_time_minutes": 90})
+    assert (
+        launch(
+            api, researcher, allocation=allocation.pk, gpus=2, params={"wall_time_minutes": 240}
+        ).status_code
+        == 201
+    )  # 8 of 10 hours
+    response = launch(
+        api, researcher, allocation=allocation.pk, gpus=2, params={"wall_time_minutes": 90}
+    )
     assert response.status_code == 409 and response.json()["remaining_gpu_hours"] == 2.0
 
 
@@ -95,7 +126,8 @@ def test_only_an_active_allocation_takes_jobs(api, researcher, allocation):
 
 
 def test_outsiders_and_reviewers_cannot_launch_and_others_jobs_are_404(
-        api, researcher, outsider, reviewer, allocation):
+    api, researcher, outsider, reviewer, allocation
+):
     response = launch(api, outsider, allocation=allocation.pk)  # as if it did not exist
     assert response.status_code == 400 and "allocation" in response.json()
     assert launch(api, reviewer, allocation=allocation.pk).status_code == 403  # sees, may not act

@@ -4,6 +4,7 @@ monitor moves the job to `preempted`, resubmits it in the same folder under a ne
 resumed run finishes every epoch. Slurm's own time-limit signal (`--signal=B:USR1@<lead>`) takes
 the same path, but slurmctld checks time limits only every ~30 s, so the test sends the same
 signal itself (`scancel --batch --signal=USR1`), which keeps it to seconds."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -12,30 +13,33 @@ import pytest
 
 from allocations.selectors import timeline
 from launcher import services
-from launcher.slurm import backend as slurm_backend
 from launcher.models import Job
-from tests.launcher.conftest import wait_for
+from launcher.slurm import backend as slurm_backend
 from tests.launcher.slurm_fixtures import TINY, poll_until, slurm_allocation, slurm_facility  # noqa: F401
 from tests.launcher.test_slurm_jobs import jobs_named
+from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.slurm, pytest.mark.django_db]
+pytestmark = pytest.mark.django_db
 EPOCHS = 6
 
 
 def launch(allocation, user, **params):
     params = {**{k: v for k, v in TINY.items() if k != "wall_time_minutes"}, **params}
-    job = services.job_launch(by=user, allocation=allocation, gpus=1, wall_time_minutes=5,
-                              params=params)
+    job = services.job_launch(
+        by=user, allocation=allocation, gpus=1, wall_time_minutes=5, params=params
+    )
     return services.job_submit(job_id=job.pk)
 
 
 def training_started(job):
     """Poll until the trainer reports a finished step (its signal handler is then installed)."""
+
     def check():
         services.jobs_poll(facility_id=job.allocation.facility_id)
         job.refresh_from_db()
         assert job.state in ("pending", "running"), (job.state, job.state_reason, job.log_tail)
         return job.state == "running" and (job.progress or {}).get("step", 0) >= 1
+
     wait_for(check, timeout=120, every=0.3, what="the first training step")
 
 
@@ -67,6 +71,7 @@ def test_a_checkpointed_job_is_resumed_and_finishes_every_epoch(slurm_allocation
     assert jobs_named(backend, job.token) == [job.scheduler_id]
     again = slurm_backend.slurm_client(slurm_allocation.facility)
     from launcher.slurm.backend import SlurmBackend
+
     repeat = SlurmBackend().resume(facility=slurm_allocation.facility, job=job, token=job.token)
     assert repeat.already_submitted and repeat.scheduler_id == job.scheduler_id
     assert jobs_named(again, job.token) == [job.scheduler_id]
@@ -82,7 +87,8 @@ def test_a_preempted_job_is_not_resumed_beyond_the_allocations_hours(slurm_alloc
     type(slurm_allocation).objects.filter(pk=slurm_allocation.pk).update(gpu_hours=Decimal("0.05"))
 
     slurm_backend.slurm_client(slurm_allocation.facility).ssh.run(
-        ["scancel", "--batch", "--signal=USR1", first_id])
+        ["scancel", "--batch", "--signal=USR1", first_id]
+    )
 
     job = poll_until(job, Job.FINAL, timeout=120)
     assert job.state == "timeout" and job.scheduler_id == first_id

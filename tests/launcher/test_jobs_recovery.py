@@ -1,5 +1,6 @@
 """Monitoring survives the login node going away: with sshd stopped mid-poll the job is not
 lost (its row stays as it was) and polling recovers once sshd is back."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,20 +9,30 @@ from launcher import services
 from launcher.models import Job
 from tests.launcher.slurm_fixtures import TINY, poll_until, slurm_allocation, slurm_facility  # noqa: F401
 
-pytestmark = [pytest.mark.slurm, pytest.mark.django_db]
+pytestmark = pytest.mark.django_db
 
 
-def test_polling_survives_sshd_stopping_and_recovers(slurm_allocation, researcher, throwaway_sshd,
-                                                     services_env):
+def test_polling_survives_sshd_stopping_and_recovers(
+    slurm_allocation, researcher, throwaway_sshd, services_env
+):
     from allocations.models import Facility
+
     facility = Facility.objects.get(pk=slurm_allocation.facility_id)
-    facility.backend_settings = {**facility.backend_settings, "port": throwaway_sshd.port,
-                                 "host_key": services_env["SSH_HOST_KEY_PUB"]}  # a bare key
+    facility.backend_settings = {
+        **facility.backend_settings,
+        "port": throwaway_sshd.port,
+        "host_key": services_env["SSH_HOST_KEY_PUB"],
+    }  # a bare key
     facility.save()
     slurm_allocation.refresh_from_db()
     params = {k: v for k, v in TINY.items() if k != "wall_time_minutes"}
-    job = services.job_launch(by=researcher, allocation=slurm_allocation, gpus=1,
-                              wall_time_minutes=5, params={**params, "epochs": 8})
+    job = services.job_launch(
+        by=researcher,
+        allocation=slurm_allocation,
+        gpus=1,
+        wall_time_minutes=5,
+        params={**params, "epochs": 8},
+    )
     job = services.job_submit(job_id=job.pk)
     assert job.state == "pending", job.state_reason
     poll_until(job, ["running"])

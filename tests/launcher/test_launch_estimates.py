@@ -3,6 +3,7 @@ it comes from the recommender: `measured` where this node type has a result for 
 `recommender` where only another node type of the same chip has one, `wall-time` (and saying
 so) where nothing can be predicted or the prediction exceeds the wall time; the 409 refusal
 carries the basis."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -16,16 +17,25 @@ from benchmarks import catalogue
 from benchmarks.demo import _workload
 from benchmarks.models import BenchmarkResult, Workload
 from launcher.models import Job
-from tests.factories import FacilityFactory, NodeTypeFactory
-from tests.factories import charge
+from tests.factories import FacilityFactory, NodeTypeFactory, charge
 
 pytestmark = [pytest.mark.django_db]
 
-CHIP = {"accelerator": "Chip M", "peak_tflops_fp16": 100.0, "peak_tflops_bf16": 100.0,
-        "peak_tflops_fp32": 10.0}
+CHIP = {
+    "accelerator": "Chip M",
+    "peak_tflops_fp16": 100.0,
+    "peak_tflops_bf16": 100.0,
+    "peak_tflops_fp32": 10.0,
+}
 # A tiny job: 40 synthetic images (8 held out for validation, 4 batches of 8 to train on).
-PARAMS = {"model": "densenet121", "epochs": 2, "dataset": "synthetic-ct", "synthetic_n": 40,
-          "size": 64, "batch_size": 8}
+PARAMS = {
+    "model": "densenet121",
+    "epochs": 2,
+    "dataset": "synthetic-ct",
+    "synthetic_n": 40,
+    "size": 64,
+    "batch_size": 8,
+}
 
 
 @pytest.fixture
@@ -40,8 +50,15 @@ def measured_node(facility):
     """A node type with a result for densenet121 2D at exactly the job's configuration."""
     node = NodeTypeFactory(facility=facility, name="N-MEAS", **CHIP)
     BenchmarkResult.objects.create(
-        node_type=node, workload=Workload.objects.get(key="densenet121-2d"), precision="bf16",
-        gpus=1, batch_size=8, image_size=64, throughput=20.0, source="measured")
+        node_type=node,
+        workload=Workload.objects.get(key="densenet121-2d"),
+        precision="bf16",
+        gpus=1,
+        batch_size=8,
+        image_size=64,
+        throughput=20.0,
+        source="measured",
+    )
     return node
 
 
@@ -60,19 +77,32 @@ def bare_node(facility):
 def allocation_on(project, node_type, gpu_hours=10):
     today = timezone.localdate()
     return Allocation.objects.create(
-        project=project, facility=node_type.facility, node_type=node_type,
-        gpu_hours=Decimal(gpu_hours), start_date=today, end_date=today + dt.timedelta(days=30),
-        status="active", account_name=f"acc-{node_type.name.lower()}")
+        project=project,
+        facility=node_type.facility,
+        node_type=node_type,
+        gpu_hours=Decimal(gpu_hours),
+        start_date=today,
+        end_date=today + dt.timedelta(days=30),
+        status="active",
+        account_name=f"acc-{node_type.name.lower()}",
+    )
 
 
 def launch(api, user, allocation, params=PARAMS, wall_time_minutes=60):
-    return api.as_user(user).post("/api/v1/jobs/", {
-        "allocation": allocation.pk, "gpus": 1,
-        "params": {**params, "wall_time_minutes": wall_time_minutes}}, format="json")
+    return api.as_user(user).post(
+        "/api/v1/jobs/",
+        {
+            "allocation": allocation.pk,
+            "gpus": 1,
+            "params": {**params, "wall_time_minutes": wall_time_minutes},
+        },
+        format="json",
+    )
 
 
-def test_a_node_type_with_a_measured_result_gets_a_measured_estimate(api, researcher, project,
-                                                                      measured_node):
+def test_a_node_type_with_a_measured_result_gets_a_measured_estimate(
+    api, researcher, project, measured_node
+):
     response = launch(api, researcher, allocation_on(project, measured_node))
 
     assert response.status_code == 201, response.json()
@@ -91,7 +121,8 @@ def test_a_node_type_with_a_measured_result_gets_a_measured_estimate(api, resear
 
 
 def test_a_node_type_with_only_a_same_chip_neighbour_gets_a_recommender_estimate(
-        api, researcher, project, neighbour_node):
+    api, researcher, project, neighbour_node
+):
     response = launch(api, researcher, allocation_on(project, neighbour_node))
 
     assert response.status_code == 201, response.json()
@@ -102,8 +133,9 @@ def test_a_node_type_with_only_a_same_chip_neighbour_gets_a_recommender_estimate
     assert job.estimate_gpu_hours == Decimal("1.000")  # the one-hour limit, not the prediction
 
 
-def test_nothing_to_predict_from_reserves_the_wall_time_and_says_so(api, researcher, project,
-                                                                    bare_node):
+def test_nothing_to_predict_from_reserves_the_wall_time_and_says_so(
+    api, researcher, project, bare_node
+):
     response = launch(api, researcher, allocation_on(project, bare_node), wall_time_minutes=90)
 
     assert response.status_code == 201, response.json()
@@ -115,11 +147,13 @@ def test_nothing_to_predict_from_reserves_the_wall_time_and_says_so(api, researc
     assert body["predicted_hours"] is None
 
 
-def test_a_prediction_longer_than_the_wall_time_reserves_the_wall_time(api, researcher, project,
-                                                                       measured_node):
+def test_a_prediction_longer_than_the_wall_time_reserves_the_wall_time(
+    api, researcher, project, measured_node
+):
     long_run = {**PARAMS, "epochs": 100}  # ~203 s predicted against a 1-minute wall time
-    response = launch(api, researcher, allocation_on(project, measured_node), params=long_run,
-                      wall_time_minutes=1)
+    response = launch(
+        api, researcher, allocation_on(project, measured_node), params=long_run, wall_time_minutes=1
+    )
 
     body = response.json()
     assert body["estimate_source"] == "wall-time"
@@ -130,9 +164,14 @@ def test_a_prediction_longer_than_the_wall_time_reserves_the_wall_time(api, rese
 
 def test_the_409_refusal_carries_the_estimates_basis(api, researcher, project, measured_node):
     allocation = allocation_on(project, measured_node, gpu_hours=1)
-    charge(allocation=allocation, source="slurm", external_id="x:1",
-                               period_start=timezone.now(), period_end=timezone.now(),
-                               gpu_seconds=3600 - 10)  # 10 s left, the job needs ~34 s
+    charge(
+        allocation=allocation,
+        source="slurm",
+        external_id="x:1",
+        period_start=timezone.now(),
+        period_end=timezone.now(),
+        gpu_seconds=3600 - 10,
+    )  # 10 s left, the job needs ~34 s
 
     response = launch(api, researcher, allocation)
 
@@ -147,8 +186,14 @@ def test_the_409_refusal_carries_the_estimates_basis(api, researcher, project, m
 def test_an_allocation_without_a_node_type_says_so(api, researcher, project, facility):
     today = timezone.localdate()
     allocation = Allocation.objects.create(
-        project=project, facility=facility, gpu_hours=Decimal(10), start_date=today,
-        end_date=today + dt.timedelta(days=30), status="active", account_name="abc-a1")
+        project=project,
+        facility=facility,
+        gpu_hours=Decimal(10),
+        start_date=today,
+        end_date=today + dt.timedelta(days=30),
+        status="active",
+        account_name="abc-a1",
+    )
     body = launch(api, researcher, allocation).json()
     assert body["estimate_source"] == "wall-time"
     assert "names no node type" in body["estimate_basis"]

@@ -1,6 +1,7 @@
 """The allocation page's launch and sweep forms are rendered once and then read from the cache
 (`{% cache %}` under launcher.pages.forms_key), until the project or the shared catalogue they
 show changes; the CSRF token and the live capacity note are never part of the cached fragment."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -18,7 +19,9 @@ from tests.factories import FacilityFactory, NodeTypeFactory
 from tests.pages import allocation_page
 
 pytestmark = pytest.mark.django_db(transaction=True)  # versions move when writes commit
-FORMS = re.compile(r'<form method="post" action="/allocations/\d+/(?:launch|sweep)/".*?</form>', re.DOTALL)
+FORMS = re.compile(
+    r'<form method="post" action="/allocations/\d+/(?:launch|sweep)/".*?</form>', re.DOTALL
+)
 TOKEN = re.compile(r'id="launch-form".*?name="csrfmiddlewaretoken" value="([^"]+)"', re.DOTALL)
 
 
@@ -26,9 +29,15 @@ TOKEN = re.compile(r'id="launch-form".*?name="csrfmiddlewaretoken" value="([^"]+
 def allocation(project):
     facility = FacilityFactory(slug="local-cache", backend="local", gpu_hour_rate=Decimal("0.50"))
     today = timezone.localdate()
-    return Allocation.objects.create(project=project, facility=facility, gpu_hours=Decimal(10),
-                                     start_date=today, end_date=today + dt.timedelta(days=30),
-                                     status="active", account_name="cache-a1")
+    return Allocation.objects.create(
+        project=project,
+        facility=facility,
+        gpu_hours=Decimal(10),
+        start_date=today,
+        end_date=today + dt.timedelta(days=30),
+        status="active",
+        account_name="cache-a1",
+    )
 
 
 def _forms(page: str) -> str:
@@ -36,8 +45,9 @@ def _forms(page: str) -> str:
     return re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "", "".join(FORMS.findall(page)))
 
 
-def test_forms_come_from_the_cache_until_the_project_or_catalogue_changes(researcher, pi,
-                                                                         allocation):
+def test_forms_come_from_the_cache_until_the_project_or_catalogue_changes(
+    researcher, pi, allocation
+):
     client = Client()
     client.force_login(researcher)
     first, cold = allocation_page(client, allocation)
@@ -45,8 +55,14 @@ def test_forms_come_from_the_cache_until_the_project_or_catalogue_changes(resear
     assert 'id="launch-form"' in first and 'id="sweep-form"' in first
     assert _forms(again) == _forms(first) and warm < cold  # no dataset or prediction queries
 
-    dataset_create(by=pi, project=allocation.project, name="chest-ct", location="ct/chest",
-                   modality="ct", sensitivity="public")  # an event: the project's version moves
+    dataset_create(
+        by=pi,
+        project=allocation.project,
+        name="chest-ct",
+        location="ct/chest",
+        modality="ct",
+        sensitivity="public",
+    )  # an event: the project's version moves
     page, queries = allocation_page(client, allocation)
     assert queries > warm and 'value="chest-ct"' in page and 'value="chest-ct"' not in first
     assert allocation_page(client, allocation)[1] == warm
@@ -67,7 +83,16 @@ def test_a_cached_form_carries_this_sessions_csrf_token(researcher, pi, allocati
 
     refused = client.post(f"/allocations/{allocation.pk}/launch/", {"epochs": "2"})
     assert refused.status_code == 403  # the check is on: no token, no launch
-    response = client.post(f"/allocations/{allocation.pk}/launch/", {
-        "csrfmiddlewaretoken": token, "model": "resnet18", "dataset": "synthetic-ct",
-        "epochs": "2", "gpus": "1", "wall_time_minutes": "30", "lr": "0.001"})
+    response = client.post(
+        f"/allocations/{allocation.pk}/launch/",
+        {
+            "csrfmiddlewaretoken": token,
+            "model": "resnet18",
+            "dataset": "synthetic-ct",
+            "epochs": "2",
+            "gpus": "1",
+            "wall_time_minutes": "30",
+            "lr": "0.001",
+        },
+    )
     assert response.status_code == 302 and Job.objects.filter(created_by=researcher).count() == 1

@@ -1,6 +1,7 @@
 """The local backend against real processes: each job is a detached `python -m
 launcher.workloads.ctxray train` in its own folder, limited to the facility's slots, cancelled
 with the signal the trainer checkpoints on, charged from its measured wall time."""
+
 from __future__ import annotations
 
 import math
@@ -17,18 +18,28 @@ from launcher.local import cells
 from launcher.local.backend import cell_argv
 from launcher.local.supervisor import proc_start_ticks
 from launcher.models import Job
-from tests.launcher.conftest import wait_for
 from tests.launcher.local_fixtures import (  # noqa: F401
-    LONG, QUICK, cell_of, jobs_dir, launch, local_allocation, local_facility, poll_until,
+    LONG,
+    QUICK,
+    cell_of,
+    jobs_dir,
+    launch,
+    local_allocation,
+    local_facility,
+    poll_until,
     training_started,
 )
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 
 
 def _supervisor(job: Job) -> dict:
-    return wait_for(lambda: cells.read_json(cell_of(job) / cells.PID), timeout=60,
-                    what="the supervisor's pid.json")
+    return wait_for(
+        lambda: cells.read_json(cell_of(job) / cells.PID),
+        timeout=60,
+        what="the supervisor's pid.json",
+    )
 
 
 def test_a_second_submit_with_the_same_token_finds_the_first_process(local_allocation, researcher):
@@ -39,16 +50,22 @@ def test_a_second_submit_with_the_same_token_finds_the_first_process(local_alloc
     first = _supervisor(job)
 
     again = backend_for(local_allocation.facility).submit(
-        facility=local_allocation.facility, jobs=[job], token=job.token)
+        facility=local_allocation.facility, jobs=[job], token=job.token
+    )
 
     assert again.already_submitted and again.scheduler_id == job.token
     assert cells.read_json(cell_of(job) / cells.PID)["pid"] == first["pid"]
-    assert [p.name for p in (cell_of(job).parent.parent).iterdir() if p.is_dir()] == [job.token]
+    assert [
+        p.name
+        for p in (cell_of(job).parent.parent).iterdir()
+        if p.is_dir() and p.name != cells.LEDGER
+    ] == [job.token]
     assert proc_start_ticks(first["pid"]) == first["start_ticks"]  # still the same, alive
 
 
 def test_the_submit_task_returns_with_the_started_job_running_and_the_waiting_one_saying_why(
-        local_allocation, researcher):
+    local_allocation, researcher
+):
     """The backend reports a started process at submission (issue 22: the page said `pending`
     until the next poll, 10 s later): when the submit task returns, no poll has run and the
     job is `running`; a job that found no free slot is `pending` with the reason."""
@@ -60,8 +77,12 @@ def test_the_submit_task_returns_with_the_started_job_running_and_the_waiting_on
         job.refresh_from_db()
         assert job.state == "running" and job.started_at is not None, job.state_reason
         assert cells.read_cell(cell_of(job)).phase == "running"
-        assert Event.objects.filter(object_id=job.pk, to_state="running",
-                                    content_type__model="job").count() == 1
+        assert (
+            Event.objects.filter(
+                object_id=job.pk, to_state="running", content_type__model="job"
+            ).count()
+            == 1
+        )
     third.refresh_from_db()
     assert third.state == "pending"
     assert third.state_reason == "waiting for a free slot (2 of 2 in use)"
@@ -76,8 +97,11 @@ def test_cancel_makes_the_trainer_checkpoint_and_stop(local_allocation, research
 
     services.job_cancel(job=job, by=researcher)
 
-    ended = wait_for(lambda: cells.read_json(cell_of(job) / cells.EXIT), timeout=120,
-                     what="exit.json after the cancel")
+    ended = wait_for(
+        lambda: cells.read_json(cell_of(job) / cells.EXIT),
+        timeout=120,
+        what="exit.json after the cancel",
+    )
     job.refresh_from_db()
     assert job.state == "cancelled"
     assert ended["exit_code"] == 75 and ended["signals"] == [signal.SIGTERM]
@@ -106,8 +130,7 @@ def test_a_third_job_waits_for_a_slot_then_runs(local_allocation, researcher):
     assert second.state == "running"
 
 
-def test_usage_is_the_measured_wall_time_times_the_slots_charged_once(local_allocation,
-                                                                      researcher):
+def test_usage_is_the_measured_wall_time_times_the_slots_charged_once(local_allocation, researcher):
     # Bounds the test measures itself: the process ran inside [before, after] and trained for
     # at least the trainer's own clock (metrics.json), so the charge lies between the two.
     before = time.time()
@@ -126,20 +149,31 @@ def test_usage_is_the_measured_wall_time_times_the_slots_charged_once(local_allo
     assert len(records) == 1
     record = records[0]
     assert record.source == "local"
-    assert math.ceil(trained) * job.gpus <= record.gpu_seconds <= math.ceil(after - before) * job.gpus
-    assert before - 1 <= record.period_start.timestamp() <= record.period_end.timestamp() <= after + 1
+    assert (
+        math.ceil(trained) * job.gpus <= record.gpu_seconds <= math.ceil(after - before) * job.gpus
+    )
+    assert (
+        before - 1 <= record.period_start.timestamp() <= record.period_end.timestamp() <= after + 1
+    )
     job.refresh_from_db()
     assert job.gpu_seconds == record.gpu_seconds
     assert job.progress.get("state") == "succeeded" and job.log_tail
 
 
 def test_a_vanished_process_is_marked_failed_and_charged_for_the_time_it_was_seen_running(
-        local_allocation, researcher):
+    local_allocation, researcher
+):
     job = launch(local_allocation, researcher, LONG)
     services.job_submit(job_id=job.pk)
     poll_until(job, {"running"})
-    pid = wait_for(lambda: (cells.read_json(cell_of(job) / cells.PID) or {}).get("child_pid")
-                   and cells.read_json(cell_of(job) / cells.PID), timeout=120, what="child pid")
+    pid = wait_for(
+        lambda: (
+            (cells.read_json(cell_of(job) / cells.PID) or {}).get("child_pid")
+            and cells.read_json(cell_of(job) / cells.PID)
+        ),
+        timeout=120,
+        what="child pid",
+    )
     wait_for(lambda: training_started(job), timeout=120, what="the first training step")
     services.jobs_poll(facility_id=local_allocation.facility_id)  # seen running once more
     seen = cells.read_json(cell_of(job) / cells.SEEN)["at"]
@@ -154,7 +188,11 @@ def test_a_vanished_process_is_marked_failed_and_charged_for_the_time_it_was_see
     [record] = UsageRecord.objects.filter(allocation=local_allocation)
     assert record.job_id == job.pk and record.detail["vanished"] is True
     # From its start to when it was last seen running (never 0, never past the kill).
-    assert math.ceil(seen - pid["started_at"]) <= record.gpu_seconds <= math.ceil(killed - pid["started_at"])
+    assert (
+        math.ceil(seen - pid["started_at"])
+        <= record.gpu_seconds
+        <= math.ceil(killed - pid["started_at"])
+    )
     assert record.gpu_seconds >= 1
 
 
@@ -168,7 +206,8 @@ def test_several_gpus_run_under_torchrun_with_one_process_each(local_allocation,
 
 
 def test_a_job_the_facility_can_no_longer_fit_fails_at_submission_with_the_reason(
-        local_allocation, researcher):
+    local_allocation, researcher
+):
     """The launch refuses more GPUs than the slots (tests/launcher/test_launch_capacity.py);
     slots taken away between launch and submission still fail the job, not the worker."""
     job = launch(local_allocation, researcher, {**QUICK, "batch_size": 4}, gpus=2)
@@ -180,12 +219,23 @@ def test_a_job_the_facility_can_no_longer_fit_fails_at_submission_with_the_reaso
     assert job.state == "failed" and "needs 2 slots" in job.state_reason
 
 
-def test_a_sweep_runs_each_cell_as_its_own_process_and_charges_each(local_allocation,
-                                                                    researcher):
-    grid = {"models": ["resnet18"], "lrs": [1e-3, 1e-4], "lr_steps": [5], "weight_decays": [0.0],
-            "folds": 1}
-    sweep = services.sweep_launch(by=researcher, allocation=local_allocation, grid=grid, gpus=1,
-                                  wall_time_minutes=10, params=dict(QUICK), concurrency=2)
+def test_a_sweep_runs_each_cell_as_its_own_process_and_charges_each(local_allocation, researcher):
+    grid = {
+        "models": ["resnet18"],
+        "lrs": [1e-3, 1e-4],
+        "lr_steps": [5],
+        "weight_decays": [0.0],
+        "folds": 1,
+    }
+    sweep = services.sweep_launch(
+        by=researcher,
+        allocation=local_allocation,
+        grid=grid,
+        gpus=1,
+        wall_time_minutes=10,
+        params=dict(QUICK),
+        concurrency=2,
+    )
     services.sweep_submit(sweep_id=sweep.pk)
     first, second = sweep.jobs.order_by("array_index")
     poll_until(first, {"succeeded"})
@@ -200,7 +250,8 @@ def test_a_sweep_runs_each_cell_as_its_own_process_and_charges_each(local_alloca
 
 
 def test_a_job_that_outruns_its_wall_time_is_stopped_and_charged_exactly_the_limit(
-        local_allocation, researcher, settings):
+    local_allocation, researcher, settings
+):
     settings.LOCAL_SECONDS_PER_MINUTE = 0.5  # its 10-minute wall time -> 5 s
     job = launch(local_allocation, researcher, {**LONG, "batch_size": 4}, gpus=2)  # torchrun
     services.job_submit(job_id=job.pk)
@@ -216,7 +267,8 @@ def test_a_job_that_outruns_its_wall_time_is_stopped_and_charged_exactly_the_lim
 
 
 def test_a_suspended_allocation_stops_its_running_local_jobs(
-        local_allocation, researcher, admin, django_capture_on_commit_callbacks):
+    local_allocation, researcher, admin, django_capture_on_commit_callbacks
+):
     from allocations.services import allocation_suspend
 
     job = launch(local_allocation, researcher, LONG)

@@ -9,6 +9,7 @@ managers also edit the project and its members; reviewers see everything and dec
 requests; staff see everything and act on any project's work but decide nothing; everyone else
 gets 404 as if the object did not exist. After every refusal everything is exactly as it was;
 after every success something changed."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -18,11 +19,17 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.forms.models import model_to_dict
 
-from allocations.models import Allocation, Dataset, Event
+from allocations.models import (
+    Allocation,
+    AllocationRequest,
+    Dataset,
+    Event,
+    Project,
+    ProjectMembership,
+)
 from launcher import services
-from launcher.selectors import NotVisible
 from launcher.models import Job, Sweep
-from allocations.models import AllocationRequest, Project, ProjectMembership
+from launcher.selectors import NotVisible
 from tests.allocations.test_api import payload
 from tests.factories import FacilityFactory, NodeTypeFactory, RequestFactory, UserFactory
 
@@ -39,9 +46,16 @@ def people(project, pi, researcher, outsider, reviewer, other_project):
     UserFactory(username="erin")  # someone to add
     colleague = UserFactory(username="carol")
     ProjectMembership.objects.create(project=project, user=colleague, role="member")
-    return {"member": researcher, "pi": pi, "colleague": colleague, "other": outsider,
-            "reviewer": reviewer, "staff": staff, "stranger": UserFactory(username="dave"),
-            "anonymous": None}
+    return {
+        "member": researcher,
+        "pi": pi,
+        "colleague": colleague,
+        "other": outsider,
+        "reviewer": reviewer,
+        "staff": staff,
+        "stranger": UserFactory(username="dave"),
+        "anonymous": None,
+    }
 
 
 def by_role(**groups):
@@ -64,25 +78,51 @@ def world(project, researcher, tmp_path):
     """An active allocation of the project with a queued job, a queued two-cell sweep and a
     registered dataset whose folder exists."""
     (tmp_path / project.code / "cxr").mkdir(parents=True)
-    facility = FacilityFactory(slug="local-matrix", backend="local",
-                               backend_settings={"storage_root": str(tmp_path)})
+    facility = FacilityFactory(
+        slug="local-matrix", backend="local", backend_settings={"storage_root": str(tmp_path)}
+    )
     today = timezone_today()
     allocation = Allocation.objects.create(
-        project=project, facility=facility, gpu_hours=Decimal(100), start_date=today,
-        end_date=today + dt.timedelta(days=30), status="active", account_name="matrix-a1")
-    dataset = Dataset.objects.create(project=project, name="cxr", location="cxr",
-                                     modality="xray", sensitivity="public", created_by=researcher)
-    job = services.job_launch(by=researcher, allocation=allocation, gpus=1,
-                              wall_time_minutes=30, params={"dataset": "cxr"})
+        project=project,
+        facility=facility,
+        gpu_hours=Decimal(100),
+        start_date=today,
+        end_date=today + dt.timedelta(days=30),
+        status="active",
+        account_name="matrix-a1",
+    )
+    dataset = Dataset.objects.create(
+        project=project,
+        name="cxr",
+        location="cxr",
+        modality="xray",
+        sensitivity="public",
+        created_by=researcher,
+    )
+    job = services.job_launch(
+        by=researcher,
+        allocation=allocation,
+        gpus=1,
+        wall_time_minutes=30,
+        params={"dataset": "cxr"},
+    )
     Job.objects.filter(pk=job.pk).update(log_tail="epoch 1 loss 0.69")
-    sweep = services.sweep_launch(by=researcher, allocation=allocation, grid=GRID, gpus=1,
-                                  wall_time_minutes=30, params={})
-    NodeTypeFactory(facility=FacilityFactory(slug="baskerville", name="Baskerville"),
-                    name="B-A100-40")
+    sweep = services.sweep_launch(
+        by=researcher, allocation=allocation, grid=GRID, gpus=1, wall_time_minutes=30, params={}
+    )
+    NodeTypeFactory(
+        facility=FacilityFactory(slug="baskerville", name="Baskerville"), name="B-A100-40"
+    )
     draft = RequestFactory(project=project, requested_by=researcher)
     submitted = RequestFactory(project=project, requested_by=researcher, status="submitted")
-    return {"allocation": allocation, "job": job, "sweep": sweep, "dataset": dataset,
-            "draft": draft, "submitted": submitted}
+    return {
+        "allocation": allocation,
+        "job": job,
+        "sweep": sweep,
+        "dataset": dataset,
+        "draft": draft,
+        "submitted": submitted,
+    }
 
 
 def timezone_today():
@@ -93,17 +133,25 @@ def timezone_today():
 
 def snapshot(world):
     """Everything a refused action must leave untouched."""
-    rows = {model.__name__: [model_to_dict(o) for o in model.objects.order_by("pk")]
-            for model in (Project, ProjectMembership, AllocationRequest, Allocation, Dataset)}
-    return {**rows, "jobs": sorted(Job.objects.values_list("pk", "state")),
-            "sweeps": sorted(Sweep.objects.values_list("pk", flat=True)),
-            "events": Event.objects.count()}
+    rows = {
+        model.__name__: [model_to_dict(o) for o in model.objects.order_by("pk")]
+        for model in (Project, ProjectMembership, AllocationRequest, Allocation, Dataset)
+    }
+    return {
+        **rows,
+        "jobs": sorted(Job.objects.values_list("pk", "state")),
+        "sweeps": sorted(Sweep.objects.values_list("pk", flat=True)),
+        "events": Event.objects.count(),
+    }
 
 
 def call(api, people, role, method, url, body=None):
     client = api.as_user(people[role])
-    return getattr(client, method)(url, body, format="json") if body is not None else \
-        getattr(client, method)(url)
+    return (
+        getattr(client, method)(url, body, format="json")
+        if body is not None
+        else getattr(client, method)(url)
+    )
 
 
 # (action, method, url template, body, expected status per role)
@@ -127,55 +175,132 @@ DECIDE = by_role(members=403, nobody=404, reviewer=200, staff=403)
 WRITES = [
     ("cancel a job", "post", "/api/v1/jobs/{job}/cancel/", None, WORK),
     ("cancel a sweep", "post", "/api/v1/sweeps/{sweep}/cancel/", None, WORK),
-    ("run a job again", "post", "/api/v1/jobs/{job}/rerun/", None,
-     by_role(members=201, nobody=404, reviewer=403, staff=201)),
+    (
+        "run a job again",
+        "post",
+        "/api/v1/jobs/{job}/rerun/",
+        None,
+        by_role(members=201, nobody=404, reviewer=403, staff=201),
+    ),
     # An allocation one may not see is refused like one that does not exist: 400 on the field.
-    ("launch a job", "post", "/api/v1/jobs/",
-     {"allocation": "{allocation}", "params": {"dataset": "cxr"}}, LAUNCH),
-    ("launch a sweep", "post", "/api/v1/jobs/",
-     {"allocation": "{allocation}", "workload": "sweep", "grid": GRID}, LAUNCH),
-    ("register a dataset", "post", "/api/v1/datasets/",
-     {"project": "{project}", "name": "ct2", "location": "cxr", "modality": "ct",
-      "sensitivity": "public"}, LAUNCH),
+    (
+        "launch a job",
+        "post",
+        "/api/v1/jobs/",
+        {"allocation": "{allocation}", "params": {"dataset": "cxr"}},
+        LAUNCH,
+    ),
+    (
+        "launch a sweep",
+        "post",
+        "/api/v1/jobs/",
+        {"allocation": "{allocation}", "workload": "sweep", "grid": GRID},
+        LAUNCH,
+    ),
+    (
+        "register a dataset",
+        "post",
+        "/api/v1/datasets/",
+        {
+            "project": "{project}",
+            "name": "ct2",
+            "location": "cxr",
+            "modality": "ct",
+            "sensitivity": "public",
+        },
+        LAUNCH,
+    ),
     ("edit a dataset", "patch", "/api/v1/datasets/{dataset}/", {"location": "cxr/v2"}, WORK),
-    ("replace a dataset", "put", "/api/v1/datasets/{dataset}/",
-     {"project": "{project}", "name": "cxr", "location": "cxr/v3", "modality": "xray",
-      "sensitivity": "public"}, WORK),
-    ("delete a dataset", "delete", "/api/v1/datasets/{dataset}/", None,
-     by_role(members=204, nobody=404, reviewer=403, staff=204)),
+    (
+        "replace a dataset",
+        "put",
+        "/api/v1/datasets/{dataset}/",
+        {
+            "project": "{project}",
+            "name": "cxr",
+            "location": "cxr/v3",
+            "modality": "xray",
+            "sensitivity": "public",
+        },
+        WORK,
+    ),
+    (
+        "delete a dataset",
+        "delete",
+        "/api/v1/datasets/{dataset}/",
+        None,
+        by_role(members=204, nobody=404, reviewer=403, staff=204),
+    ),
     # Projects and members: the PI (or a manager) manages; a member may leave by themselves.
-    ("create a project", "post", "/api/v1/projects/",
-     {"code": "NEW-PRJ-77", "title": "t", "research_area": "a"},
-     by_role(members=201, nobody=201, reviewer=201, staff=201)),
+    (
+        "create a project",
+        "post",
+        "/api/v1/projects/",
+        {"code": "NEW-PRJ-77", "title": "t", "research_area": "a"},
+        by_role(members=201, nobody=201, reviewer=201, staff=201),
+    ),
     ("edit a project", "patch", "/api/v1/projects/{project}/", {"title": "Renamed"}, MANAGE),
-    ("add a member", "post", "/api/v1/projects/{project}/members/",
-     {"username": "erin", "cluster_username": "0erin"}, MANAGE),
-    ("change a member's role", "patch", "/api/v1/projects/{project}/members/carol/",
-     {"role": "manager"}, MANAGE),
-    ("remove a member", "delete", "/api/v1/projects/{project}/members/rosalind/", None,
-     by_role(member=204, pi=204, colleague=403, nobody=404, reviewer=403, staff=403)),
+    (
+        "add a member",
+        "post",
+        "/api/v1/projects/{project}/members/",
+        {"username": "erin", "cluster_username": "0erin"},
+        MANAGE,
+    ),
+    (
+        "change a member's role",
+        "patch",
+        "/api/v1/projects/{project}/members/carol/",
+        {"role": "manager"},
+        MANAGE,
+    ),
+    (
+        "remove a member",
+        "delete",
+        "/api/v1/projects/{project}/members/rosalind/",
+        None,
+        by_role(member=204, pi=204, colleague=403, nobody=404, reviewer=403, staff=403),
+    ),
     # Requests: the requester (or the PI) files and moves them; reviewers decide.
-    ("file a request", "post", "/api/v1/requests/", "{request_body}",
-     by_role(members=201, nobody=400, reviewer=400, staff=400)),
-    ("edit a draft request", "patch", "/api/v1/requests/{draft}/", {"gpu_hours": 1200},
-     REQUESTER),
+    (
+        "file a request",
+        "post",
+        "/api/v1/requests/",
+        "{request_body}",
+        by_role(members=201, nobody=400, reviewer=400, staff=400),
+    ),
+    ("edit a draft request", "patch", "/api/v1/requests/{draft}/", {"gpu_hours": 1200}, REQUESTER),
     ("submit a draft request", "post", "/api/v1/requests/{draft}/submit/", None, REQUESTER),
-    ("withdraw a request", "post", "/api/v1/requests/{submitted}/withdraw/", {"comment": "x"},
-     REQUESTER),
+    (
+        "withdraw a request",
+        "post",
+        "/api/v1/requests/{submitted}/withdraw/",
+        {"comment": "x"},
+        REQUESTER,
+    ),
     ("approve a request", "post", "/api/v1/requests/{submitted}/approve/", {}, DECIDE),
-    ("reject a request", "post", "/api/v1/requests/{submitted}/reject/", {"comment": "No"},
-     DECIDE),
-    ("ask for changes", "post", "/api/v1/requests/{submitted}/request-changes/",
-     {"comment": "More"}, DECIDE),
+    ("reject a request", "post", "/api/v1/requests/{submitted}/reject/", {"comment": "No"}, DECIDE),
+    (
+        "ask for changes",
+        "post",
+        "/api/v1/requests/{submitted}/request-changes/",
+        {"comment": "More"},
+        DECIDE,
+    ),
 ]
 
 
 def _ids(world):
-    return {"job": world["job"].pk, "sweep": world["sweep"].pk,
-            "dataset": world["dataset"].pk, "allocation": world["allocation"].pk,
-            "project": world["allocation"].project_id, "draft": world["draft"].pk,
-            "submitted": world["submitted"].pk,
-            "request_body": payload(world["allocation"].project)}
+    return {
+        "job": world["job"].pk,
+        "sweep": world["sweep"].pk,
+        "dataset": world["dataset"].pk,
+        "allocation": world["allocation"].pk,
+        "project": world["allocation"].project_id,
+        "draft": world["draft"].pk,
+        "submitted": world["submitted"].pk,
+        "request_body": payload(world["allocation"].project),
+    }
 
 
 def _fill(value, ids):
@@ -204,10 +329,10 @@ def test_who_may_read(api, people, world, role, action, method, url, body):
 
 
 @pytest.mark.parametrize("role", ROLES)
-@pytest.mark.parametrize("action, method, url, body, expected", WRITES,
-                         ids=[w[0] for w in WRITES])
-def test_who_may_act_and_a_refusal_changes_nothing(api, people, world, role, action, method,
-                                                   url, body, expected):
+@pytest.mark.parametrize("action, method, url, body, expected", WRITES, ids=[w[0] for w in WRITES])
+def test_who_may_act_and_a_refusal_changes_nothing(
+    api, people, world, role, action, method, url, body, expected
+):
     ids = _ids(world)
     before = snapshot(world)
 
@@ -219,35 +344,66 @@ def test_who_may_act_and_a_refusal_changes_nothing(api, people, world, role, act
         if expected[role] == 404:
             # Exactly the answer for an id that does not exist: it never says it does.
             missing = {k: 999_999 for k in ids}
-            assert response.json() == call(api, people, role, method, url.format(**missing),
-                                           _fill(body, missing)).json()
+            assert (
+                response.json()
+                == call(
+                    api, people, role, method, url.format(**missing), _fill(body, missing)
+                ).json()
+            )
     else:
         assert snapshot(world) != before, f"{action} by {role} did nothing"
 
 
 # A facility whose backend can resume (Slurm, configured; nothing here reaches it: the resume
 # stops at the ledger check, database only, because the allocation is suspended).
-UNREACHED_SLURM = {"host": "login.invalid", "user": "portal", "key_path": "/nonexistent",
-                   "host_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA", "cluster": "matrix"}
+UNREACHED_SLURM = {
+    "host": "login.invalid",
+    "user": "portal",
+    "key_path": "/nonexistent",
+    "host_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA",
+    "cluster": "matrix",
+}
 
 
 @pytest.fixture
 def preempted(project, researcher):
-    facility = FacilityFactory(slug="slurm-matrix", backend="slurm",
-                               backend_settings=UNREACHED_SLURM)
+    facility = FacilityFactory(
+        slug="slurm-matrix", backend="slurm", backend_settings=UNREACHED_SLURM
+    )
     today = timezone_today()
     allocation = Allocation.objects.create(
-        project=project, facility=facility, gpu_hours=Decimal(100), start_date=today,
-        end_date=today + dt.timedelta(days=30), status="suspended", account_name="matrix-s1")
-    return Job.objects.create(allocation=allocation, created_by=researcher, gpus=1,
-                              wall_time_minutes=30, token="matrixresume01", state="preempted",
-                              params={})
+        project=project,
+        facility=facility,
+        gpu_hours=Decimal(100),
+        start_date=today,
+        end_date=today + dt.timedelta(days=30),
+        status="suspended",
+        account_name="matrix-s1",
+    )
+    return Job.objects.create(
+        allocation=allocation,
+        created_by=researcher,
+        gpus=1,
+        wall_time_minutes=30,
+        token="matrixresume01",
+        state="preempted",
+        params={},
+    )
 
 
-@pytest.mark.parametrize("role, refusal", [
-    ("member", None), ("pi", None), ("colleague", None), ("staff", None),
-    ("reviewer", PermissionDenied), ("other", NotVisible), ("stranger", NotVisible),
-    ("anonymous", NotVisible)])
+@pytest.mark.parametrize(
+    "role, refusal",
+    [
+        ("member", None),
+        ("pi", None),
+        ("colleague", None),
+        ("staff", None),
+        ("reviewer", PermissionDenied),
+        ("other", NotVisible),
+        ("stranger", NotVisible),
+        ("anonymous", NotVisible),
+    ],
+)
 def test_resume_is_held_to_the_same_rule(people, preempted, role, refusal):
     from django.contrib.auth.models import AnonymousUser
 
@@ -272,32 +428,63 @@ def _effect(world, what):
         "approve": lambda: AllocationRequest.objects.get(pk=submitted.pk).status == "approved",
         "withdraw": lambda: AllocationRequest.objects.get(pk=submitted.pk).status == "withdrawn",
         "add": lambda: ProjectMembership.objects.filter(user__username="erin").exists(),
-        "retry": lambda: Allocation.objects.get(pk=world["allocation"].pk).status
-        == "provisioning",
+        "retry": lambda: Allocation.objects.get(pk=world["allocation"].pk).status == "provisioning",
     }[what]
 
 
 PAGE_ACTIONS = [
-    ("cancel", "/jobs/{job}/cancel/", {},
-     {"members": True, "staff": True, "reviewer": False, "nobody": 404}),
-    ("approve", "/requests/{submitted}/approve/", {},
-     {"members": False, "staff": False, "reviewer": True, "nobody": 404}),
-    ("withdraw", "/requests/{submitted}/withdraw/", {},
-     {"member": True, "pi": True, "colleague": False, "staff": False, "reviewer": False,
-      "nobody": 404}),
-    ("add", "/projects/{project}/members/add/", {"username": "erin"},
-     {"pi": True, "member": False, "colleague": False, "staff": False, "reviewer": False,
-      "nobody": 404}),
-    ("retry", "/staff/allocations/{allocation}/retry/", {},
-     {"members": False, "staff": True, "reviewer": False, "nobody": 404}),
+    (
+        "cancel",
+        "/jobs/{job}/cancel/",
+        {},
+        {"members": True, "staff": True, "reviewer": False, "nobody": 404},
+    ),
+    (
+        "approve",
+        "/requests/{submitted}/approve/",
+        {},
+        {"members": False, "staff": False, "reviewer": True, "nobody": 404},
+    ),
+    (
+        "withdraw",
+        "/requests/{submitted}/withdraw/",
+        {},
+        {
+            "member": True,
+            "pi": True,
+            "colleague": False,
+            "staff": False,
+            "reviewer": False,
+            "nobody": 404,
+        },
+    ),
+    (
+        "add",
+        "/projects/{project}/members/add/",
+        {"username": "erin"},
+        {
+            "pi": True,
+            "member": False,
+            "colleague": False,
+            "staff": False,
+            "reviewer": False,
+            "nobody": 404,
+        },
+    ),
+    (
+        "retry",
+        "/staff/allocations/{allocation}/retry/",
+        {},
+        {"members": False, "staff": True, "reviewer": False, "nobody": 404},
+    ),
 ]
 
 
 @pytest.mark.parametrize("role", ROLES)
-@pytest.mark.parametrize("what, url, body, outcome", PAGE_ACTIONS,
-                         ids=[a[0] for a in PAGE_ACTIONS])
-def test_every_page_action_follows_the_same_rule(client, people, world, role, what, url, body,
-                                                 outcome):
+@pytest.mark.parametrize("what, url, body, outcome", PAGE_ACTIONS, ids=[a[0] for a in PAGE_ACTIONS])
+def test_every_page_action_follows_the_same_rule(
+    client, people, world, role, what, url, body, outcome
+):
     if what == "retry":
         Allocation.objects.filter(pk=world["allocation"].pk).update(status="failed")
     table = by_role(**outcome)

@@ -1,6 +1,7 @@
 """Run again: a job relaunched with its parameters and seed on the local backend gives the same
 metrics, exactly, on the same processor; the page and the API both offer it, to the people who
 may launch on the allocation and no one else."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,13 +10,26 @@ from rest_framework.test import APIClient
 from launcher import services
 from launcher.models import Job
 from tests.launcher.local_fixtures import (  # noqa: F401
-    QUICK, jobs_dir, launch, local_allocation, local_facility, poll_until,
+    QUICK,
+    jobs_dir,
+    launch,
+    local_allocation,
+    local_facility,
+    poll_until,
 )
 
 pytestmark = pytest.mark.django_db
 
-REPRODUCED = ("slice", "patient", "history", "best_epoch", "loss", "samples", "seed",
-              "data_fingerprint")
+REPRODUCED = (
+    "slice",
+    "patient",
+    "history",
+    "best_epoch",
+    "loss",
+    "samples",
+    "seed",
+    "data_fingerprint",
+)
 
 
 def _run(job: Job) -> Job:
@@ -39,8 +53,9 @@ def test_a_job_run_again_gives_identical_metrics(local_allocation, researcher):
 def test_every_job_records_its_seed(local_allocation, researcher):
     client = APIClient()
     client.force_authenticate(researcher)
-    response = client.post("/api/v1/jobs/", {"allocation": local_allocation.pk,
-                                              "params": {**QUICK}}, format="json")
+    response = client.post(
+        "/api/v1/jobs/", {"allocation": local_allocation.pk, "params": {**QUICK}}, format="json"
+    )
     assert response.status_code == 201, response.json()
     assert Job.objects.get(pk=response.json()["id"]).params["seed"] == 0
 

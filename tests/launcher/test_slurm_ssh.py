@@ -7,24 +7,29 @@ from pathlib import Path
 
 import pytest
 
-from launcher.backends.base import BackendError, JobSpec, JobState
+from launcher.backends.contract import BackendError
 from launcher.slurm.client import SlurmClient
+from launcher.slurm.records import JobSpec, JobState
 from launcher.slurm.ssh import RemoteFileNotFound, SSHConnection
+from tests.waiting import wait_for
 
 from .conftest import free_port, make_target
-
-pytestmark = pytest.mark.slurm
+from .slurm_members import account, member, other_member  # noqa: F401  (fixtures)
 
 
 def other_host_key(tmp_path: Path) -> str:
     """The public half of a freshly made key: a key the server does not have."""
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "k")], check=True)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "k")], check=True
+    )
     return " ".join((tmp_path / "k.pub").read_text().split()[:2])
 
 
 def test_a_changed_host_key_is_refused_without_retrying(services_env, tmp_path):
     sleeps: list[float] = []
-    target = make_target(services_env, host_key=f"[127.0.0.1]:{services_env['SSH_PORT']} {other_host_key(tmp_path)}")
+    target = make_target(
+        services_env, host_key=f"[127.0.0.1]:{services_env['SSH_PORT']} {other_host_key(tmp_path)}"
+    )
     conn = SSHConnection(target, sleep=sleeps.append)
 
     with pytest.raises(BackendError) as refused:
@@ -105,14 +110,29 @@ def test_files_are_uploaded_and_read_back_from_the_end(services_env, tmp_path, u
 
 
 def test_polling_survives_sshd_going_away_and_coming_back(
-        services_env, throwaway_sshd, account, make_bundle, wait_for, unique):
+    services_env, throwaway_sshd, account, member, make_bundle, unique
+):
     pinned = " ".join(Path(services_env["SSH_HOST_KEY_PUB"]).read_text().split()[:2])
-    target = make_target(services_env, port=throwaway_sshd.port, host_key=pinned,
-                         retries=1, backoff_seconds=0.1, connect_timeout=2.0)
+    target = make_target(
+        services_env,
+        port=throwaway_sshd.port,
+        host_key=pinned,
+        retries=1,
+        backoff_seconds=0.1,
+        connect_timeout=2.0,
+    )
     backend = SlurmClient(SSHConnection(target), cluster=services_env["SLURM_CLUSTER"])
-    job = backend.submit(JobSpec(token=unique("outage-"), account=account,
-                                 bundle_dir=make_bundle("sleep 4; echo survived")))
-    wait_for(lambda: backend.status([job.job_id])[job.job_id].state is JobState.RUNNING, what="start")
+    job = backend.submit(
+        JobSpec(
+            token=unique("outage-"),
+            account=account,
+            bundle_dir=make_bundle("sleep 4; echo survived"),
+        ),
+        user=member,
+    )
+    wait_for(
+        lambda: backend.status([job.job_id])[job.job_id].state is JobState.RUNNING, what="start"
+    )
 
     throwaway_sshd.stop()
     with pytest.raises(BackendError) as down:
@@ -120,8 +140,10 @@ def test_polling_survives_sshd_going_away_and_coming_back(
     assert not down.value.permanent
 
     throwaway_sshd.start()
-    final = wait_for(lambda: (s := backend.status([job.job_id])[job.job_id]).state.final and s,
-                     what="the job, polled after sshd came back")
+    final = wait_for(
+        lambda: (s := backend.status([job.job_id])[job.job_id]).state.final and s,
+        what="the job, polled after sshd came back",
+    )
     assert final.state is JobState.SUCCEEDED
     assert "survived" in backend.tail(backend.output_path(job))
     assert backend.find_job_by_token(job.token) == job.job_id

@@ -2,6 +2,7 @@
 (sweepgrid) and the sweep form's help all read it, and the node-side trainer (which may not
 import the portal, so it keeps its own checks) accepts every value the portal lets through and
 refuses what lies just outside the shared lower bounds."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,8 +17,10 @@ DECAY, FOLDS = P.PARAMS["weight_decay"], P.PARAMS["folds"]
 GRID = {"models": ["resnet18"], "lrs": [1e-3], "lr_steps": [5]}
 
 
-@pytest.mark.parametrize("decay, ok", [(DECAY.low, True), (DECAY.high, True),
-                                       (DECAY.high + 0.005, False), (DECAY.low - 0.01, False)])
+@pytest.mark.parametrize(
+    "decay, ok",
+    [(DECAY.low, True), (DECAY.high, True), (DECAY.high + 0.005, False), (DECAY.low - 0.01, False)],
+)
 def test_the_serializer_and_the_grid_validator_take_the_same_weight_decays(decay, ok):
     grid = {**GRID, "weight_decays": [decay], "folds": 1}
     assert GridAxes(data=grid).is_valid() is ok
@@ -28,8 +31,10 @@ def test_the_serializer_and_the_grid_validator_take_the_same_weight_decays(decay
             sweepgrid.validate(grid)
 
 
-@pytest.mark.parametrize("folds, ok", [(FOLDS.low, True), (FOLDS.high, True),
-                                       (FOLDS.high + 1, False), (FOLDS.low - 1, False)])
+@pytest.mark.parametrize(
+    "folds, ok",
+    [(FOLDS.low, True), (FOLDS.high, True), (FOLDS.high + 1, False), (FOLDS.low - 1, False)],
+)
 def test_the_serializer_and_the_grid_validator_take_the_same_folds(folds, ok):
     grid = {**GRID, "weight_decays": [0.0], "folds": folds}
     assert GridAxes(data=grid).is_valid() is ok
@@ -50,8 +55,12 @@ def _train(tmp_path, **values) -> TrainConfig:
 
 
 def test_the_trainer_accepts_every_bound_the_portal_lets_through(tmp_path):
-    for values in ({"weight_decay": DECAY.low}, {"weight_decay": DECAY.high},
-                   {"folds": FOLDS.low}, {"folds": FOLDS.high, "fold": FOLDS.high - 1}):
+    for values in (
+        {"weight_decay": DECAY.low},
+        {"weight_decay": DECAY.high},
+        {"folds": FOLDS.low},
+        {"folds": FOLDS.high, "fold": FOLDS.high - 1},
+    ):
         _train(tmp_path, **values).validate()
 
 

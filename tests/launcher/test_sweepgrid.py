@@ -1,6 +1,5 @@
 """The sweep grid: expansion, the CLAIRE preset, validation, train arguments, the leaderboard."""
 
-
 import pytest
 
 from launcher import bundles
@@ -13,10 +12,26 @@ def test_claire_preset_expands_to_540_distinct_cells_in_a_fixed_order():
     assert len(cells) == 540
     assert [c["index"] for c in cells] == list(range(540))
     assert len({(sg.combo_key(c), c["fold"]) for c in cells}) == 540
-    assert cells[0] == {"index": 0, "model": "densenet121", "lr": 1e-3, "lr_step": 10, "weight_decay": 5e-4,
-                        "fold": 0, "folds": 5, "epochs": 50, "patience": 10, "size": 224, "window": "-500,1500"}
+    assert cells[0] == {
+        "index": 0,
+        "model": "densenet121",
+        "lr": 1e-3,
+        "lr_step": 10,
+        "weight_decay": 5e-4,
+        "fold": 0,
+        "folds": 5,
+        "epochs": 50,
+        "patience": 10,
+        "size": 224,
+        "window": "-500,1500",
+    }
     assert [c["fold"] for c in cells[:6]] == [0, 1, 2, 3, 4, 0]
-    assert {c["model"] for c in cells} == {"densenet121", "densenet161", "densenet169", "densenet201"}
+    assert {c["model"] for c in cells} == {
+        "densenet121",
+        "densenet161",
+        "densenet169",
+        "densenet201",
+    }
     assert cells == sg.expand(sg.validate({"preset": "claire"}))
 
 
@@ -25,26 +40,75 @@ def test_a_preset_can_be_narrowed():
     assert grid.size == 1 * 3 * 3 * 3 * 2
 
 
-@pytest.mark.parametrize("spec, message", [
-    ({"models": ["vgg16"], "lrs": [1e-3], "lr_steps": [10], "weight_decays": [0.0]}, "models: unknown vgg16"),
-    ({"models": [], "lrs": [1e-3], "lr_steps": [10], "weight_decays": [0.0]}, "models: give a non-empty list"),
-    ({"models": ["resnet18"], "lrs": [-1], "lr_steps": [10], "weight_decays": [0.0]}, "lrs: -1 must be a positive"),
-    ({"models": ["resnet18"], "lrs": [1e-3, 1e-3], "lr_steps": [10], "weight_decays": [0.0]}, "lrs: values repeat"),
-    ({"models": ["resnet18"], "lrs": [1e-3], "lr_steps": [10], "weight_decays": [0.0], "folds": 0}, "folds:"),
-    ({"models": ["resnet18"], "lrs": [1e-3], "lr_steps": [10], "weight_decays": [2]}, "weight_decays:"),
-    ({"models": ["resnet18"], "lrs": [1e-3], "lr_steps": [10], "weight_decays": [0.0], "colour": 1}, "unknown field"),
-    ({"models": ["resnet18"], "lrs": [1e-3], "lr_steps": [10], "weight_decays": [0.0], "fixed": {"out": "/"}},
-     "fixed: 'out' cannot be set"),
-    ({"preset": "imagenet"}, "preset: unknown"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (
+            {"models": ["vgg16"], "lrs": [1e-3], "lr_steps": [10], "weight_decays": [0.0]},
+            "models: unknown vgg16",
+        ),
+        (
+            {"models": [], "lrs": [1e-3], "lr_steps": [10], "weight_decays": [0.0]},
+            "models: give a non-empty list",
+        ),
+        (
+            {"models": ["resnet18"], "lrs": [-1], "lr_steps": [10], "weight_decays": [0.0]},
+            "lrs: -1 must be a positive",
+        ),
+        (
+            {"models": ["resnet18"], "lrs": [1e-3, 1e-3], "lr_steps": [10], "weight_decays": [0.0]},
+            "lrs: values repeat",
+        ),
+        (
+            {
+                "models": ["resnet18"],
+                "lrs": [1e-3],
+                "lr_steps": [10],
+                "weight_decays": [0.0],
+                "folds": 0,
+            },
+            "folds:",
+        ),
+        (
+            {"models": ["resnet18"], "lrs": [1e-3], "lr_steps": [10], "weight_decays": [2]},
+            "weight_decays:",
+        ),
+        (
+            {
+                "models": ["resnet18"],
+                "lrs": [1e-3],
+                "lr_steps": [10],
+                "weight_decays": [0.0],
+                "colour": 1,
+            },
+            "unknown field",
+        ),
+        (
+            {
+                "models": ["resnet18"],
+                "lrs": [1e-3],
+                "lr_steps": [10],
+                "weight_decays": [0.0],
+                "fixed": {"out": "/"},
+            },
+            "fixed: 'out' cannot be set",
+        ),
+        ({"preset": "imagenet"}, "preset: unknown"),
+    ],
+)
 def test_bad_specs_are_refused_with_a_message_naming_the_field(spec, message):
     with pytest.raises(sg.GridError, match=message):
         sg.validate(spec)
 
 
 def test_huge_grids_are_refused():
-    spec = {"models": list(sg.MODELS), "lrs": [10.0 ** -k for k in range(1, 11)],
-            "lr_steps": list(range(1, 11)), "weight_decays": [0.0, 1e-4], "folds": 5}
+    spec = {
+        "models": list(sg.MODELS),
+        "lrs": [10.0**-k for k in range(1, 11)],
+        "lr_steps": list(range(1, 11)),
+        "weight_decays": [0.0, 1e-4],
+        "folds": 5,
+    }
     with pytest.raises(sg.GridError, match="more than the limit"):
         sg.validate(spec)
 
@@ -67,13 +131,27 @@ def test_cell_maps_to_train_arguments_that_the_workload_parser_accepts():
 
 
 def _fake_result(acc):
-    return {"patient": {"accuracy": {"value": acc, "ci": [0, 1]}, "roc_auc": {"value": acc - 0.05, "ci": None}},
-            "slice": {"accuracy": {"value": 0.5}}}
+    return {
+        "patient": {
+            "accuracy": {"value": acc, "ci": [0, 1]},
+            "roc_auc": {"value": acc - 0.05, "ci": None},
+        },
+        "slice": {"accuracy": {"value": 0.5}},
+    }
 
 
 def test_leaderboard_averages_folds_with_a_bounded_interval_and_ranks_best_first():
-    cells = sg.expand(sg.validate({"models": ["resnet18", "densenet121"], "lrs": [1e-3], "lr_steps": [10],
-                                   "weight_decays": [1e-4], "folds": 3}))
+    cells = sg.expand(
+        sg.validate(
+            {
+                "models": ["resnet18", "densenet121"],
+                "lrs": [1e-3],
+                "lr_steps": [10],
+                "weight_decays": [1e-4],
+                "folds": 3,
+            }
+        )
+    )
     accs = {"resnet18": [0.80, 0.84, 0.82], "densenet121": [0.90, 0.86, 0.94]}
     results = [(c, _fake_result(accs[c["model"]][c["fold"]])) for c in cells]
     board = sg.leaderboard(results, sort_by="accuracy")
@@ -87,11 +165,27 @@ def test_leaderboard_averages_folds_with_a_bounded_interval_and_ranks_best_first
 
 
 def test_leaderboard_counts_unfinished_cells_and_puts_empty_rows_last():
-    cells = sg.expand(sg.validate({"models": ["resnet18", "resnet50"], "lrs": [1e-3], "lr_steps": [10],
-                                   "weight_decays": [0.0], "folds": 2}))
-    results = [(c, _fake_result(0.7) if c["model"] == "resnet50" and c["fold"] == 0 else None) for c in cells]
+    cells = sg.expand(
+        sg.validate(
+            {
+                "models": ["resnet18", "resnet50"],
+                "lrs": [1e-3],
+                "lr_steps": [10],
+                "weight_decays": [0.0],
+                "folds": 2,
+            }
+        )
+    )
+    results = [
+        (c, _fake_result(0.7) if c["model"] == "resnet50" and c["fold"] == 0 else None)
+        for c in cells
+    ]
     board = sg.leaderboard(results)
-    assert board[0]["model"] == "resnet50" and board[0]["folds_done"] == 1 and board[0]["accuracy"]["ci"] is None
+    assert (
+        board[0]["model"] == "resnet50"
+        and board[0]["folds_done"] == 1
+        and board[0]["accuracy"]["ci"] is None
+    )
     assert board[1]["accuracy"] == {"mean": None, "ci": None, "n": 0}
     with pytest.raises(sg.GridError, match="sort_by"):
         sg.leaderboard(results, sort_by="dice")

@@ -1,5 +1,6 @@
 """Per question and outcome: how many walks reached it and where walks stopped. Anonymous
 walks are tied together by a random token only."""
+
 from __future__ import annotations
 
 from django.test import Client
@@ -22,11 +23,11 @@ def counts(chart) -> dict[str, tuple[int, int]]:
 
 
 def test_walks_are_counted_per_node_with_drop_off(chart):
-    walk("")                                                   # left at the first question
-    walk("", "cloud-no", "cloud-no,data-public")               # left at "notebooks?"
-    walk("cloud-no,data-public,notebooks-yes")                 # a shared link to an outcome
-    walk("cloud-yes", "cloud-yes,payer-core", "cloud-yes")     # went back to "who pays?"
-    walk("cloud-maybe", "cloud-maybe")                         # reloads count once
+    walk("")  # left at the first question
+    walk("", "cloud-no", "cloud-no,data-public")  # left at "notebooks?"
+    walk("cloud-no,data-public,notebooks-yes")  # a shared link to an outcome
+    walk("cloud-yes", "cloud-yes,payer-core", "cloud-yes")  # went back to "who pays?"
+    walk("cloud-maybe", "cloud-maybe")  # reloads count once
     got = counts(chart)
     assert got["q:cloud"] == (5, 1)
     assert got["q:sensitivity"] == (2, 0)
@@ -63,5 +64,7 @@ def test_admins_see_the_counts_and_others_do_not(chart, client, admin, researche
     assert client.get("/onboarding/stats/").status_code == 302  # to the admin login
     client.force_login(admin)
     page = client.get("/onboarding/stats/").content.decode()
-    assert '<tr data-node="q:sensitivity"><th scope="row">How sensitive is the data?</th>' \
-           '<td class="num">1</td><td class="num">1</td><td class="num">100%</td>' in page
+    assert (
+        '<tr data-node="q:sensitivity"><th scope="row">How sensitive is the data?</th>'
+        '<td class="num">1</td><td class="num">1</td><td class="num">100%</td>' in page
+    )

@@ -1,4 +1,5 @@
 """GET /api/v1/onboarding/flow/: the whole published chart, public, walkable by a script."""
+
 from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
@@ -12,13 +13,19 @@ def test_anyone_can_read_the_whole_chart(chart, api):
     assert response.status_code == 200
     flow = response.json()
     assert flow["start"] == "cloud"
-    assert [q["key"] for q in flow["questions"]] == ["cloud", "payer", "sensitivity", "notebooks",
-                                                    "v100"]
+    assert [q["key"] for q in flow["questions"]] == [
+        "cloud",
+        "payer",
+        "sensitivity",
+        "notebooks",
+        "v100",
+    ]
     cloud = flow["questions"][0]
     assert [(c["label"], c["next"]) for c in cloud["choices"]] == [
         ("Yes", {"type": "question", "key": "payer"}),
         ("Maybe", {"type": "outcome", "key": "azure-trial"}),
-        ("No", {"type": "question", "key": "sensitivity"})]
+        ("No", {"type": "question", "key": "sensitivity"}),
+    ]
 
 
 def test_a_script_can_walk_every_path_to_a_pre_filled_request(chart, api):
@@ -36,11 +43,15 @@ def test_a_script_can_walk_every_path_to_a_pre_filled_request(chart, api):
     assert ends[("cloud-maybe",)]["kind"] == "trial"
     url = urlsplit(ends[base + ("v100-no",)]["request_url"])
     assert url.path == "/requests/new/"
-    assert parse_qs(url.query) == {"facility": ["baskerville"], "node_type": ["B-A100-80"],
-                                   "kind": ["trial"]}
+    assert parse_qs(url.query) == {
+        "facility": ["baskerville"],
+        "node_type": ["B-A100-80"],
+        "kind": ["trial"],
+    }
     sensitivity = next(q for q in flow["questions"] if q["key"] == "sensitivity")
     assert {c["key"]: c["sets"] for c in sensitivity["choices"]}["data-special"] == {
-        "data_sensitivity": "special"}
+        "data_sensitivity": "special"
+    }
 
 
 def test_no_published_chart_is_a_404(chart, api):

@@ -1,5 +1,6 @@
 """A chart that has a cycle, a choice leading nowhere or an unreachable node is refused, and the
 message names the node: in the pure rules, in the services, and in the admin."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,9 +13,12 @@ from portal.onboarding.services import ChoiceSpec
 
 
 def small_graph() -> Graph:
-    return Graph(start="a", questions={"a": "Question A", "b": "Question B"},
-                 outcomes={"x": "Outcome X"},
-                 edges={"a": [Edge("a-yes", "Yes", "q:b")], "b": [Edge("b-yes", "Yes", "o:x")]})
+    return Graph(
+        start="a",
+        questions={"a": "Question A", "b": "Question B"},
+        outcomes={"x": "Outcome X"},
+        edges={"a": [Edge("a-yes", "Yes", "q:b")], "b": [Edge("b-yes", "Yes", "o:x")]},
+    )
 
 
 def test_a_sound_graph_has_no_problems():
@@ -51,9 +55,15 @@ def test_the_seeded_chart_is_published_and_sound(chart):
 
 def test_an_edit_that_makes_a_cycle_is_refused_and_rolled_back(chart):
     with pytest.raises(ValidationError) as refused:
-        services.question_save(flowchart=chart, key="v100", text="Are V100s sufficient?",
-                               choices=[ChoiceSpec("v100-yes", "Yes", "o:jade2-v100"),
-                                        ChoiceSpec("v100-loop", "Start again", "q:cloud")])
+        services.question_save(
+            flowchart=chart,
+            key="v100",
+            text="Are V100s sufficient?",
+            choices=[
+                ChoiceSpec("v100-yes", "Yes", "o:jade2-v100"),
+                ChoiceSpec("v100-loop", "Start again", "q:cloud"),
+            ],
+        )
     assert "cycle" in refused.value.messages[0]
     assert "Do I need cloud?" in refused.value.messages[0]
     assert not Choice.objects.filter(key="v100-loop").exists()
@@ -61,23 +71,34 @@ def test_an_edit_that_makes_a_cycle_is_refused_and_rolled_back(chart):
 
 def test_removing_the_only_way_to_a_node_is_refused_on_a_published_chart(chart):
     with pytest.raises(ValidationError) as refused:
-        services.question_save(flowchart=chart, key="v100", text="Are V100s sufficient?",
-                               choices=[ChoiceSpec("v100-yes", "Yes", "o:jade2-v100")])
+        services.question_save(
+            flowchart=chart,
+            key="v100",
+            text="Are V100s sufficient?",
+            choices=[ChoiceSpec("v100-yes", "Yes", "o:jade2-v100")],
+        )
     assert refused.value.messages == [
         "Outcome “Request time on Baskerville (A100 80 GB)” cannot be reached from the start "
-        "question."]
+        "question."
+    ]
     assert Choice.objects.filter(key="v100-no").exists()
 
 
 def test_a_draft_with_loose_ends_cannot_be_published(chart):
     draft = services.flowchart_copy(flowchart=chart)
-    services.question_save(flowchart=draft, key="extra", text="Do I need root?",
-                           choices=[ChoiceSpec("root-yes", "Yes", "q:nothing-yet")])
+    services.question_save(
+        flowchart=draft,
+        key="extra",
+        text="Do I need root?",
+        choices=[ChoiceSpec("root-yes", "Yes", "q:nothing-yet")],
+    )
     with pytest.raises(ValidationError) as refused:
         services.flowchart_publish(flowchart=draft)
     assert "Choice “Yes” of question “Do I need root?” leads nowhere." in refused.value.messages
-    assert ("Question “Do I need root?” cannot be reached from the start question."
-            in refused.value.messages)
+    assert (
+        "Question “Do I need root?” cannot be reached from the start question."
+        in refused.value.messages
+    )
     chart.refresh_from_db()
     assert chart.status == Flowchart.Status.PUBLISHED
 
@@ -91,10 +112,16 @@ def test_publishing_a_sound_draft_archives_the_old_chart(chart):
 
 
 def _inline_post(question: Question, rows: list[dict]) -> dict:
-    data = {"key": question.key, "text": question.text, "help_text": question.help_text,
-            "order": question.order, "choices-TOTAL_FORMS": len(rows),
-            "choices-INITIAL_FORMS": question.choices.count(),
-            "choices-MIN_NUM_FORMS": 0, "choices-MAX_NUM_FORMS": 1000}
+    data = {
+        "key": question.key,
+        "text": question.text,
+        "help_text": question.help_text,
+        "order": question.order,
+        "choices-TOTAL_FORMS": len(rows),
+        "choices-INITIAL_FORMS": question.choices.count(),
+        "choices-MIN_NUM_FORMS": 0,
+        "choices-MAX_NUM_FORMS": 1000,
+    }
     for i, row in enumerate(rows):
         for field, value in row.items():
             data[f"choices-{i}-{field}"] = value
@@ -103,17 +130,28 @@ def _inline_post(question: Question, rows: list[dict]) -> dict:
 
 
 def _rows(question: Question, override: dict[str, dict]) -> list[dict]:
-    return [{"id": c.pk, "order": c.order, "key": c.key, "label": c.label,
-             "next_question": c.next_question_id or "", "outcome": c.outcome_id or "",
-             "sets": "{}", **override.get(c.key, {})} for c in question.choices.all()]
+    return [
+        {
+            "id": c.pk,
+            "order": c.order,
+            "key": c.key,
+            "label": c.label,
+            "next_question": c.next_question_id or "",
+            "outcome": c.outcome_id or "",
+            "sets": "{}",
+            **override.get(c.key, {}),
+        }
+        for c in question.choices.all()
+    ]
 
 
 def test_the_admin_refuses_a_cycle_naming_the_node(chart, client, admin):
     client.force_login(admin)
     question = chart.questions.get(key="v100")
     start = chart.questions.get(key="cloud")
-    data = _inline_post(question, _rows(question, {"v100-no": {"outcome": "",
-                                                              "next_question": start.pk}}))
+    data = _inline_post(
+        question, _rows(question, {"v100-no": {"outcome": "", "next_question": start.pk}})
+    )
     response = client.post(f"/admin/onboarding/question/{question.pk}/change/", data)
     assert response.status_code == 200  # the form again, with the refusal
     page = response.content.decode()

@@ -1,5 +1,6 @@
 """`/onboarding/?version=<id>` (staff preview) parsed by Django: "²" passes `isdigit()` and fails
 `int()`, and an id past 64 bits overflows SQLite; either was a 500 (issue 21)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,7 @@
 """Walk every path of the seeded chart in Debian's chromium, to its outcome and on to the
 request form, checking what the form was pre-filled with; once with JavaScript (instant, the
 URL follows) and once without (plain GET forms)."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,7 +11,7 @@ from portal.onboarding import selectors
 from tests.browser import login
 from tests.onboarding.conftest import all_paths
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def expected_walks(chart) -> list[tuple[list[str], dict, dict]]:
@@ -43,7 +44,8 @@ def walk_every_path(page, live_server, chart, *, scripted: bool) -> int:
         node = NodeType.objects.get(facility__slug=outcome["facility"], name=outcome["node_type"])
         assert page.locator("#id_node_type").input_value() == str(node.pk)
         assert page.locator("#id_data_sensitivity").input_value() == facts.get(
-            "data_sensitivity", "public")
+            "data_sensitivity", "public"
+        )
     return len(walks)
 
 
@@ -60,14 +62,17 @@ def test_every_path_without_javascript(page_no_js, live_server, chart, project, 
 def test_back_restart_and_the_diagram_follow_the_path(page, live_server, chart):
     page.goto(f"{live_server.url}/onboarding/?path=cloud-no,data-internal")
     diagram = page.locator(".flow-diagram.flow-wide")
-    assert diagram.locator('[data-node="q:notebooks"]').get_attribute("class") == \
-        "node question on-path current"
+    assert (
+        diagram.locator('[data-node="q:notebooks"]').get_attribute("class")
+        == "node question on-path current"
+    )
     page.get_by_role("link", name="Back").click()
     page.get_by_role("heading", name="How sensitive is the data?").wait_for()
     assert page.url.endswith("?path=cloud-no")
     assert "current" in diagram.locator('[data-node="q:sensitivity"]').get_attribute("class")
-    assert "on-path" not in diagram.locator('path[data-edge="sensitivity:data-internal"]') \
-        .get_attribute("class")
+    assert "on-path" not in diagram.locator(
+        'path[data-edge="sensitivity:data-internal"]'
+    ).get_attribute("class")
     assert page.locator("#onb-live").text_content() == "Question 2: How sensitive is the data?"
     # The phone layout follows the same path (it is the one shown under 600 px).
     vertical = page.locator(".flow-diagram.flow-vertical")
@@ -82,7 +87,10 @@ def test_back_restart_and_the_diagram_follow_the_path(page, live_server, chart):
 def test_a_phone_gets_the_one_column_chart(page, live_server, chart):
     page.set_viewport_size({"width": 390, "height": 800})
     page.goto(f"{live_server.url}/onboarding/?path=cloud-no")
-    wide, vertical = page.locator(".flow-diagram.flow-wide"), page.locator(".flow-diagram.flow-vertical")
+    wide, vertical = (
+        page.locator(".flow-diagram.flow-wide"),
+        page.locator(".flow-diagram.flow-vertical"),
+    )
     assert not wide.is_visible() and vertical.is_visible()
     box = vertical.bounding_box()
     assert box["width"] <= 390

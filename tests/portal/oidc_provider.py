@@ -1,5 +1,6 @@
 """The real OpenID Connect provider `make services` starts (scripts/services/oidc.sh): its facts
 from services.env, settings that turn sign-in on for one test, and its login form."""
+
 from __future__ import annotations
 
 import json
@@ -19,22 +20,30 @@ START_HINT = "run `make services` (bash scripts/services.sh) as root first"
 def provider_facts() -> dict[str, str]:
     facts = read_services_env()
     if "OIDC_ISSUER" not in facts:
-        pytest.fail(f"services.env has no OIDC_ISSUER: the test provider is not set up; {START_HINT}")
+        pytest.fail(
+            f"services.env has no OIDC_ISSUER: the test provider is not set up; {START_HINT}"
+        )
     return facts
 
 
 def enable_oidc(settings, monkeypatch, *, local_login: bool = True) -> dict[str, str]:
     """Turn sign-in through the test provider on, as the environment would in production."""
     facts = provider_facts()
-    env = {"OIDC_ISSUER": facts["OIDC_ISSUER"], "OIDC_CLIENT_ID": facts["OIDC_CLIENT_ID"],
-           "OIDC_CLIENT_SECRET": facts["OIDC_CLIENT_SECRET"], "OIDC_PROVIDER_NAME": PROVIDER_NAME,
-           "OIDC_SCOPES": "openid email profile groups",
-           "OIDC_REVIEWER_GROUPS": "portal-reviewers", "OIDC_STAFF_GROUPS": "portal-staff",
-           "PORTAL_LOCAL_LOGIN": "true" if local_login else "false"}
+    env = {
+        "OIDC_ISSUER": facts["OIDC_ISSUER"],
+        "OIDC_CLIENT_ID": facts["OIDC_CLIENT_ID"],
+        "OIDC_CLIENT_SECRET": facts["OIDC_CLIENT_SECRET"],
+        "OIDC_PROVIDER_NAME": PROVIDER_NAME,
+        "OIDC_SCOPES": "openid email profile groups",
+        "OIDC_REVIEWER_GROUPS": "portal-reviewers",
+        "OIDC_STAFF_GROUPS": "portal-staff",
+        "PORTAL_LOCAL_LOGIN": "true" if local_login else "false",
+    }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    computed = oidc_settings(backends=list(settings.AUTHENTICATION_BACKENDS),
-                             csp=dict(settings.PORTAL_CSP))
+    computed = oidc_settings(
+        backends=list(settings.AUTHENTICATION_BACKENDS), csp=dict(settings.PORTAL_CSP)
+    )
     for name, value in computed.items():
         setattr(settings, name, value)
     discovery.forget()

@@ -1,6 +1,7 @@
 """Personal API tokens: made, listed and revoked on /account/tokens/; the API takes them beside
 DRF's tokens and refuses expired and revoked ones with a 401 that says which; the token
 endpoint takes a form body as curl's -d sends it."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -37,8 +38,9 @@ def test_a_person_makes_a_token_on_the_page_and_it_is_shown_once(client, researc
     listing = client.get("/account/tokens/").content.decode()
     assert "laptop" in listing and token.prefix in listing and key not in listing
     assert bearer(key).get("/api/v1/projects/").status_code == 200
-    event = Event.objects.get(content_type=ContentType.objects.get_for_model(PersonalToken),
-                              object_id=token.pk)
+    event = Event.objects.get(
+        content_type=ContentType.objects.get_for_model(PersonalToken), object_id=token.pk
+    )
     assert event.actor == researcher and event.to_state == "active"
 
 
@@ -84,7 +86,9 @@ def test_a_revoked_token_is_a_401_that_says_so(client, researcher):
 
 def test_an_expired_token_is_a_401_that_says_so(researcher):
     token, key = services.token_create(user=researcher, name="old", days=7)
-    PersonalToken.objects.filter(pk=token.pk).update(expires_at=timezone.now() - dt.timedelta(seconds=1))
+    PersonalToken.objects.filter(pk=token.pk).update(
+        expires_at=timezone.now() - dt.timedelta(seconds=1)
+    )
     refused = bearer(key).get("/api/v1/allocations/")
     assert refused.status_code == 401 and "expired on" in refused.json()["detail"]
 
@@ -116,26 +120,36 @@ def test_last_use_is_written_at_most_once_a_minute(researcher, django_assert_num
 
 
 def test_drf_tokens_from_auth_token_keep_working(researcher):
-    response = APIClient().post("/api/v1/auth/token/", {"username": "rosalind", "password": "pw-for-tests"},
-                                format="json")
+    response = APIClient().post(
+        "/api/v1/auth/token/", {"username": "rosalind", "password": "pw-for-tests"}, format="json"
+    )
     assert response.status_code == 200
     assert bearer(response.json()["token"]).get("/api/v1/projects/").status_code == 200
 
 
 def test_the_token_endpoint_takes_a_form_body_as_curl_sends_it(researcher):
     client = APIClient()
-    response = client.post("/api/v1/auth/token/", "username=rosalind&password=pw-for-tests",
-                           content_type="application/x-www-form-urlencoded")
+    response = client.post(
+        "/api/v1/auth/token/",
+        "username=rosalind&password=pw-for-tests",
+        content_type="application/x-www-form-urlencoded",
+    )
     assert response.status_code == 200
     assert bearer(response.json()["token"]).get("/api/v1/projects/").status_code == 200
-    wrong = client.post("/api/v1/auth/token/", "username=rosalind&password=nope",
-                        content_type="application/x-www-form-urlencoded")
+    wrong = client.post(
+        "/api/v1/auth/token/",
+        "username=rosalind&password=nope",
+        content_type="application/x-www-form-urlencoded",
+    )
     assert wrong.status_code == 400 and wrong.json()["non_field_errors"]
 
 
 def test_a_nul_in_a_form_body_is_a_400_not_a_500(researcher):
-    response = APIClient().post("/api/v1/auth/token/", "username=ros%00alind&password=x",
-                                content_type="application/x-www-form-urlencoded")
+    response = APIClient().post(
+        "/api/v1/auth/token/",
+        "username=ros%00alind&password=x",
+        content_type="application/x-www-form-urlencoded",
+    )
     assert response.status_code == 400 and "NUL" in response.json()["detail"]
 
 

@@ -1,5 +1,6 @@
 """The tokens page in chromium, on a phone's width: a person makes a token (the key shown once
 works against the API), sees it listed, revokes it, and the key stops working."""
+
 from __future__ import annotations
 
 import httpx
@@ -7,7 +8,7 @@ import pytest
 
 from tests.browser import login
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_make_list_and_revoke_a_token_at_390_px(page, live_server, researcher):

@@ -1,4 +1,5 @@
 """A researcher files a full request in the browser and a reviewer approves it."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,11 +8,12 @@ from allocations.models import AllocationRequest
 from tests.browser import login
 from tests.factories import JUSTIFICATION
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_researcher_submits_and_reviewer_approves(live_server, page, researcher, reviewer,
-                                                  project, node_type):
+def test_researcher_submits_and_reviewer_approves(
+    live_server, page, researcher, reviewer, project, node_type
+):
     login(page, live_server, "rosalind")
     page.goto(f"{live_server.url}/requests/new/?facility=baskerville&node_type=B-A100-40")
     assert page.get_by_label("Which facility?").input_value() == "baskerville"

@@ -1,6 +1,7 @@
 """The layout holds at 390 px (a phone) and 1280 px (a laptop): no page scrolls sideways, the
 top bar stays on one line at 1280 px, and the admin's allocation list shows its status column.
 Screenshots of every page at both widths go to var/screenshots/layout/ (the tests' output)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -14,10 +15,9 @@ from django.utils import timezone
 from allocations.models import Allocation
 from launcher.models import Job
 from tests.browser import login
-from tests.factories import RequestFactory
-from tests.factories import charge
+from tests.factories import RequestFactory, charge
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 SHOTS = Path(settings.BASE_DIR) / "var" / "screenshots" / "layout"
 WIDTHS = (390, 1280)
 
@@ -37,7 +37,8 @@ def _shoot(page, url: str, name: str) -> None:
         if width == 1280:
             tops = page.evaluate(
                 "[...document.querySelectorAll('.site-header nav > *, .site-header li')]"
-                ".map(e => Math.round(e.getBoundingClientRect().top))")
+                ".map(e => Math.round(e.getBoundingClientRect().top))"
+            )
             assert max(tops) - min(tops) <= 12, f"the top bar wraps at 1280 px on {name}: {tops}"
 
 
@@ -45,25 +46,57 @@ def _shoot(page, url: str, name: str) -> None:
 def busy_world(project, researcher, reviewer, admin, facility):
     today = timezone.localdate()
     allocation = Allocation.objects.create(
-        project=project, facility=facility, gpu_hours=Decimal(50), start_date=today,
-        end_date=today + dt.timedelta(days=30), status="active",
-        account_name="abc-def-001-a-very-long-account-name-for-layout")
+        project=project,
+        facility=facility,
+        gpu_hours=Decimal(50),
+        start_date=today,
+        end_date=today + dt.timedelta(days=30),
+        status="active",
+        account_name="abc-def-001-a-very-long-account-name-for-layout",
+    )
     job = Job.objects.create(
-        allocation=allocation, created_by=researcher, token="portal-job-layout1", state="failed",
-        scheduler_id="123456", params={"model": "densenet121", "epochs": 4, "lr": 0.0001},
-        state_reason="exit code 1: " + "x" * 200, finished_at=timezone.now(),
-        log_tail="Traceback (most recent call last): " + "/very/long/path/" * 30)
-    RequestFactory(project=project, facility=facility, requested_by=researcher,
-                   status="submitted", submitted_at=timezone.now())
-    Allocation.objects.create(project=project, facility=facility, gpu_hours=Decimal(5),
-                              start_date=today, end_date=today, status="failed",
-                              status_reason="Slurm account could not be set up")
-    charge(allocation=allocation, source="local", external_id="layout-1",
-                               period_start=timezone.now(), period_end=timezone.now(),
-                               gpu_seconds=5400, cost=Decimal("2.25"))
-    Job.objects.filter(pk=job.pk).update(gpu_seconds=5400, utilisation_mean=64.0,
-                                         utilisation_source="cpu", submitted_at=timezone.now(),
-                                         started_at=timezone.now())
+        allocation=allocation,
+        created_by=researcher,
+        token="portal-job-layout1",
+        state="failed",
+        scheduler_id="123456",
+        params={"model": "densenet121", "epochs": 4, "lr": 0.0001},
+        state_reason="exit code 1: " + "x" * 200,
+        finished_at=timezone.now(),
+        log_tail="Traceback (most recent call last): " + "/very/long/path/" * 30,
+    )
+    RequestFactory(
+        project=project,
+        facility=facility,
+        requested_by=researcher,
+        status="submitted",
+        submitted_at=timezone.now(),
+    )
+    Allocation.objects.create(
+        project=project,
+        facility=facility,
+        gpu_hours=Decimal(5),
+        start_date=today,
+        end_date=today,
+        status="failed",
+        status_reason="Slurm account could not be set up",
+    )
+    charge(
+        allocation=allocation,
+        source="local",
+        external_id="layout-1",
+        period_start=timezone.now(),
+        period_end=timezone.now(),
+        gpu_seconds=5400,
+        cost=Decimal("2.25"),
+    )
+    Job.objects.filter(pk=job.pk).update(
+        gpu_seconds=5400,
+        utilisation_mean=64.0,
+        utilisation_source="cpu",
+        submitted_at=timezone.now(),
+        started_at=timezone.now(),
+    )
     return {"allocation": allocation, "job": job}
 
 

@@ -1,4 +1,5 @@
 """The site header's links, reversed once per script prefix (portal/context_processors.py)."""
+
 from __future__ import annotations
 
 import pytest

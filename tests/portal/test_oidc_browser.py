@@ -3,6 +3,7 @@
 scripts/services/oidc/accounts.json): alice is in portal-reviewers, bob in no portal group,
 erin in portal-reviewers and portal-staff, carol's username is taken by a local account here,
 dave's email is not verified."""
+
 from __future__ import annotations
 
 import logging
@@ -18,10 +19,13 @@ from allocations.services import project_member_add
 from portal.identity.models import ExternalIdentity
 from tests.factories import UserFactory
 from tests.portal.oidc_provider import (
-    PROVIDER_NAME, enable_oidc, groups_changed, sign_in_at_provider,
+    PROVIDER_NAME,
+    enable_oidc,
+    groups_changed,
+    sign_in_at_provider,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 User = get_user_model()
 
 
@@ -31,12 +35,16 @@ def provider(settings, monkeypatch):
 
 
 def events(user) -> list[str]:
-    return list(Event.objects.filter(content_type=ContentType.objects.get_for_model(User),
-                                     object_id=user.pk).values_list("to_state", flat=True))
+    return list(
+        Event.objects.filter(
+            content_type=ContentType.objects.get_for_model(User), object_id=user.pk
+        ).values_list("to_state", flat=True)
+    )
 
 
 def test_a_new_user_signs_in_lands_on_the_dashboard_and_can_ask_for_a_trial(
-        live_server, page, provider, project, pi, node_type):
+    live_server, page, provider, project, pi, node_type
+):
     sign_in_at_provider(page, live_server, "bob")
 
     page.wait_for_url(f"{live_server.url}/")
@@ -61,8 +69,7 @@ def test_a_new_user_signs_in_lands_on_the_dashboard_and_can_ask_for_a_trial(
     assert AllocationRequest.objects.get(requested_by=bob).status == "approved"
 
 
-def test_roles_come_from_the_groups_claim_and_go_when_the_group_does(live_server, page,
-                                                                     provider):
+def test_roles_come_from_the_groups_claim_and_go_when_the_group_does(live_server, page, provider):
     sign_in_at_provider(page, live_server, "erin")
     page.wait_for_url(f"{live_server.url}/")
     page.get_by_role("link", name="Review").click()
@@ -81,12 +88,18 @@ def test_roles_come_from_the_groups_claim_and_go_when_the_group_does(live_server
     assert page.goto(f"{live_server.url}/review/").status == 403
     erin.refresh_from_db()
     assert not erin.is_staff and not erin.groups.filter(name="reviewers").exists()
-    assert events(erin) == ["created", "reviewer granted", "staff granted", "reviewer removed",
-                            "staff removed"]
+    assert events(erin) == [
+        "created",
+        "reviewer granted",
+        "staff granted",
+        "reviewer removed",
+        "staff removed",
+    ]
 
 
 def test_a_username_taken_by_a_local_account_gets_a_clear_page_and_an_audit_event(
-        live_server, page, provider):
+    live_server, page, provider
+):
     carol = UserFactory(username="carol", email="carol@elsewhere.example")
 
     sign_in_at_provider(page, live_server, "carol")
@@ -112,14 +125,17 @@ def _with_state(url: str, state: str) -> str:
     return urlunsplit(parts._replace(query=urlencode({**query, "state": state})))
 
 
-def test_a_tampered_state_is_refused_with_a_clear_page_and_logged(live_server, page, provider,
-                                                                   caplog):
+def test_a_tampered_state_is_refused_with_a_clear_page_and_logged(
+    live_server, page, provider, caplog
+):
     caplog.set_level(logging.WARNING, logger="portal.identity.views")
 
     def tamper(route):  # change `state` on its way to the provider; it comes back changed
         response = route.fetch(max_redirects=0)
-        headers = {**response.headers, "location": _with_state(response.headers["location"],
-                                                                "x" * 32)}
+        headers = {
+            **response.headers,
+            "location": _with_state(response.headers["location"], "x" * 32),
+        }
         route.fulfill(response=response, headers=headers)
 
     page.route("**/oidc/authenticate/**", tamper)

@@ -1,6 +1,7 @@
 """From verified claims to a portal account and its roles (portal/identity/claims.py and
 services.py), without a browser: the username goes through the membership rule's own check,
 a collision is refused and audited, roles follow the groups at every sign-in."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,7 +13,12 @@ from allocations.models import Event
 from allocations.services import PolicyError, project_member_add
 from allocations.usernames import CLUSTER_USERNAME_RE
 from portal.identity.claims import (
-    Roles, SignInRefused, groups_from, roles_from, username_from, verified_email,
+    Roles,
+    SignInRefused,
+    groups_from,
+    roles_from,
+    username_from,
+    verified_email,
 )
 from portal.identity.models import ExternalIdentity
 from portal.identity.services import identity_link, identity_sign_in, identity_unlink
@@ -22,11 +28,16 @@ ISSUER = "https://idp.uni.example"
 User = get_user_model()
 
 
-def claims(sub="s-101", username="alice", email="alice@uni.example", verified=True,
-           groups=()):
-    return {"sub": sub, "preferred_username": username, "email": email,
-            "email_verified": verified, "given_name": "Alice", "family_name": "Ng",
-            "groups": list(groups)}
+def claims(sub="s-101", username="alice", email="alice@uni.example", verified=True, groups=()):
+    return {
+        "sub": sub,
+        "preferred_username": username,
+        "email": email,
+        "email_verified": verified,
+        "given_name": "Alice",
+        "family_name": "Ng",
+        "groups": list(groups),
+    }
 
 
 @pytest.fixture
@@ -39,20 +50,31 @@ def mapping(settings):
 
 
 def events(user) -> list[str]:
-    return list(Event.objects.filter(content_type=ContentType.objects.get_for_model(User),
-                                     object_id=user.pk).values_list("to_state", flat=True))
+    return list(
+        Event.objects.filter(
+            content_type=ContentType.objects.get_for_model(User), object_id=user.pk
+        ).values_list("to_state", flat=True)
+    )
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("alice", "alice"), ("a_l-1", "a_l-1"), ("alice@uni.example", "alice"), ("0x", "0x"),
-    ("alice.smith", "alice.smith"), ("1alice", "1alice"),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("alice", "alice"),
+        ("a_l-1", "a_l-1"),
+        ("alice@uni.example", "alice"),
+        ("0x", "0x"),
+        ("alice.smith", "alice.smith"),
+        ("1alice", "1alice"),
+    ],
+)
 def test_a_login_name_or_the_local_part_of_an_address_is_the_username(value, expected):
     assert username_from({"uid": value}, "uid") == expected
 
 
-@pytest.mark.parametrize("value", ["Alice", "_svc", "-x", "", "a" * 33,
-                                   "Alice.Smith@uni.example", "al ice"])
+@pytest.mark.parametrize(
+    "value", ["Alice", "_svc", "-x", "", "a" * 33, "Alice.Smith@uni.example", "al ice"]
+)
 def test_a_name_the_membership_rule_refuses_is_refused_not_rewritten(value):
     assert not CLUSTER_USERNAME_RE.match(value.split("@")[0])  # the same rule says no
     with pytest.raises(SignInRefused) as refused:
@@ -94,18 +116,22 @@ def test_first_sign_in_creates_and_links_the_account(db, mapping, project, pi):
 
 def test_the_next_sign_in_finds_the_same_account_by_subject_not_by_name(db, mapping):
     first = identity_sign_in(issuer=ISSUER, claims=claims())
-    again = identity_sign_in(issuer=ISSUER, claims=claims(username="alice2",
-                                                          email="alice.ng@uni.example"))
+    again = identity_sign_in(
+        issuer=ISSUER, claims=claims(username="alice2", email="alice.ng@uni.example")
+    )
     assert again == first
     again.refresh_from_db()
     assert (again.username, again.email) == ("alice", "alice.ng@uni.example")
 
 
-@pytest.mark.parametrize("local, what", [
-    (dict(username="alice", email="someone@else.example"), "username"),
-    (dict(username="ALICE", email="someone@else.example"), "username"),
-    (dict(username="a-local", email="Alice@uni.example"), "email"),
-])
+@pytest.mark.parametrize(
+    "local, what",
+    [
+        (dict(username="alice", email="someone@else.example"), "username"),
+        (dict(username="ALICE", email="someone@else.example"), "username"),
+        (dict(username="a-local", email="Alice@uni.example"), "email"),
+    ],
+)
 def test_an_unlinked_account_with_the_username_or_email_is_never_merged(db, mapping, local, what):
     existing = UserFactory(**local)
 
@@ -122,14 +148,16 @@ def test_an_unlinked_account_with_the_username_or_email_is_never_merged(db, mapp
 def test_the_same_name_from_another_provider_is_a_collision_too(db, mapping):
     identity_sign_in(issuer=ISSUER, claims=claims())
     with pytest.raises(SignInRefused) as refused:
-        identity_sign_in(issuer="https://other.example", claims=claims(sub="s-101",
-                                                                        email="x@other.example"))
+        identity_sign_in(
+            issuer="https://other.example", claims=claims(sub="s-101", email="x@other.example")
+        )
     assert refused.value.reason == "collision"
 
 
 def test_roles_are_read_again_at_every_sign_in_and_each_change_is_audited(db, mapping):
-    user = identity_sign_in(issuer=ISSUER, claims=claims(groups=["portal-reviewers",
-                                                                 "portal-staff"]))
+    user = identity_sign_in(
+        issuer=ISSUER, claims=claims(groups=["portal-reviewers", "portal-staff"])
+    )
     assert user.is_staff and user.groups.filter(name="reviewers").exists()
 
     identity_sign_in(issuer=ISSUER, claims=claims(groups=["portal-reviewers"]))
@@ -138,8 +166,13 @@ def test_roles_are_read_again_at_every_sign_in_and_each_change_is_audited(db, ma
 
     identity_sign_in(issuer=ISSUER, claims=claims(groups=[]))
     assert not user.groups.filter(name="reviewers").exists()
-    assert events(user) == ["created", "reviewer granted", "staff granted", "staff removed",
-                            "reviewer removed"]
+    assert events(user) == [
+        "created",
+        "reviewer granted",
+        "staff granted",
+        "staff removed",
+        "reviewer removed",
+    ]
 
 
 def test_without_a_mapping_the_roles_set_in_the_admin_stay(db, mapping):
@@ -165,15 +198,18 @@ def test_an_unverified_email_creates_nothing(db, mapping):
     assert not User.objects.exists() and not Event.objects.exists()
 
 
-def test_staff_link_an_account_after_a_collision_and_the_next_sign_in_finds_it(db, mapping,
-                                                                                admin, client):
+def test_staff_link_an_account_after_a_collision_and_the_next_sign_in_finds_it(
+    db, mapping, admin, client
+):
     existing = UserFactory(username="alice", email="alice@old.example")
     with pytest.raises(SignInRefused):
         identity_sign_in(issuer=ISSUER, claims=claims())
 
     client.force_login(admin)
-    answer = client.post("/admin/identity/externalidentity/add/",
-                         {"user": existing.pk, "issuer": ISSUER, "subject": "s-101"})
+    answer = client.post(
+        "/admin/identity/externalidentity/add/",
+        {"user": existing.pk, "issuer": ISSUER, "subject": "s-101"},
+    )
     assert answer.status_code == 302
     assert identity_sign_in(issuer=ISSUER, claims=claims()) == existing
     assert events(existing) == ["sign-in refused", "identity linked"]

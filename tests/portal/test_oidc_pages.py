@@ -1,5 +1,6 @@
 """The sign-in pages with and without OpenID Connect configured (Django's test client; the
 discovery document comes from the real test provider `make services` starts)."""
+
 from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
@@ -28,13 +29,22 @@ def test_the_login_page_offers_the_institution_beside_passwords(client, settings
     assert b'href="/oidc/authenticate/?next=%2Freview%2F"' in page.content
     assert b'name="password"' in page.content
     # The provider's origin joins form-action (beside the notebooks' hub: docs/notebooks-hub.md).
-    form_action = next(d for d in page.headers["Content-Security-Policy"].split(";")
-                       if d.strip().startswith("form-action ")).split()
+    form_action = next(
+        d
+        for d in page.headers["Content-Security-Policy"].split(";")
+        if d.strip().startswith("form-action ")
+    ).split()
     assert form_action[1] == "'self'" and facts["OIDC_ISSUER"] in form_action
 
 
-def test_sign_in_starts_with_state_nonce_and_a_pkce_challenge(client, settings, monkeypatch):
-    facts = enable_oidc(settings, monkeypatch)
+@pytest.fixture
+def provider(settings, monkeypatch):
+    """The real test provider: its discovery document is fetched (marks the test `oidc`)."""
+    return enable_oidc(settings, monkeypatch)
+
+
+def test_sign_in_starts_with_state_nonce_and_a_pkce_challenge(client, provider):
+    facts = provider
     answer = client.get("/oidc/authenticate/?next=/review/")
 
     assert answer.status_code == 302

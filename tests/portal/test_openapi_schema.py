@@ -1,6 +1,7 @@
 """The OpenAPI document's promises, read directly (fast; the schemathesis run checks them against
 the live API): every operation lists its error statuses with the shared shapes, bodies are JSON
 only, nullable output fields say so, and constraints are in the schema."""
+
 from __future__ import annotations
 
 import pytest
@@ -47,11 +48,17 @@ def test_every_operation_documents_its_errors_with_the_shared_shapes(schema):
     assert {"from", "to"} <= set(components["Conflict"]["properties"])
 
 
-@pytest.mark.parametrize("method,path", [
-    ("post", "/api/v1/requests/{id}/submit/"), ("post", "/api/v1/requests/{id}/approve/"),
-    ("patch", "/api/v1/requests/{id}/"), ("post", "/api/v1/jobs/"),
-    ("post", "/api/v1/jobs/{id}/cancel/"), ("post", "/api/v1/sweeps/{id}/cancel/"),
-])
+@pytest.mark.parametrize(
+    "method,path",
+    [
+        ("post", "/api/v1/requests/{id}/submit/"),
+        ("post", "/api/v1/requests/{id}/approve/"),
+        ("patch", "/api/v1/requests/{id}/"),
+        ("post", "/api/v1/jobs/"),
+        ("post", "/api/v1/jobs/{id}/cancel/"),
+        ("post", "/api/v1/sweeps/{id}/cancel/"),
+    ],
+)
 def test_state_moves_and_launches_document_the_409(schema, method, path):
     assert ref(schema["paths"][path][method], "409") == "#/components/schemas/Conflict"
 
@@ -62,7 +69,8 @@ def test_request_bodies_are_json_only(schema):
             assert set(operation["requestBody"]["content"]) == {"application/json"}, (method, path)
     patch = schema["paths"]["/api/v1/requests/{id}/"]["patch"]
     assert patch["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(
-        "PatchedRequestInputRequest")
+        "PatchedRequestInputRequest"
+    )
 
 
 def test_fields_that_can_be_null_say_so(schema):
@@ -82,21 +90,29 @@ def test_constraints_match_validation(schema):
     recommendation = components["RecommendationRequestRequest"]["properties"]
     assert recommendation["gpus"]["minimum"] == 1 and recommendation["epochs"]["minimum"] == 0.01
     assert components["ProjectRequest"]["properties"]["code"]["pattern"].startswith("^[A-Z0-9]")
-    page = next(p for p in schema["paths"]["/api/v1/jobs/"]["get"]["parameters"]
-                if p["name"] == "page")
+    page = next(
+        p for p in schema["paths"]["/api/v1/jobs/"]["get"]["parameters"] if p["name"] == "page"
+    )
     assert page["schema"]["minimum"] == 1
-    gpus = next(p for p in schema["paths"]["/api/v1/benchmarks/"]["get"]["parameters"]
-                if p["name"] == "gpus")
+    gpus = next(
+        p
+        for p in schema["paths"]["/api/v1/benchmarks/"]["get"]["parameters"]
+        if p["name"] == "gpus"
+    )
     assert gpus["schema"]["minimum"] == 1
-    facility = next(p for p in schema["paths"]["/api/v1/allocations/"]["get"]["parameters"]
-                    if p["name"] == "facility")
+    facility = next(
+        p
+        for p in schema["paths"]["/api/v1/allocations/"]["get"]["parameters"]
+        if p["name"] == "facility"
+    )
     assert facility["schema"]["minLength"] == 1  # `?facility=` is a 400, not "any facility"
 
 
 def test_a_number_is_not_a_string(api, pi, project):
     """Found by the fuzzer: DRF turned `"pi_name": 0` into "0" where the schema says string."""
-    response = api.as_user(pi).patch(f"/api/v1/projects/{project.pk}/", {"pi_name": 0},
-                                      format="json")
+    response = api.as_user(pi).patch(
+        f"/api/v1/projects/{project.pk}/", {"pi_name": 0}, format="json"
+    )
     assert response.status_code == 400 and "pi_name" in response.json()
     project.refresh_from_db()
     assert project.pi_name != "0"

@@ -9,6 +9,7 @@ not fit the trial, a date in the past) fails here, and so does a new curl block 
 Tasks the API enqueues go to a private queue no worker listens on (as tests/portal/api_server.py
 does), so the launches are accepted and checked, and nothing trains on the test machine; the
 trained loop is tests/launcher/test_make_run_loop.py's."""
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,11 @@ def code_blocks(text: str) -> list[str]:
 
 def curl_blocks(path: Path) -> list[str]:
     """The blocks of `path` that run curl against the portal."""
-    return [b for b in code_blocks(path.read_text())
-            if "curl " in b and any(f"{p}/api/v1/" in b for p in PLACEHOLDERS)]
+    return [
+        b
+        for b in code_blocks(path.read_text())
+        if "curl " in b and any(f"{p}/api/v1/" in b for p in PLACEHOLDERS)
+    ]
 
 
 def api_block() -> str:
@@ -60,16 +64,23 @@ def doc_block(name: str, first_line: str) -> str:
     return blocks[0]
 
 
-def run_verbatim(block: str, base_url: str, *, before: str = "",
-                 cwd: Path = ROOT) -> subprocess.CompletedProcess:
+def run_verbatim(
+    block: str, base_url: str, *, before: str = "", cwd: Path = ROOT
+) -> subprocess.CompletedProcess:
     """Run a documented block in bash, strict, against the live server at `base_url`
     (`before`: lines the docs tell the user to set by hand, such as ALLOC=<the id>)."""
-    lines = [line for line in (before + block).replace(PLACEHOLDERS[0], base_url)
-             .replace(PLACEHOLDERS[1], base_url.removeprefix("http://")).splitlines()
-             if not line.startswith("make ")]  # the live server stands for `make run`
+    lines = [
+        line
+        for line in (before + block)
+        .replace(PLACEHOLDERS[0], base_url)
+        .replace(PLACEHOLDERS[1], base_url.removeprefix("http://"))
+        .splitlines()
+        if not line.startswith("make ")
+    ]  # the live server stands for `make run`
     script = "set -euo pipefail\n" + "\n".join(lines)
-    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=180,
-                          check=False, cwd=cwd)
+    done = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, timeout=180, check=False, cwd=cwd
+    )
     assert done.returncode == 0, done.stderr
     return done
 
@@ -108,15 +119,23 @@ def after_the_browser_loop(live_server, quiet_queue):
     researcher = project.memberships.get(user__username="researcher").user
     local = Facility.objects.get(slug="local")
     today = timezone.localdate()
-    services.request_create(by=researcher, project=project, submit=True, facility=local,
-                            kind="trial", gpu_hours=local.trial_gpu_hours_cap,
-                            justification="Trying the CT classifier.", start_date=today,
-                            end_date=today + timezone.timedelta(days=local.trial_days))
+    services.request_create(
+        by=researcher,
+        project=project,
+        submit=True,
+        facility=local,
+        kind="trial",
+        gpu_hours=local.trial_gpu_hours_cap,
+        justification="Trying the CT classifier.",
+        start_date=today,
+        end_date=today + timezone.timedelta(days=local.trial_days),
+    )
     allocation = Allocation.objects.get()
     # The worker's provisioning, which this test's queue does not run: the local backend
     # needs no account, so the allocation is simply active.
-    Allocation.objects.filter(pk=allocation.pk).update(status="active",
-                                                       account_name="abc-def-001-local-1")
+    Allocation.objects.filter(pk=allocation.pk).update(
+        status="active", account_name="abc-def-001-local-1"
+    )
     assert allocation.pk == 1 and allocation.node_type.name == "local-cpu"
     return live_server.url
 
@@ -135,26 +154,45 @@ def test_the_readme_api_example_runs_verbatim(after_the_browser_loop):
 
 # docs/: each curl block a user is told to run, verbatim (the same machinery as the README's).
 COVERED = {  # (file, first line of the block): the test that runs it
-    ("api.md", "TOKEN=$(curl -s -X POST http://127.0.0.1:8000/api/v1/auth/token/ \\"):
-        "test_the_api_docs_first_example_runs_verbatim",
-    ("api.md", "curl -s -H \"$H\" -H 'Content-Type: application/json' http://127.0.0.1:8000/api/v1/datasets/ -d '{"):
-        "test_the_api_docs_dataset_example_answers_what_it_says",
-    ("api.md", "curl -s http://127.0.0.1:8000/api/v1/schema/?format=json > openapi.json"):
-        "test_the_api_docs_client_generation_runs_verbatim",
+    (
+        "api.md",
+        "TOKEN=$(curl -s -X POST http://127.0.0.1:8000/api/v1/auth/token/ \\",
+    ): "test_the_api_docs_first_example_runs_verbatim",
+    (
+        "api.md",
+        "curl -s -H \"$H\" -H 'Content-Type: application/json' http://127.0.0.1:8000/api/v1/datasets/ -d '{",
+    ): "test_the_api_docs_dataset_example_answers_what_it_says",
+    (
+        "api.md",
+        "curl -s http://127.0.0.1:8000/api/v1/schema/?format=json > openapi.json",
+    ): "test_the_api_docs_client_generation_runs_verbatim",
+    (
+        "api.md",
+        "KEY=$(cat /proc/sys/kernel/random/uuid)   # any key of your own; a UUID is a good one",
+    ): "test_the_api_docs_idempotency_example_launches_once",
     ("launcher.md", "make services && make run"): "test_the_launcher_docs_example_runs_verbatim",
-    ("cloud.md", "TOKEN=$(curl -s -X POST localhost:8000/api/v1/auth/token/ -d username=researcher -d password=demo | jq -r .token)"):
-        "test_the_cloud_docs_steps_4_and_5_run_verbatim",
-    ("cloud.md", "curl -s -H \"$H\" -H 'Content-Type: application/json' localhost:8000/api/v1/jobs/ -d '{"):
-        "test_the_cloud_docs_steps_4_and_5_run_verbatim",
-    ("notebooks.md", "TOKEN=$(curl -s -X POST localhost:8000/api/v1/auth/token/ -d username=researcher -d password=demo | jq -r .token)"):
-        "test_the_notebooks_docs_example_runs_verbatim",
+    (
+        "cloud.md",
+        "TOKEN=$(curl -s -X POST localhost:8000/api/v1/auth/token/ -d username=researcher -d password=demo | jq -r .token)",
+    ): "test_the_cloud_docs_steps_4_and_5_run_verbatim",
+    (
+        "cloud.md",
+        "curl -s -H \"$H\" -H 'Content-Type: application/json' localhost:8000/api/v1/jobs/ -d '{",
+    ): "test_the_cloud_docs_steps_4_and_5_run_verbatim",
+    (
+        "notebooks.md",
+        "TOKEN=$(curl -s -X POST localhost:8000/api/v1/auth/token/ -d username=researcher -d password=demo | jq -r .token)",
+    ): "test_the_notebooks_docs_example_runs_verbatim",
 }
 API_TOKEN_LINES = 3  # docs/api.md's first block opens with the token (2 lines) and the header
 
 
 def test_every_curl_block_in_docs_is_run_by_a_test():
-    found = {(path.name, block.splitlines()[0]) for path in sorted((ROOT / "docs").glob("*.md"))
-             for block in curl_blocks(path)}
+    found = {
+        (path.name, block.splitlines()[0])
+        for path in sorted((ROOT / "docs").glob("*.md"))
+        for block in curl_blocks(path)
+    }
     assert found == set(COVERED), "a docs/ curl block no test runs (or a stale entry)"
     assert all(name in globals() for name in COVERED.values())
 
@@ -167,6 +205,14 @@ def test_the_api_docs_first_example_runs_verbatim(after_the_browser_loop):
     assert {"id": 1, "code": "ABC-DEF-001"} in slugs_and_projects
     assert trial["facility"] == "baskerville" and trial["kind"] == "trial", trial
     assert trial["status"] in ("approved", "submitted"), trial  # auto-approved where allowed
+
+
+def test_the_api_docs_idempotency_example_launches_once(after_the_browser_loop):
+    done = run_verbatim(doc_block("api.md", "KEY="), after_the_browser_loop, before=_api_header())
+    first, again = json_documents(done.stdout)
+
+    assert first["id"] == again["id"] == 1 and first["state"] == "queued", (first, again)
+    assert Job.objects.count() == 1
 
 
 def _api_header() -> str:
@@ -183,8 +229,11 @@ def test_the_api_docs_dataset_example_answers_what_it_says(after_the_browser_loo
     (tmp_path / "XYZ-OTHER" / "cxr").mkdir(parents=True)
     (tmp_path / "ABC-DEF-001" / "cxr").mkdir(parents=True)
     (tmp_path / "ABC-DEF-001" / "cxr" / "v1").symlink_to(tmp_path / "XYZ-OTHER" / "cxr")
-    block = doc_block("api.md", "curl -s -H \"$H\" -H 'Content-Type: application/json' "
-                                "http://127.0.0.1:8000/api/v1/datasets/")
+    block = doc_block(
+        "api.md",
+        "curl -s -H \"$H\" -H 'Content-Type: application/json' "
+        "http://127.0.0.1:8000/api/v1/datasets/",
+    )
     said = json.loads(re.search(r"# 400 (\{.*\})", block).group(1))
 
     done = run_verbatim(block, after_the_browser_loop, before=_api_header())
@@ -204,12 +253,16 @@ def test_the_api_docs_client_generation_runs_verbatim(after_the_browser_loop, tm
     # what the docs' Python example imports is there
     assert (tmp_path / "portal_client" / "api" / "auth" / "auth_token_create.py").is_file()
     assert (tmp_path / "portal_client" / "api" / "jobs" / "jobs_create.py").is_file()
-    assert "class LaunchInputRequest" in (
-        tmp_path / "portal_client" / "models" / "launch_input_request.py").read_text()
+    assert (
+        "class LaunchInputRequest"
+        in (tmp_path / "portal_client" / "models" / "launch_input_request.py").read_text()
+    )
 
 
 def test_the_launcher_docs_example_runs_verbatim(after_the_browser_loop):
-    done = run_verbatim(doc_block("launcher.md", "make services && make run"), after_the_browser_loop)
+    done = run_verbatim(
+        doc_block("launcher.md", "make services && make run"), after_the_browser_loop
+    )
     (job,) = json_documents(done.stdout)
 
     assert job["state"] == "queued" and job["wall_time_minutes"] == 5, job
@@ -227,8 +280,10 @@ def test_the_cloud_docs_steps_4_and_5_run_verbatim(after_the_browser_loop):
     assert {"id": cloud.pk, "facility": "local-cloud", "status": cloud.status} in allocations
     Allocation.objects.filter(pk=cloud.pk).update(status="active")
 
-    step5 = doc_block("cloud.md", "curl -s -H \"$H\" -H 'Content-Type: application/json' "
-                                  "localhost:8000/api/v1/jobs/")
+    step5 = doc_block(
+        "cloud.md",
+        "curl -s -H \"$H\" -H 'Content-Type: application/json' localhost:8000/api/v1/jobs/",
+    )
     token_lines = "\n".join(step4.splitlines()[:2])  # step 4's TOKEN and H, still set
     done = run_verbatim(step5, after_the_browser_loop, before=f"{token_lines}\nALLOC={cloud.pk}\n")
     (job,) = json_documents(done.stdout)

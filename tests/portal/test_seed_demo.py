@@ -1,4 +1,5 @@
 """`manage.py seed_demo` loads the demo world, and running it again changes nothing."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,10 +17,12 @@ def snapshot() -> dict[str, list[tuple]]:
     rows = {}
     for label in DEMO_APPS:
         for model in apps.get_app_config(label).get_models():
-            fields = [f.attname for f in model._meta.concrete_fields
-                      if f.attname not in {"updated_at"}]
+            fields = [
+                f.attname for f in model._meta.concrete_fields if f.attname not in {"updated_at"}
+            ]
             rows[model._meta.label] = sorted(
-                map(repr, model.objects.order_by("pk").values_list(*fields)))
+                map(repr, model.objects.order_by("pk").values_list(*fields))
+            )
     return rows
 
 
@@ -28,8 +31,18 @@ def test_seed_demo_loads_the_design_facilities_users_and_content(capsys):
     from allocations.models import Facility
 
     slugs = set(Facility.objects.values_list("slug", flat=True))
-    assert {"baskerville", "jade2", "stanage", "dawn", "cosma8", "azure", "aws-spot", "local",
-            "local-slurm", "local-cloud"} <= slugs
+    assert {
+        "baskerville",
+        "jade2",
+        "stanage",
+        "dawn",
+        "cosma8",
+        "azure",
+        "aws-spot",
+        "local",
+        "local-slurm",
+        "local-cloud",
+    } <= slugs
     for slug in ("local", "local-slurm", "local-cloud"):
         assert Facility.objects.get(slug=slug).trial_auto_approve
     for username in ("researcher", "pi", "reviewer", "admin"):

@@ -1,6 +1,7 @@
 """Sessions are Django's `cached_db` store and the user is read by Django's ModelBackend (after
 django-axes' check): a login survives losing the cache, a logout holds, an inactive user is
 refused."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,8 +17,9 @@ pytestmark = pytest.mark.django_db
 
 def _login(researcher) -> Client:
     client = Client()
-    login = client.post("/accounts/login/", {"username": researcher.username,
-                                             "password": "pw-for-tests"})
+    login = client.post(
+        "/accounts/login/", {"username": researcher.username, "password": "pw-for-tests"}
+    )
     assert login.status_code == 302
     return client
 

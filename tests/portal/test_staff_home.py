@@ -2,6 +2,7 @@
 allocation and the one waiting for manual activation, allocations near their end, failing jobs,
 facilities with no backend), each with its action; `/` shows it to reviewers; others get 403.
 Its query count does not grow with the rows."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -15,8 +16,7 @@ from django.utils import timezone
 
 from allocations.models import Allocation
 from launcher.models import Job
-from tests.factories import AllocationFactory, FacilityFactory
-from tests.factories import charge
+from tests.factories import AllocationFactory, FacilityFactory, charge
 
 pytestmark = pytest.mark.django_db
 
@@ -25,23 +25,49 @@ pytestmark = pytest.mark.django_db
 def queues(project, researcher, full_request, facility):
     manual = FacilityFactory(slug="azure-sub", name="Azure subscription", backend="manual")
     FacilityFactory(slug="bare-slurm", name="Bare Slurm", backend="slurm", backend_settings={})
-    failed = AllocationFactory(project=project, facility=facility, status="failed",
-                               status_reason="Slurm account could not be set up: refused")
+    failed = AllocationFactory(
+        project=project,
+        facility=facility,
+        status="failed",
+        status_reason="Slurm account could not be set up: refused",
+    )
     waiting = AllocationFactory(project=project, facility=manual, status="provisioning")
-    near = AllocationFactory(project=project, facility=facility, gpu_hours=Decimal("10"),
-                             end_date=timezone.localdate() + dt.timedelta(days=100))
-    charge(allocation=near, source="local", external_id="u1",
-                               period_start=timezone.now(), period_end=timezone.now(),
-                               gpu_seconds=9 * 3600)
-    ending = AllocationFactory(project=project, facility=facility,
-                               end_date=timezone.localdate() + dt.timedelta(days=3))
-    calm = AllocationFactory(project=project, facility=facility,
-                             end_date=timezone.localdate() + dt.timedelta(days=100))
-    job = Job.objects.create(allocation=calm, created_by=researcher, token="portal-job-x1",
-                             state="failed", state_reason="exit code 1",
-                             finished_at=timezone.now() - dt.timedelta(hours=2))
-    return {"failed": failed, "waiting": waiting, "near": near, "ending": ending, "calm": calm,
-            "job": job}
+    near = AllocationFactory(
+        project=project,
+        facility=facility,
+        gpu_hours=Decimal("10"),
+        end_date=timezone.localdate() + dt.timedelta(days=100),
+    )
+    charge(
+        allocation=near,
+        source="local",
+        external_id="u1",
+        period_start=timezone.now(),
+        period_end=timezone.now(),
+        gpu_seconds=9 * 3600,
+    )
+    ending = AllocationFactory(
+        project=project, facility=facility, end_date=timezone.localdate() + dt.timedelta(days=3)
+    )
+    calm = AllocationFactory(
+        project=project, facility=facility, end_date=timezone.localdate() + dt.timedelta(days=100)
+    )
+    job = Job.objects.create(
+        allocation=calm,
+        created_by=researcher,
+        token="portal-job-x1",
+        state="failed",
+        state_reason="exit code 1",
+        finished_at=timezone.now() - dt.timedelta(hours=2),
+    )
+    return {
+        "failed": failed,
+        "waiting": waiting,
+        "near": near,
+        "ending": ending,
+        "calm": calm,
+        "job": job,
+    }
 
 
 def _client(user) -> Client:
@@ -56,16 +82,17 @@ def test_the_reviewer_home_lists_what_waits_with_actions(reviewer, full_request,
     assert f'href="/requests/{full_request.pk}/" {decide}' in html
     assert f'data-allocation="{queues["failed"].pk}"' in html and "refused" in html
     assert f'data-allocation="{queues["waiting"].pk}"' in html
-    assert f'/allocations/{queues["near"].pk}/' in html
-    assert f'/allocations/{queues["ending"].pk}/' in html
+    assert f"/allocations/{queues['near'].pk}/" in html
+    assert f"/allocations/{queues['ending'].pk}/" in html
     assert f'/allocations/{queues["calm"].pk}/"' not in html.split('id="h-failing"')[0]
-    assert f'/jobs/{queues["job"].pk}/' in html and "exit code 1" in html
+    assert f"/jobs/{queues['job'].pk}/" in html and "exit code 1" in html
     assert "Azure subscription" in html and "Bare Slurm" in html
     assert "Baskerville</a>" not in html.split('id="h-facilities"')[1]
 
 
 def test_slash_shows_the_staff_home_to_reviewers_and_the_dashboard_to_others(
-        reviewer, researcher, queues):
+    reviewer, researcher, queues
+):
     assert "Staff home" in _client(reviewer).get("/").content.decode()
     assert "Hello" in _client(reviewer).get("/?view=mine").content.decode()
     assert "Staff home" not in _client(researcher).get("/").content.decode()
@@ -73,7 +100,8 @@ def test_slash_shows_the_staff_home_to_reviewers_and_the_dashboard_to_others(
 
 
 def test_an_admin_retries_the_failed_and_activates_the_manual_in_one_click(
-        admin, reviewer, queues, django_capture_on_commit_callbacks):
+    admin, reviewer, queues, django_capture_on_commit_callbacks
+):
     client = _client(admin)
     with django_capture_on_commit_callbacks(execute=True):
         client.post(f"/staff/allocations/{queues['waiting'].pk}/activate/")
@@ -94,8 +122,13 @@ def test_staff_home_queries_are_bounded(reviewer, queues, project, facility, res
         client.get("/staff/")
     for n in range(15):
         a = AllocationFactory(project=project, facility=facility, status="failed")
-        Job.objects.create(allocation=a, created_by=researcher, token=f"portal-job-n{n}",
-                           state="failed", finished_at=timezone.now())
+        Job.objects.create(
+            allocation=a,
+            created_by=researcher,
+            token=f"portal-job-n{n}",
+            state="failed",
+            finished_at=timezone.now(),
+        )
     with CaptureQueriesContext(connection) as after:
         client.get("/staff/")
     assert len(after) == len(before)
@@ -105,7 +138,7 @@ def test_jobs_and_sweeps_are_in_the_admin_with_filters(admin, queues):
     client = _client(admin)
     jobs = client.get("/admin/launcher/job/?state__exact=failed&q=ABC")
     assert jobs.status_code == 200 and "portal-job-x1" not in jobs.content.decode()
-    assert f'/admin/launcher/job/{queues["job"].pk}/change/' in jobs.content.decode()
+    assert f"/admin/launcher/job/{queues['job'].pk}/change/" in jobs.content.decode()
     assert client.get("/admin/launcher/sweep/").status_code == 200
     allocations = client.get("/admin/allocations/allocation/").content.decode()
     headers = allocations.split("<thead>")[1].split("</thead>")[0]

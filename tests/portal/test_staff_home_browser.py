@@ -1,5 +1,6 @@
 """A reviewer logs in and lands on the staff home, which lists the waiting request and the
 failed allocation; the request is one click away."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -11,16 +12,22 @@ from django.utils import timezone
 from allocations.models import Allocation
 from tests.browser import login
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_the_reviewer_home_lists_the_waiting_request_and_the_failed_allocation(
-        page, live_server, reviewer, full_request, project, facility):
+    page, live_server, reviewer, full_request, project, facility
+):
     today = timezone.localdate()
-    failed = Allocation.objects.create(project=project, facility=facility, gpu_hours=Decimal(5),
-                                       start_date=today, end_date=today + dt.timedelta(days=5),
-                                       status="failed",
-                                       status_reason="Slurm account could not be set up: refused")
+    failed = Allocation.objects.create(
+        project=project,
+        facility=facility,
+        gpu_hours=Decimal(5),
+        start_date=today,
+        end_date=today + dt.timedelta(days=5),
+        status="failed",
+        status_reason="Slurm account could not be set up: refused",
+    )
     login(page, live_server, reviewer.username)
     assert page.get_by_role("heading", name="Staff home").is_visible()
     row = page.locator(f'tr[data-allocation="{failed.pk}"]')

@@ -1,6 +1,7 @@
 """The usage report: figures equal hand-computed sums over the fixture rows, the CSV matches
 the page's table, the API (and its CSV) is in the OpenAPI document, scope is enforced, and the
 number of queries does not grow with the rows."""
+
 from __future__ import annotations
 
 import csv
@@ -16,8 +17,7 @@ from django.test.utils import CaptureQueriesContext
 
 from launcher.models import Job
 from portal.reports.tables import Table, to_csv
-from tests.factories import AllocationFactory, FacilityFactory, ProjectFactory, UserFactory
-from tests.factories import charge
+from tests.factories import AllocationFactory, FacilityFactory, ProjectFactory, UserFactory, charge
 
 pytestmark = pytest.mark.django_db
 JAN = dt.datetime(2026, 1, 10, 12, tzinfo=dt.UTC)
@@ -25,21 +25,45 @@ FEB = dt.datetime(2026, 2, 3, 9, tzinfo=dt.UTC)
 
 
 def _usage(allocation, n, when, gpu_seconds, cost, job=None, source="local"):
-    return charge(allocation=allocation, source=source,
-                  external_id=f"{allocation.pk}-{n}-{when:%m}",
-                  period_start=when, period_end=when, gpu_seconds=gpu_seconds,
-                  cost=Decimal(cost), job_id=job.pk if job else None)
+    return charge(
+        allocation=allocation,
+        source=source,
+        external_id=f"{allocation.pk}-{n}-{when:%m}",
+        period_start=when,
+        period_end=when,
+        gpu_seconds=gpu_seconds,
+        cost=Decimal(cost),
+        job_id=job.pk if job else None,
+    )
 
 
-def _job(allocation, user, *, created, gpus=1, wait=None, run=None, state="succeeded",
-         gpu_seconds=0, util=None):
+def _job(
+    allocation,
+    user,
+    *,
+    created,
+    gpus=1,
+    wait=None,
+    run=None,
+    state="succeeded",
+    gpu_seconds=0,
+    util=None,
+):
     started = created + dt.timedelta(seconds=wait) if wait is not None else None
     return Job.objects.create(
-        allocation=allocation, created_by=user, gpus=gpus, state=state,
+        allocation=allocation,
+        created_by=user,
+        gpus=gpus,
+        state=state,
         token=f"t{Job.objects.count()}",
-        created_at=created, submitted_at=created, started_at=started,
+        created_at=created,
+        submitted_at=created,
+        started_at=started,
         finished_at=started + dt.timedelta(seconds=run) if started and run is not None else None,
-        gpu_seconds=gpu_seconds, utilisation_mean=util, utilisation_source="gpu" if util else "")
+        gpu_seconds=gpu_seconds,
+        utilisation_mean=util,
+        utilisation_source="gpu" if util else "",
+    )
 
 
 @pytest.fixture
@@ -51,8 +75,17 @@ def world(pi, researcher, project, outsider, other_project):
     a2 = AllocationFactory(project=project, facility=cloud)
     a3 = AllocationFactory(project=other_project, facility=hpc)
     r1 = _job(a1, researcher, created=JAN, wait=10, run=3000, gpu_seconds=3000, util=80.0)
-    _job(a1, researcher, created=JAN, gpus=2, wait=30, run=30, state="failed", gpu_seconds=60,
-         util=20.0)
+    _job(
+        a1,
+        researcher,
+        created=JAN,
+        gpus=2,
+        wait=30,
+        run=30,
+        state="failed",
+        gpu_seconds=60,
+        util=20.0,
+    )
     p1 = _job(a1, pi, created=FEB, gpus=4, wait=50, run=600, gpu_seconds=2400)
     p2 = _job(a2, pi, created=FEB, gpus=2, wait=70, run=20, gpu_seconds=40)
     _job(a2, pi, created=FEB, gpus=1, state="failed")  # never started
@@ -89,9 +122,11 @@ def test_figures_by_project_and_month_equal_the_hand_computed_sums(api, reviewer
     assert Decimal(body["totals"]["cost"]) == Decimal("37.90")
     # Waits of the five jobs that started: 10, 30, 50, 70, 1000 s.
     assert body["wait"] == {"jobs": 5, "mean_seconds": 232.0, "p90_seconds": 1000.0}
-    assert body["sizes"] == [{"gpus": 1, "jobs": 3, "gpu_hours": 3100 / 3600},
-                             {"gpus": 2, "jobs": 2, "gpu_hours": 100 / 3600},
-                             {"gpus": 4, "jobs": 1, "gpu_hours": 2400 / 3600}]
+    assert body["sizes"] == [
+        {"gpus": 1, "jobs": 3, "gpu_hours": 3100 / 3600},
+        {"gpus": 2, "jobs": 2, "gpu_hours": 100 / 3600},
+        {"gpus": 4, "jobs": 1, "gpu_hours": 2400 / 3600},
+    ]
     # (80 x 3000 + 20 x 60) / 3060, weighted by GPU-seconds.
     eff = body["efficiency"][0]
     assert eff["group"] == "ABC-DEF-001" and eff["jobs"] == 2
@@ -143,21 +178,26 @@ def test_every_csv_matches_the_page_table(reviewer, world):
     page = client.get("/reports/usage/?group_by=facility&period=month").content.decode()
     assert "vendor/plotly/plotly.min.js" in page and "cdn" not in page.lower()
     for name in ("usage", "groups", "wait", "sizes", "efficiency"):
-        response = client.get("/reports/usage/", {"group_by": "facility", "period": "month",
-                                                  "format": "csv", "table": name})
+        response = client.get(
+            "/reports/usage/",
+            {"group_by": "facility", "period": "month", "format": "csv", "table": name},
+        )
         assert response["Content-Type"].startswith("text/csv")
         lines = list(csv.reader(io.StringIO(response.content.decode())))
         table = re.search(rf'<table id="table-{name}">(.*?)</table>', page, re.S).group(1)
         headers = re.findall(r"<th scope=\"col\">(.*?)</th>", table)
-        cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in
-                 re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)]
+        cells = [
+            re.findall(r"<td[^>]*>(.*?)</td>", row)
+            for row in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)
+        ]
         assert lines[0] == [h.replace("&lt;", "<") for h in headers]
         assert len(lines) - 1 == len(cells)
         for csv_row, html_row in zip(lines[1:], cells):
             for raw, shown in zip(csv_row, html_row):
                 try:
-                    assert float(raw) == pytest.approx(float(shown.replace(",", "")), rel=0.01,
-                                                       abs=0.01)
+                    assert float(raw) == pytest.approx(
+                        float(shown.replace(",", "")), rel=0.01, abs=0.01
+                    )
                 except ValueError:
                     assert raw == shown or (raw == "" and shown == "-")
 

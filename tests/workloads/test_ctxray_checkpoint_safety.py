@@ -1,5 +1,6 @@
 """Checkpoints load with torch.load(weights_only=True): a file planted in a job's folder cannot
 run code when the trainer resumes, and everything the trainer saves loads that way."""
+
 from __future__ import annotations
 
 import pickle

@@ -5,6 +5,7 @@ exits 75, and a resume with two processes finishes the run from that checkpoint.
 
 Driven through the job bundle Slurm runs (launcher/bundles.py: job.sh -> run.py -> torchrun),
 here as a local process so the DDP part is tested apart from the scheduler."""
+
 from __future__ import annotations
 
 import contextlib
@@ -19,11 +20,24 @@ from pathlib import Path
 
 from launcher import bundles
 
-CELL = {"model": "resnet18", "epochs": 2, "size": 32, "batch_size": 4, "bootstrap": 50,
-        "progress_every": 1, "threads": 1, "seed": 1, "deterministic": True}
+CELL = {
+    "model": "resnet18",
+    "epochs": 2,
+    "size": 32,
+    "batch_size": 4,
+    "bootstrap": 50,
+    "progress_every": 1,
+    "threads": 1,
+    "seed": 1,
+    "deterministic": True,
+}
 PARAMS = {"dataset": "synthetic-ct", "synthetic_n": 24, "size": 32}
-SITE = str(Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
-           / "site-packages")
+SITE = str(
+    Path(sys.prefix)
+    / "lib"
+    / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    / "site-packages"
+)
 
 
 def _bundle(tmp_path: Path, **cell) -> Path:
@@ -36,8 +50,14 @@ def _bundle(tmp_path: Path, **cell) -> Path:
 def _start(folder: Path) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.pop("SLURM_ARRAY_TASK_ID", None)
-    return subprocess.Popen(["bash", "job.sh", sys.executable, SITE], cwd=folder, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        ["bash", "job.sh", sys.executable, SITE],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _progress(folder: Path) -> dict:
@@ -68,8 +88,9 @@ def test_two_gpus_train_as_two_ddp_processes_and_report_world_size_two(tmp_path)
 def test_the_checkpoint_signal_stops_both_processes_and_the_resume_finishes(tmp_path):
     folder = _bundle(tmp_path, epochs=4)
     proc = _start(folder)
-    while proc.poll() is None and not (_progress(folder).get("state") == "running"
-                                       and _progress(folder).get("step", 0) >= 1):
+    while proc.poll() is None and not (
+        _progress(folder).get("state") == "running" and _progress(folder).get("step", 0) >= 1
+    ):
         time.sleep(0.1)  # bounded by the process: it ends on its own if no signal comes
     assert proc.poll() is None, proc.communicate()[0]
     proc.send_signal(signal.SIGUSR1)  # what Slurm's --signal=B:USR1 sends to the batch script

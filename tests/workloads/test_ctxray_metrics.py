@@ -27,7 +27,9 @@ def test_point_metrics_match_scikit_learn(scored):
     assert got["f1"] == pytest.approx(sk.f1_score(y, pred))
     assert got["roc_auc"] == pytest.approx(sk.roc_auc_score(y, score))
     report = m.level_report(y, score, 0.5, 100, 0)
-    assert report["confusion_matrix"]["rows_true_cols_pred"] == sk.confusion_matrix(y, pred).tolist()
+    assert (
+        report["confusion_matrix"]["rows_true_cols_pred"] == sk.confusion_matrix(y, pred).tolist()
+    )
 
 
 def test_roc_points_match_scikit_learn(scored):
@@ -61,7 +63,9 @@ def test_bootstrap_accuracy_interval_covers_the_true_rate_about_95_percent_of_th
         y = rng.integers(0, 2, 200)
         correct = rng.random(200) < 0.8  # true accuracy 0.8
         score = np.where(correct, y, 1 - y).astype(float)
-        lo, hi = m.bootstrap_intervals(y, score, resamples=300, seed=int(rng.integers(1e9)))["accuracy"]
+        lo, hi = m.bootstrap_intervals(y, score, resamples=300, seed=int(rng.integers(1e9)))[
+            "accuracy"
+        ]
         hits += lo <= 0.8 <= hi
     assert 85 <= hits <= 100
 

@@ -60,4 +60,9 @@ def test_augmentation_depends_only_on_seed_epoch_and_sample():
     b = pre.augment(x, pre.sample_generator(0, 3, 7))
     c = pre.augment(x, pre.sample_generator(0, 4, 7))
     assert torch.equal(a, b) and not torch.equal(a, c) and a.shape == x.shape
-    assert pre.augment(torch.randn(1, 8, 16, 16), pre.sample_generator(0, 0, 0)).shape == (1, 8, 16, 16)
+    assert pre.augment(torch.randn(1, 8, 16, 16), pre.sample_generator(0, 0, 0)).shape == (
+        1,
+        8,
+        16,
+        16,
+    )

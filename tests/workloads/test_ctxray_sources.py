@@ -73,10 +73,16 @@ def test_png_and_jpeg_folders_by_class(tmp_path):
     for cls, ext in (("normal", "png"), ("covid", "jpg")):
         os.makedirs(tmp_path / cls)
         for k in range(2):
-            Image.fromarray(rng.integers(0, 255, (20, 30), dtype=np.uint8)).save(tmp_path / cls / f"Q{k}__v.{ext}")
+            Image.fromarray(rng.integers(0, 255, (20, 30), dtype=np.uint8)).save(
+                tmp_path / cls / f"Q{k}__v.{ext}"
+            )
     items = discover(str(tmp_path)).items
     assert [(os.path.basename(i.path), i.label, i.patient) for i in items] == [
-        ("Q0__v.png", 0, "Q0"), ("Q1__v.png", 0, "Q1"), ("Q0__v.jpg", 1, "Q0"), ("Q1__v.jpg", 1, "Q1")]
+        ("Q0__v.png", 0, "Q0"),
+        ("Q1__v.png", 0, "Q1"),
+        ("Q0__v.jpg", 1, "Q0"),
+        ("Q1__v.jpg", 1, "Q1"),
+    ]
     png = np.asarray(Image.open(items[0].path), dtype=np.float32)
     np.testing.assert_array_equal(read(items[0]), png)
     assert read(items[2]).shape == (20, 30)
@@ -100,10 +106,10 @@ def test_medmnist_npz(tmp_path):
         discover(str(tmp_path / "broken.npz"))
 
 
-@pytest.mark.parametrize("folders, message", [
-    (["covid"], "need exactly two class folders"),
-    (["a", "b", "c"], "found 3"),
-])
+@pytest.mark.parametrize(
+    "folders, message",
+    [(["covid"], "need exactly two class folders"), (["a", "b", "c"], "found 3")],
+)
 def test_layouts_without_two_classes_are_refused(tmp_path, folders, message):
     for f in folders:
         os.makedirs(tmp_path / f)

@@ -19,7 +19,9 @@ def test_same_seed_gives_the_same_images_and_another_seed_does_not(tmp_path):
         synthesize(str(tmp_path / name), "xray", n=6, size=32, seed=seed)
     a, b, c = (_pixels(tmp_path / n) for n in "abc")
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
-    assert (tmp_path / "a" / "labels.csv").read_bytes() == (tmp_path / "b" / "labels.csv").read_bytes()
+    assert (tmp_path / "a" / "labels.csv").read_bytes() == (
+        tmp_path / "b" / "labels.csv"
+    ).read_bytes()
     assert a.keys() != c.keys() or any(not np.array_equal(a[k], c[k]) for k in a)
 
 

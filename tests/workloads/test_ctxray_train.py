@@ -17,16 +17,44 @@ from launcher.workloads.ctxray.cli import main
 from launcher.workloads.ctxray.synth import synthesize
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SMALL = ["--model", "resnet18", "--epochs", "3", "--size", "32", "--batch-size", "8", "--lr", "1e-3",
-         "--deterministic", "--bootstrap", "50", "--progress-every", "1", "--seed", "1"]
+SMALL = [
+    "--model",
+    "resnet18",
+    "--epochs",
+    "3",
+    "--size",
+    "32",
+    "--batch-size",
+    "8",
+    "--lr",
+    "1e-3",
+    "--deterministic",
+    "--bootstrap",
+    "50",
+    "--progress-every",
+    "1",
+    "--seed",
+    "1",
+]
 
 
 def test_a_short_training_learns_the_synthetic_findings(ct_learnable, tmp_path):
     # Seeded and deterministic, so one machine gives one result; the bounds hold for every seed
     # tried (0-11: accuracy 0.81-0.91, ROC AUC 0.83-0.98 over 42 slices), since another
     # processor's arithmetic is in effect another seed.
-    cfg = TrainConfig(data=str(ct_learnable), out=str(tmp_path), model="resnet18", epochs=8, size=32,
-                      batch_size=16, lr=1e-3, lr_step=5, bootstrap=200, seed=0, deterministic=True)
+    cfg = TrainConfig(
+        data=str(ct_learnable),
+        out=str(tmp_path),
+        model="resnet18",
+        epochs=8,
+        size=32,
+        batch_size=16,
+        lr=1e-3,
+        lr_step=5,
+        bootstrap=200,
+        seed=0,
+        deterministic=True,
+    )
     result = train(cfg)
     assert result.status == "succeeded" and result.exit_code == 0
     metrics = json.loads((tmp_path / "metrics.json").read_text())
@@ -39,7 +67,10 @@ def test_a_short_training_learns_the_synthetic_findings(ct_learnable, tmp_path):
             entry = metrics[level][name]
             assert entry["ci"][0] <= entry["value"] <= entry["ci"][1]
     assert metrics["patient"]["n"] * 3 == metrics["slice"]["n"]
-    assert sum(sum(r) for r in metrics["slice"]["confusion_matrix"]["rows_true_cols_pred"]) == metrics["slice"]["n"]
+    assert (
+        sum(sum(r) for r in metrics["slice"]["confusion_matrix"]["rows_true_cols_pred"])
+        == metrics["slice"]["n"]
+    )
     assert metrics["slice"]["roc"]["fpr"][0] == 0.0 and metrics["slice"]["roc"]["tpr"][-1] == 1.0
     progress = json.loads((tmp_path / "progress.json").read_text())
     assert progress["state"] == "succeeded" and progress["epoch"] == 8 and progress["eta_s"] == 0.0
@@ -47,8 +78,15 @@ def test_a_short_training_learns_the_synthetic_findings(ct_learnable, tmp_path):
 
 def _run_cli(args, **kw):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": REPO}
-    return subprocess.Popen([sys.executable, "-m", "launcher.workloads.ctxray", *args], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "launcher.workloads.ctxray", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
 
 
 def _wait_for_progress(path, proc, predicate):
@@ -66,7 +104,9 @@ def test_sigterm_checkpoints_and_resume_matches_an_uninterrupted_run(ct_slices, 
     full, cut = tmp_path / "full", tmp_path / "cut"
     ref = _run_cli(["train", "--data", str(ct_slices), "--out", str(full), *SMALL])
     proc = _run_cli(["train", "--data", str(ct_slices), "--out", str(cut), *SMALL])
-    seen = _wait_for_progress(cut / "progress.json", proc, lambda p: p["state"] == "running" and p["step"] >= 1)
+    seen = _wait_for_progress(
+        cut / "progress.json", proc, lambda p: p["state"] == "running" and p["step"] >= 1
+    )
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate()
     assert proc.returncode == EXIT_PREEMPTED, err
@@ -80,11 +120,15 @@ def test_sigterm_checkpoints_and_resume_matches_an_uninterrupted_run(ct_slices, 
     _, err = resumed.communicate()
     assert resumed.returncode == 0, err
     # The trainer's log and progress.json speak the same (1-based) epoch and the steps done in it.
-    assert (f"resumed from the checkpoint in {cut} at epoch {stopped['epoch']} of 3, "
-            f"step {stopped['step']}\n") in err, err
+    assert (
+        f"resumed from the checkpoint in {cut} at epoch {stopped['epoch']} of 3, "
+        f"step {stopped['step']}\n"
+    ) in err, err
     assert ref.wait() == 0, ref.communicate()
     a, b = (json.loads((d / "metrics.json").read_text()) for d in (full, cut))
-    assert a["history"] == b["history"] and a["slice"] == b["slice"] and a["patient"] == b["patient"]
+    assert (
+        a["history"] == b["history"] and a["slice"] == b["slice"] and a["patient"] == b["patient"]
+    )
     wa, wb = (torch.load(d / "best.pt", weights_only=True)["model"] for d in (full, cut))
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
 
@@ -99,11 +143,14 @@ def test_a_second_run_into_a_used_folder_needs_resume(ct_slices, tmp_path, capsy
     assert "cannot resume" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--data", "/nonexistent/data"], "data not found: /nonexistent/data"),
-    (["--model", "alexnet"], "unknown model 'alexnet'"),
-    (["--fold", "3", "--folds", "3"], "--fold must be in 0..2"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--data", "/nonexistent/data"], "data not found: /nonexistent/data"),
+        (["--model", "alexnet"], "unknown model 'alexnet'"),
+        (["--fold", "3", "--folds", "3"], "--fold must be in 0..2"),
+    ],
+)
 def test_bad_arguments_fail_with_one_clear_line(ct_slices, tmp_path, capsys, extra, message):
     assert main(["train", "--data", str(ct_slices), "--out", str(tmp_path), *extra]) == 2
     err = capsys.readouterr().err
@@ -122,10 +169,16 @@ def test_one_class_data_is_refused_by_the_command(tmp_path):
     synthesize(str(tmp_path / "d"), "xray", n=6, size=32, seed=0)
     for f in (tmp_path / "d" / "covid").iterdir():
         f.rename(tmp_path / "d" / "negative" / f.name)
-    proc = _run_cli(["train", "--data", str(tmp_path / "d"), "--out", str(tmp_path / "o"), "--size", "32"])
+    proc = _run_cli(
+        ["train", "--data", str(tmp_path / "d"), "--out", str(tmp_path / "o"), "--size", "32"]
+    )
     _, err = proc.communicate()
     assert proc.returncode == 2
-    assert err.strip().startswith("ctxray: error:") and "only class [0]" in err and "Traceback" not in err
+    assert (
+        err.strip().startswith("ctxray: error:")
+        and "only class [0]" in err
+        and "Traceback" not in err
+    )
 
 
 def test_cross_validation_folds_partition_patients(ct_slices):

@@ -8,126 +8,288 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-        ('allocations', '0001_initial'),
-    ]
+    dependencies = [("allocations", "0001_initial")]
 
     operations = [
         migrations.CreateModel(
-            name='Cluster',
+            name="Cluster",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('state', models.CharField(choices=[('requested', 'Requested'), ('provisioning', 'Provisioning'), ('ready', 'Ready'), ('idle', 'Idle'), ('stopping', 'Stopping'), ('stopped', 'Stopped'), ('failed', 'Failed')], db_index=True, default='requested', max_length=12)),
-                ('state_reason', models.CharField(blank=True, max_length=300)),
-                ('region', models.CharField(max_length=30)),
-                ('bucket', models.CharField(max_length=63)),
-                ('prefix', models.CharField(max_length=100)),
-                ('head_instance_type', models.CharField(max_length=40)),
-                ('allow_on_demand', models.BooleanField(default=False)),
-                ('worker_idle_seconds', models.PositiveIntegerField(default=300)),
-                ('head_idle_seconds', models.PositiveIntegerField(default=900)),
-                ('idle_since', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('allocation', models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='cluster', to='allocations.allocation')),
-                ('facility', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='clusters', to='allocations.facility')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("requested", "Requested"),
+                            ("provisioning", "Provisioning"),
+                            ("ready", "Ready"),
+                            ("idle", "Idle"),
+                            ("stopping", "Stopping"),
+                            ("stopped", "Stopped"),
+                            ("failed", "Failed"),
+                        ],
+                        db_index=True,
+                        default="requested",
+                        max_length=12,
+                    ),
+                ),
+                ("state_reason", models.CharField(blank=True, max_length=300)),
+                ("region", models.CharField(max_length=30)),
+                ("bucket", models.CharField(max_length=63)),
+                ("prefix", models.CharField(max_length=100)),
+                ("head_instance_type", models.CharField(max_length=40)),
+                ("allow_on_demand", models.BooleanField(default=False)),
+                ("worker_idle_seconds", models.PositiveIntegerField(default=300)),
+                ("head_idle_seconds", models.PositiveIntegerField(default=900)),
+                ("idle_since", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "allocation",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="cluster",
+                        to="allocations.allocation",
+                    ),
+                ),
+                (
+                    "facility",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="clusters",
+                        to="allocations.facility",
+                    ),
+                ),
+            ],
+            options={"ordering": ["-created_at", "-id"]},
+        ),
+        migrations.CreateModel(
+            name="Node",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("head", "Head"), ("worker", "Worker")], max_length=8
+                    ),
+                ),
+                ("token", models.CharField(max_length=64, unique=True)),
+                ("instance_id", models.CharField(blank=True, db_index=True, max_length=32)),
+                ("instance_type", models.CharField(max_length=40)),
+                (
+                    "market",
+                    models.CharField(
+                        choices=[("on-demand", "On-demand"), ("spot", "Spot")], max_length=10
+                    ),
+                ),
+                ("zone", models.CharField(blank=True, max_length=30)),
+                ("gpus", models.PositiveSmallIntegerField(default=0)),
+                (
+                    "price_per_hour",
+                    models.DecimalField(decimal_places=5, default=Decimal("0"), max_digits=10),
+                ),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("requested", "Requested"),
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("stopping", "Stopping"),
+                            ("stopped", "Stopped"),
+                            ("terminated", "Terminated"),
+                            ("interrupted", "Interrupted"),
+                            ("lost", "Lost"),
+                            ("failed", "Failed"),
+                        ],
+                        db_index=True,
+                        default="requested",
+                        max_length=12,
+                    ),
+                ),
+                ("state_reason", models.CharField(blank=True, max_length=300)),
+                ("attempts", models.JSONField(blank=True, default=list)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("running_at", models.DateTimeField(blank=True, null=True)),
+                ("ended_at", models.DateTimeField(blank=True, null=True)),
+                ("charged_until", models.DateTimeField(blank=True, null=True)),
+                ("idle_since", models.DateTimeField(blank=True, null=True)),
+                (
+                    "cluster",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="nodes",
+                        to="cloud.cluster",
+                    ),
+                ),
+            ],
+            options={"ordering": ["cluster", "role", "id"]},
+        ),
+        migrations.CreateModel(
+            name="CloudTask",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("job_id", models.PositiveBigIntegerField(blank=True, db_index=True, null=True)),
+                ("token", models.CharField(max_length=64, unique=True)),
+                ("instance_type", models.CharField(max_length=40)),
+                ("gpus", models.PositiveSmallIntegerField(default=1)),
+                ("argv", models.JSONField(default=list)),
+                ("data_prefix", models.CharField(max_length=200)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("launching", "Launching"),
+                            ("running", "Running"),
+                            ("preempted", "Preempted"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=12,
+                    ),
+                ),
+                ("state_reason", models.CharField(blank=True, max_length=300)),
+                ("attempt", models.PositiveSmallIntegerField(default=1)),
+                ("progress", models.JSONField(blank=True, default=dict)),
+                ("exit_code", models.IntegerField(blank=True, null=True)),
+                ("estimate_cost", models.DecimalField(decimal_places=4, default=0, max_digits=12)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "cluster",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="tasks",
+                        to="cloud.cluster",
+                    ),
+                ),
+                (
+                    "node",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="tasks",
+                        to="cloud.node",
+                    ),
+                ),
+            ],
+            options={"ordering": ["-created_at", "-id"]},
+        ),
+        migrations.CreateModel(
+            name="PriceCatalogueEntry",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("region", models.CharField(max_length=30)),
+                ("instance_type", models.CharField(max_length=40)),
+                (
+                    "market",
+                    models.CharField(
+                        choices=[("on-demand", "On-demand"), ("spot", "Spot")], max_length=10
+                    ),
+                ),
+                ("price_per_hour", models.DecimalField(decimal_places=5, max_digits=10)),
+                ("currency", models.CharField(default="USD", max_length=3)),
+                ("gpus", models.PositiveSmallIntegerField(default=0)),
+                ("source", models.CharField(max_length=200)),
+                ("source_url", models.URLField(blank=True)),
+                ("as_of", models.DateField()),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "verbose_name_plural": "price catalogue",
+                "ordering": ["region", "instance_type", "market"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("region", "instance_type", "market"), name="price_unique_per_market"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Node',
+            name="Interruption",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('head', 'Head'), ('worker', 'Worker')], max_length=8)),
-                ('token', models.CharField(max_length=64, unique=True)),
-                ('instance_id', models.CharField(blank=True, db_index=True, max_length=32)),
-                ('instance_type', models.CharField(max_length=40)),
-                ('market', models.CharField(choices=[('on-demand', 'On-demand'), ('spot', 'Spot')], max_length=10)),
-                ('zone', models.CharField(blank=True, max_length=30)),
-                ('gpus', models.PositiveSmallIntegerField(default=0)),
-                ('price_per_hour', models.DecimalField(decimal_places=5, default=Decimal('0'), max_digits=10)),
-                ('state', models.CharField(choices=[('requested', 'Requested'), ('pending', 'Pending'), ('running', 'Running'), ('stopping', 'Stopping'), ('stopped', 'Stopped'), ('terminated', 'Terminated'), ('interrupted', 'Interrupted'), ('lost', 'Lost'), ('failed', 'Failed')], db_index=True, default='requested', max_length=12)),
-                ('state_reason', models.CharField(blank=True, max_length=300)),
-                ('attempts', models.JSONField(blank=True, default=list)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('running_at', models.DateTimeField(blank=True, null=True)),
-                ('ended_at', models.DateTimeField(blank=True, null=True)),
-                ('charged_until', models.DateTimeField(blank=True, null=True)),
-                ('idle_since', models.DateTimeField(blank=True, null=True)),
-                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='nodes', to='cloud.cluster')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("notice", "Two-minute notice"),
+                            ("instance-state", "Instance state"),
+                            ("spot-request", "Spot request status"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("detected_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("notice_at", models.DateTimeField(blank=True, null=True)),
+                ("epoch_at_interruption", models.PositiveIntegerField(default=0)),
+                ("checkpoint_epoch", models.PositiveIntegerField(blank=True, null=True)),
+                ("work_lost_seconds", models.FloatField(default=0)),
+                ("resumed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "task",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="interruptions",
+                        to="cloud.cloudtask",
+                    ),
+                ),
+                (
+                    "node",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="interruptions",
+                        to="cloud.node",
+                    ),
+                ),
+                (
+                    "replacement",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="replaces",
+                        to="cloud.node",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['cluster', 'role', 'id'],
-            },
-        ),
-        migrations.CreateModel(
-            name='CloudTask',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('job_id', models.PositiveBigIntegerField(blank=True, db_index=True, null=True)),
-                ('token', models.CharField(max_length=64, unique=True)),
-                ('instance_type', models.CharField(max_length=40)),
-                ('gpus', models.PositiveSmallIntegerField(default=1)),
-                ('argv', models.JSONField(default=list)),
-                ('data_prefix', models.CharField(max_length=200)),
-                ('state', models.CharField(choices=[('queued', 'Queued'), ('launching', 'Launching'), ('running', 'Running'), ('preempted', 'Preempted'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], db_index=True, default='queued', max_length=12)),
-                ('state_reason', models.CharField(blank=True, max_length=300)),
-                ('attempt', models.PositiveSmallIntegerField(default=1)),
-                ('progress', models.JSONField(blank=True, default=dict)),
-                ('exit_code', models.IntegerField(blank=True, null=True)),
-                ('estimate_cost', models.DecimalField(decimal_places=4, default=0, max_digits=12)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tasks', to='cloud.cluster')),
-                ('node', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='tasks', to='cloud.node')),
-            ],
-            options={
-                'ordering': ['-created_at', '-id'],
-            },
-        ),
-        migrations.CreateModel(
-            name='PriceCatalogueEntry',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('region', models.CharField(max_length=30)),
-                ('instance_type', models.CharField(max_length=40)),
-                ('market', models.CharField(choices=[('on-demand', 'On-demand'), ('spot', 'Spot')], max_length=10)),
-                ('price_per_hour', models.DecimalField(decimal_places=5, max_digits=10)),
-                ('currency', models.CharField(default='USD', max_length=3)),
-                ('gpus', models.PositiveSmallIntegerField(default=0)),
-                ('source', models.CharField(max_length=200)),
-                ('source_url', models.URLField(blank=True)),
-                ('as_of', models.DateField()),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-            ],
-            options={
-                'verbose_name_plural': 'price catalogue',
-                'ordering': ['region', 'instance_type', 'market'],
-                'constraints': [models.UniqueConstraint(fields=('region', 'instance_type', 'market'), name='price_unique_per_market')],
-            },
-        ),
-        migrations.CreateModel(
-            name='Interruption',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source', models.CharField(choices=[('notice', 'Two-minute notice'), ('instance-state', 'Instance state'), ('spot-request', 'Spot request status')], max_length=16)),
-                ('detected_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('notice_at', models.DateTimeField(blank=True, null=True)),
-                ('epoch_at_interruption', models.PositiveIntegerField(default=0)),
-                ('checkpoint_epoch', models.PositiveIntegerField(blank=True, null=True)),
-                ('work_lost_seconds', models.FloatField(default=0)),
-                ('resumed_at', models.DateTimeField(blank=True, null=True)),
-                ('task', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='interruptions', to='cloud.cloudtask')),
-                ('node', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='interruptions', to='cloud.node')),
-                ('replacement', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='replaces', to='cloud.node')),
-            ],
-            options={
-                'ordering': ['-detected_at'],
-                'constraints': [models.UniqueConstraint(fields=('node',), name='one_interruption_per_node')],
+                "ordering": ["-detected_at"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("node",), name="one_interruption_per_node")
+                ],
             },
         ),
     ]

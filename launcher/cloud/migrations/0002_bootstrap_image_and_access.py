@@ -4,35 +4,38 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
-    dependencies = [
-        ('cloud', '0001_initial'),
-    ]
+    dependencies = [("cloud", "0001_initial")]
 
     operations = [
         migrations.AddField(
-            model_name='cluster',
-            name='instance_profile',
+            model_name="cluster",
+            name="instance_profile",
             field=models.CharField(blank=True, max_length=128),
         ),
         migrations.AddField(
-            model_name='cluster',
-            name='security_group_id',
+            model_name="cluster",
+            name="security_group_id",
             field=models.CharField(blank=True, max_length=40),
         ),
         migrations.AddField(
-            model_name='node',
-            name='image_id',
-            field=models.CharField(blank=True, max_length=32),
+            model_name="node", name="image_id", field=models.CharField(blank=True, max_length=32)
         ),
         migrations.AddField(
-            model_name='node',
-            name='image_source',
+            model_name="node",
+            name="image_source",
             field=models.CharField(blank=True, max_length=200),
         ),
         migrations.AlterField(
-            model_name='interruption',
-            name='source',
-            field=models.CharField(choices=[('notice', 'Two-minute notice'), ('rebalance', 'Rebalance recommendation'), ('instance-state', 'Instance state'), ('spot-request', 'Spot request status')], max_length=16),
+            model_name="interruption",
+            name="source",
+            field=models.CharField(
+                choices=[
+                    ("notice", "Two-minute notice"),
+                    ("rebalance", "Rebalance recommendation"),
+                    ("instance-state", "Instance state"),
+                    ("spot-request", "Spot request status"),
+                ],
+                max_length=16,
+            ),
         ),
     ]

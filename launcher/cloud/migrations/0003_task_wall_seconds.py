@@ -4,15 +4,12 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
-    dependencies = [
-        ('cloud', '0002_bootstrap_image_and_access'),
-    ]
+    dependencies = [("cloud", "0002_bootstrap_image_and_access")]
 
     operations = [
         migrations.AddField(
-            model_name='cloudtask',
-            name='wall_seconds',
+            model_name="cloudtask",
+            name="wall_seconds",
             field=models.PositiveIntegerField(blank=True, null=True),
-        ),
+        )
     ]

@@ -5,18 +5,20 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
-    dependencies = [
-        ('cloud', '0003_task_wall_seconds'),
-    ]
+    dependencies = [("cloud", "0003_task_wall_seconds")]
 
     operations = [
         migrations.CreateModel(
-            name='Installation',
+            name="Installation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('value', models.CharField(max_length=40, unique=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("value", models.CharField(max_length=40, unique=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
-        ),
+        )
     ]

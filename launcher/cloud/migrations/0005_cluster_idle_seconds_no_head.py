@@ -5,19 +5,11 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
-    dependencies = [
-        ('cloud', '0004_installation'),
-    ]
+    dependencies = [("cloud", "0004_installation")]
 
     operations = [
-        migrations.RemoveField(
-            model_name='cluster',
-            name='head_instance_type',
-        ),
+        migrations.RemoveField(model_name="cluster", name="head_instance_type"),
         migrations.RenameField(
-            model_name='cluster',
-            old_name='head_idle_seconds',
-            new_name='idle_seconds',
+            model_name="cluster", old_name="head_idle_seconds", new_name="idle_seconds"
         ),
     ]

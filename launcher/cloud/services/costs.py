@@ -5,6 +5,7 @@ Charges are instance time x the catalogue price recorded on the node at launch, 
 `<instance-id>:<YYYYmmddTHHMM of the chunk start>`; a node's `charged_until` moves in the same
 transaction, so re-running a charge (a retried task) never charges a minute twice.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -16,13 +17,14 @@ from django.db.models import F, Q, Sum
 
 from allocations.models import Allocation, UsageRecord
 from allocations.services import usage_check_thresholds, usage_record_many
-
-from .. import clock
 from launcher.models import Job
 from launcher.services.errors import LaunchConflict, LaunchRefused
 
+from .. import clock
 from ..models import CloudTask, Cluster, Node
 from ..selectors import price_for, remaining
+
+SOURCE = "cloud"  # UsageRecord.source of the cloud's charges (AwsBackend.usage_source)
 
 
 class BudgetExceeded(LaunchConflict):
@@ -38,33 +40,45 @@ class PriceUnknown(LaunchRefused):
     """Neither the catalogue nor the facility knows this instance type's price (HTTP 400)."""
 
 
-def estimate(*, allocation: Allocation, instance_type: str, gpus: int, hours: Decimal,
-             market: str = "spot") -> dict[str, Decimal]:
+def estimate(
+    *, allocation: Allocation, instance_type: str, gpus: int, hours: Decimal, market: str = "spot"
+) -> dict[str, Decimal]:
     """Cost and GPU-hours of running one `instance_type` worker for `hours`."""
     price = price_for(facility=allocation.facility, instance_type=instance_type, market=market)
     if price is None:
         raise PriceUnknown(f"No catalogue price for {instance_type} ({market}).")
-    return {"cost": (price * hours).quantize(Decimal("0.0001")), "gpu_hours": gpus * hours,
-            "price_per_hour": price}
+    return {
+        "cost": (price * hours).quantize(Decimal("0.0001")),
+        "gpu_hours": gpus * hours,
+        "price_per_hour": price,
+    }
 
 
-def check_budget(*, allocation: Allocation, instance_type: str, gpus: int, hours: Decimal,
-                 market: str = "spot") -> Decimal:
+def check_budget(
+    *, allocation: Allocation, instance_type: str, gpus: int, hours: Decimal, market: str = "spot"
+) -> Decimal:
     """Raise BudgetExceeded if the estimate exceeds what the ledger says is left of the budget
     (or, for a GPU-hour grant, of the GPU-hours), charges and reservations counted. Returns the
     estimated cost. For a cloud task launched on its own; a launcher job's money was checked by
     the ledger when it was launched (launcher/services/launch.py) and is reserved there."""
-    est = estimate(allocation=allocation, instance_type=instance_type, gpus=gpus, hours=hours,
-                   market=market)
+    est = estimate(
+        allocation=allocation, instance_type=instance_type, gpus=gpus, hours=hours, market=market
+    )
     left = remaining(allocation)
     if left["budget"] is not None and est["cost"] > left["budget"]:
         raise BudgetExceeded(
             f"Estimated cost {est['cost']:.2f} exceeds the {max(left['budget'], 0):.2f} left "
-            f"of the budget.", estimate=est["cost"], left=left["budget"])
+            f"of the budget.",
+            estimate=est["cost"],
+            left=left["budget"],
+        )
     if allocation.gpu_hours > 0 and est["gpu_hours"] > left["gpu_hours"]:
         raise BudgetExceeded(
             f"Estimated {est['gpu_hours']:.1f} GPU-hours exceed the "
-            f"{max(left['gpu_hours'], 0):.1f} left.", estimate=est["cost"], left=left["budget"])
+            f"{max(left['gpu_hours'], 0):.1f} left.",
+            estimate=est["cost"],
+            left=left["budget"],
+        )
     return est["cost"]
 
 
@@ -116,8 +130,12 @@ def _job_of(node: Node) -> int | None:
     instead of being counted beside it. (A head node of an older version ran no job.)"""
     if node.role != Node.Role.WORKER:
         return None
-    return (CloudTask.objects.filter(Q(node=node) | Q(interruptions__node=node))
-            .exclude(job_id=None).values_list("job_id", flat=True).first())
+    return (
+        CloudTask.objects.filter(Q(node=node) | Q(interruptions__node=node))
+        .exclude(job_id=None)
+        .values_list("job_id", flat=True)
+        .first()
+    )
 
 
 def _whole_seconds(start: dt.datetime, end: dt.datetime) -> int:
@@ -127,25 +145,40 @@ def _whole_seconds(start: dt.datetime, end: dt.datetime) -> int:
     return math.floor(end.timestamp()) - math.floor(start.timestamp())
 
 
-def _record(node: Node, start: dt.datetime, end: dt.datetime, *,
-            job_id: int | None = None) -> UsageRecord:
+def _record(
+    node: Node, start: dt.datetime, end: dt.datetime, *, job_id: int | None = None
+) -> UsageRecord:
     seconds = Decimal(str((end - start).total_seconds()))
     cost = (node.price_per_hour * seconds / 3600).quantize(Decimal("0.0001"), ROUND_HALF_UP)
     return UsageRecord(
-        allocation_id=node.cluster.allocation_id, source=UsageRecord.Source.CLOUD,
+        allocation_id=node.cluster.allocation_id,
+        source=SOURCE,
         external_id=f"{node.instance_id}:{start:%Y%m%dT%H%M%S}",
-        period_start=start, period_end=end, gpu_seconds=_whole_seconds(start, end) * node.gpus,
-        cpu_seconds=0, cost=cost, job_id=job_id,
-        detail={"instance_type": node.instance_type, "market": node.market, "role": node.role,
-                "node": node.pk, "cluster": node.cluster_id,
-                "price_per_hour": str(node.price_per_hour)})
+        period_start=start,
+        period_end=end,
+        gpu_seconds=_whole_seconds(start, end) * node.gpus,
+        cpu_seconds=0,
+        cost=cost,
+        job_id=job_id,
+        detail={
+            "instance_type": node.instance_type,
+            "market": node.market,
+            "role": node.role,
+            "node": node.pk,
+            "cluster": node.cluster_id,
+            "price_per_hour": str(node.price_per_hour),
+        },
+    )
 
 
 def cluster_charge(*, cluster: Cluster) -> bool:
     """Charge every node of the cluster, then check the allocation's thresholds. Returns True
     when the budget is spent (the caller stops the workers)."""
     owing = cluster.nodes.exclude(running_at=None).filter(
-        Q(ended_at__isnull=True) | Q(charged_until__isnull=True) | Q(charged_until__lt=F("ended_at")))
+        Q(ended_at__isnull=True)
+        | Q(charged_until__isnull=True)
+        | Q(charged_until__lt=F("ended_at"))
+    )
     for node_id in owing.values_list("pk", flat=True):
         node_charge(node_id=node_id)
     usage_check_thresholds(allocation_id=cluster.allocation_id)

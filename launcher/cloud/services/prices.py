@@ -1,5 +1,6 @@
 """The price catalogue: loaded from the bundled public prices, refreshed from the spot price
 history where a real endpoint answers with real numbers."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -31,11 +32,18 @@ def price_catalogue_load(*, path: Path = BUNDLED) -> int:
             if market not in row:
                 continue
             PriceCatalogueEntry.objects.update_or_create(
-                region=row["region"], instance_type=row["instance_type"], market=market,
-                defaults=dict(price_per_hour=Decimal(row[market]), gpus=row.get("gpus", 0),
-                              currency=doc.get("currency", "USD"), as_of=as_of,
-                              source=f"Bundled public price list ({path.name})",
-                              source_url=doc["sources"][market]))
+                region=row["region"],
+                instance_type=row["instance_type"],
+                market=market,
+                defaults=dict(
+                    price_per_hour=Decimal(row[market]),
+                    gpus=row.get("gpus", 0),
+                    currency=doc.get("currency", "USD"),
+                    as_of=as_of,
+                    source=f"Bundled public price list ({path.name})",
+                    source_url=doc["sources"][market],
+                ),
+            )
             written += 1
     return written
 
@@ -51,8 +59,15 @@ def price_catalogue_refresh_spot(*, facility: Facility) -> dict[str, int]:
     with transaction.atomic():
         for instance_type, price in real.items():
             PriceCatalogueEntry.objects.update_or_create(
-                region=region, instance_type=instance_type, market="spot",
-                defaults=dict(price_per_hour=price, as_of=today, source="EC2 spot price history",
-                              source_url="https://docs.aws.amazon.com/AWSEC2/latest/APIReference/"
-                                         "API_DescribeSpotPriceHistory.html"))
+                region=region,
+                instance_type=instance_type,
+                market="spot",
+                defaults=dict(
+                    price_per_hour=price,
+                    as_of=today,
+                    source="EC2 spot price history",
+                    source_url="https://docs.aws.amazon.com/AWSEC2/latest/APIReference/"
+                    "API_DescribeSpotPriceHistory.html",
+                ),
+            )
     return {"updated": len(real), "skipped_implausible": len(prices) - len(real)}

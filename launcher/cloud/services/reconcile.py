@@ -1,5 +1,6 @@
 """The reconciler: the cloud holds nothing the database does not know, and the database holds
 nothing the cloud lost."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -29,18 +30,31 @@ def cloud_reconcile(*, facility: Facility) -> ReconcileReport:
     report = ReconcileReport()
     backend = aws_client_for_facility(facility)
     live = {i.instance_id: i for i in backend.find(managed="1")}
-    known = set(Node.objects.filter(cluster__facility=facility, instance_id__in=live)
-                .values_list("instance_id", flat=True))
+    known = set(
+        Node.objects.filter(cluster__facility=facility, instance_id__in=live).values_list(
+            "instance_id", flat=True
+        )
+    )
     # Rows still `requested` may be mid-launch: their instances carry the node tag; keep them.
-    pending = {str(pk) for pk in Node.objects.filter(cluster__facility=facility,
-                                                     state=Node.State.REQUESTED)
-               .values_list("pk", flat=True)}
-    orphans = [iid for iid, inst in live.items()
-               if iid not in known and inst.tags.get("portal:node") not in pending]
+    pending = {
+        str(pk)
+        for pk in Node.objects.filter(
+            cluster__facility=facility, state=Node.State.REQUESTED
+        ).values_list("pk", flat=True)
+    }
+    orphans = [
+        iid
+        for iid, inst in live.items()
+        if iid not in known and inst.tags.get("portal:node") not in pending
+    ]
     backend.terminate(orphans)
     report.orphans_terminated = orphans
-    nodes = Node.objects.filter(cluster__facility=facility).exclude(
-        state__in=(*Node.GONE, Node.State.REQUESTED)).exclude(instance_id="").select_related("cluster")
+    nodes = (
+        Node.objects.filter(cluster__facility=facility)
+        .exclude(state__in=(*Node.GONE, Node.State.REQUESTED))
+        .exclude(instance_id="")
+        .select_related("cluster")
+    )
     missing = [n for n in nodes if n.instance_id not in live]
     still_there = backend.describe([n.instance_id for n in missing])  # stopped/terminated too
     for node in missing:
@@ -55,6 +69,11 @@ def _lose(node: Node, report: ReconcileReport) -> None:
     node = Node.objects.select_for_update().select_related("cluster").get(pk=node.pk)
     if node.state in Node.GONE:
         return
-    move(node, to=Node.State.LOST, ended_at=clock.now(),
-               comment="The instance vanished from the cloud.", state_reason="vanished")
+    move(
+        node,
+        to=Node.State.LOST,
+        ended_at=clock.now(),
+        comment="The instance vanished from the cloud.",
+        state_reason="vanished",
+    )
     report.nodes_lost.append(node.pk)

@@ -5,18 +5,20 @@ Each pass first reads everything it needs from AWS and S3, then writes in short 
 then makes the calls those writes decided (terminate, stop). Every step is idempotent, so a pass
 that dies half-way is finished by the next one.
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from allocations.transitions import InvalidTransition
-from launcher.backends.aws import AwsClient, Instance
+from launcher.cloud.aws import AwsClient, Instance
 
 from .. import clock
 from ..client import aws_client
@@ -25,12 +27,24 @@ from ..selectors import ACTIVE_TASK_STATES
 from ..states import NODE_MOVES, move
 from .clusters import nodes_terminate
 from .costs import cluster_charge, node_charge
-from .tasks import cluster_stop_workers, task_finish, task_interrupted, task_replace_worker, task_running
+from .tasks import (
+    cluster_stop_workers,
+    task_finish,
+    task_interrupted,
+    task_replace_worker,
+    task_running,
+)
 
 log = logging.getLogger(__name__)
 T, N, C = CloudTask.State, Node.State, Cluster.State
-EC2_TO_NODE = {"pending": N.PENDING, "running": N.RUNNING, "stopping": N.STOPPING,
-               "stopped": N.STOPPED, "shutting-down": N.TERMINATED, "terminated": N.TERMINATED}
+EC2_TO_NODE = {
+    "pending": N.PENDING,
+    "running": N.RUNNING,
+    "stopping": N.STOPPING,
+    "stopped": N.STOPPED,
+    "shutting-down": N.TERMINATED,
+    "terminated": N.TERMINATED,
+}
 FINAL_WORKER_STATES = ("succeeded", "failed", "preempted", "killed")
 # How long (real seconds) a `succeeded` status may wait for its final progress.json in S3.
 FINAL_GRACE = 30.0
@@ -38,10 +52,17 @@ FINAL_GRACE = 30.0
 # fulfilment (capacity-not-available, price-too-low, pending-*) and `fulfilled` are not: a
 # RunInstances spot launch that finds no capacity fails at once (CapacityError, fallback).
 # https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-request-status.html
-SPOT_RECLAIM_CODES = ("marked-for-termination", "marked-for-stop", "instance-terminated-by-price",
-                      "instance-terminated-no-capacity", "instance-terminated-capacity-oversubscribed",
-                      "instance-terminated-launch-group-constraint", "instance-stopped-by-price",
-                      "instance-stopped-no-capacity", "instance-stopped-capacity-oversubscribed")
+SPOT_RECLAIM_CODES = (
+    "marked-for-termination",
+    "marked-for-stop",
+    "instance-terminated-by-price",
+    "instance-terminated-no-capacity",
+    "instance-terminated-capacity-oversubscribed",
+    "instance-terminated-launch-group-constraint",
+    "instance-stopped-by-price",
+    "instance-stopped-no-capacity",
+    "instance-stopped-capacity-oversubscribed",
+)
 
 
 @dataclass
@@ -87,8 +108,9 @@ def cluster_sync(*, cluster_id: int) -> Report:
         _sync_task(backend, cluster, task, report, taken)
     if cluster_charge(cluster=cluster):
         report.budget_stop = True
-        cluster_stop_workers(cluster_id=cluster.pk,
-                             reason="The allocation's budget or grant is spent.")
+        cluster_stop_workers(
+            cluster_id=cluster.pk, reason="The allocation's budget or grant is spent."
+        )
     _idle_workers(cluster, report)
     _cluster_state(cluster, report)
     return report
@@ -111,8 +133,7 @@ def _wind_down(cluster: Cluster, report: Report) -> None:
     # never launched (no instance): nothing runs or bills, just close the rows
     with transaction.atomic():
         for node in cluster.nodes.filter(state=N.REQUESTED, instance_id=""):
-            move(node, to=N.FAILED, comment=reason, state_reason=reason[:300],
-                 ended_at=clock.now())
+            move(node, to=N.FAILED, comment=reason, state_reason=reason[:300], ended_at=clock.now())
     cluster_charge(cluster=cluster)
 
 
@@ -123,9 +144,13 @@ def _apply_instance(node: Node, inst: Instance | None) -> None:
         if node.state in Node.GONE:
             return
         if inst is None:
-            move(node, to=N.LOST, ended_at=now,
-                       comment="The cloud no longer knows this instance.",
-                       state_reason="vanished")
+            move(
+                node,
+                to=N.LOST,
+                ended_at=now,
+                comment="The cloud no longer knows this instance.",
+                state_reason="vanished",
+            )
             return
         to = EC2_TO_NODE.get(inst.state, node.state)
         if to == N.TERMINATED and Interruption.objects.filter(node=node).exists():
@@ -149,8 +174,9 @@ def _charge_before_stop(node: Node) -> None:
 
 
 def _runs_task(node: Node) -> bool:
-    return CloudTask.objects.filter(node=node, state__in=(T.LAUNCHING, T.RUNNING,
-                                                          T.PREEMPTED)).exists()
+    return CloudTask.objects.filter(
+        node=node, state__in=(T.LAUNCHING, T.RUNNING, T.PREEMPTED)
+    ).exists()
 
 
 def _observe(backend: AwsClient, cluster: Cluster, task: CloudTask) -> Seen:
@@ -160,10 +186,12 @@ def _observe(backend: AwsClient, cluster: Cluster, task: CloudTask) -> Seen:
     iid = task.node.instance_id if task.node else ""
     if not iid:
         return Seen()
-    seen = Seen(status=backend.get_json(f"{task.prefix}status/{iid}.json"),
-                progress=backend.get_json(f"{task.prefix}out/progress.json"),
-                notice=backend.get_json(f"{cluster.prefix}instances/{iid}/spot/instance-action"),
-                checkpoint=backend.get_json(f"{task.prefix}checkpoint-meta.json"))
+    seen = Seen(
+        status=backend.get_json(f"{task.prefix}status/{iid}.json"),
+        progress=backend.get_json(f"{task.prefix}out/progress.json"),
+        notice=backend.get_json(f"{cluster.prefix}instances/{iid}/spot/instance-action"),
+        checkpoint=backend.get_json(f"{task.prefix}checkpoint-meta.json"),
+    )
     if seen.notice is None:
         seen.notice = backend.get_json(f"{cluster.prefix}instances/{iid}/events/rebalance")
         seen.notice_source = Interruption.Source.REBALANCE
@@ -175,14 +203,18 @@ def _taken_back(instances: dict[str, Instance], spot: dict[str, str], iid: str) 
     if spot.get(iid) in SPOT_RECLAIM_CODES:
         return Interruption.Source.SPOT_REQUEST
     inst = instances.get(iid)
-    if inst is not None and inst.market == "spot" and inst.state in ("shutting-down", "terminated",
-                                                                      "stopping", "stopped"):
+    if (
+        inst is not None
+        and inst.market == "spot"
+        and inst.state in ("shutting-down", "terminated", "stopping", "stopped")
+    ):
         return Interruption.Source.INSTANCE_STATE
     return None
 
 
-def _sync_task(backend: AwsClient, cluster: Cluster, task: CloudTask, report: Report,
-               taken: str | None) -> None:
+def _sync_task(
+    backend: AwsClient, cluster: Cluster, task: CloudTask, report: Report, taken: str | None
+) -> None:
     """Apply one task's observation. The network reads come first; then the row is read again,
     because the reads take time and another pass (the beat beside a manual sync) may have
     moved the task meanwhile: a stale row would make a compare-and-swap fail or, worse, an
@@ -195,8 +227,14 @@ def _sync_task(backend: AwsClient, cluster: Cluster, task: CloudTask, report: Re
         log.info("task %s moved under the sync (%s); next pass", task.pk, exc)
 
 
-def _apply_task(cluster: Cluster, task_id: int, observed_node: int | None, seen: Seen,
-                report: Report, taken: str | None) -> None:
+def _apply_task(
+    cluster: Cluster,
+    task_id: int,
+    observed_node: int | None,
+    seen: Seen,
+    report: Report,
+    taken: str | None,
+) -> None:
     task = CloudTask.objects.select_related("node").get(pk=task_id)
     if task.state in CloudTask.FINAL or task.node_id != observed_node:
         return  # finished or moved on to another worker since we looked
@@ -216,16 +254,20 @@ def _apply_task(cluster: Cluster, task_id: int, observed_node: int | None, seen:
     progress = seen.progress or task.progress
     if state == "failed":
         with transaction.atomic():
-            task_finish(task=task, to=T.FAILED, progress=progress,
-                        exit_code=status.get("exit_code"),
-                        reason=str(status.get("error") or "")[:300]
-                        or f"Exit status {status.get('exit_code')}.")
+            task_finish(
+                task=task,
+                to=T.FAILED,
+                progress=progress,
+                exit_code=status.get("exit_code"),
+                reason=str(status.get("error") or "")[:300]
+                or f"Exit status {status.get('exit_code')}.",
+            )
         report.finished += 1
     elif seen.notice or state in ("preempted", "killed") or taken or node.state in Node.GONE:
-        source = (seen.notice_source if seen.notice
-                  else taken or Interruption.Source.INSTANCE_STATE)
-        task_interrupted(task=task, node=node, source=source,
-                         notice_at=clock.now() if seen.notice else None)
+        source = seen.notice_source if seen.notice else taken or Interruption.Source.INSTANCE_STATE
+        task_interrupted(
+            task=task, node=node, source=source, notice_at=clock.now() if seen.notice else None
+        )
         report.interruptions += 1
     elif state == "running":
         task_running(task=task, progress=progress)
@@ -244,8 +286,13 @@ def _finish_succeeded(task: CloudTask, seen: Seen, report: Report) -> None:
         report.notes.append(f"task {task.pk}: succeeded, waiting for its final progress")
         return
     with transaction.atomic():
-        task_finish(task=task, to=T.SUCCEEDED, reason="Finished.", exit_code=0,
-                    progress=progress or task.progress)
+        task_finish(
+            task=task,
+            to=T.SUCCEEDED,
+            reason="Finished.",
+            exit_code=0,
+            progress=progress or task.progress,
+        )
     report.finished += 1
 
 
@@ -258,8 +305,9 @@ def _older_than(status: dict | None, seconds: float) -> bool:
     return (timezone.now() - at).total_seconds() > seconds
 
 
-def _maybe_replace(cluster: Cluster, task: CloudTask, node: Node | None, seen: Seen,
-                   report: Report) -> None:
+def _maybe_replace(
+    cluster: Cluster, task: CloudTask, node: Node | None, seen: Seen, report: Report
+) -> None:
     """Replace the worker once its job has checkpointed (final status) or it is gone, so the
     replacement never reads a checkpoint the old worker is still writing."""
     if node is None or node.state == N.REQUESTED:
@@ -268,8 +316,7 @@ def _maybe_replace(cluster: Cluster, task: CloudTask, node: Node | None, seen: S
     gone = node.state in Node.GONE or node.instance_id == "" or _instance_gone(cluster, node)
     if not (worker_done or gone):
         return
-    nodes_terminate(cluster=cluster, nodes=[node], reason="Spot interruption.",
-                    to=N.INTERRUPTED)
+    nodes_terminate(cluster=cluster, nodes=[node], reason="Spot interruption.", to=N.INTERRUPTED)
     task_replace_worker(task=task, checkpoint=seen.checkpoint)
     report.replaced += 1
 
@@ -289,8 +336,10 @@ def _idle_workers(cluster: Cluster, report: Report) -> None:
     expired = list(idle.filter(idle_since__lte=limit))
     if expired:
         report.idle_terminated = nodes_terminate(
-            cluster=cluster, nodes=expired,
-            reason=f"Idle for {cluster.worker_idle_seconds} s with no task.")
+            cluster=cluster,
+            nodes=expired,
+            reason=f"Idle for {cluster.worker_idle_seconds} s with no task.",
+        )
 
 
 def _retire_heads(cluster: Cluster, report: Report) -> None:
@@ -302,7 +351,8 @@ def _retire_heads(cluster: Cluster, report: Report) -> None:
         return
     stopped = [n.pk for n in heads if n.state == N.STOPPED]
     report.heads_retired = nodes_terminate(
-        cluster=cluster, nodes=heads, reason="Clusters no longer run a head node.")
+        cluster=cluster, nodes=heads, reason="Clusters no longer run a head node."
+    )
     Node.objects.filter(pk__in=stopped).exclude(ended_at=None).update(charged_until=F("ended_at"))
 
 
@@ -320,8 +370,10 @@ def _cluster_state(cluster: Cluster, report: Report) -> None:
     live = cluster.nodes.exclude(state__in=Node.GONE)
     workers = live.filter(role=Node.Role.WORKER).exists()
     with transaction.atomic():
-        if cluster.state == C.PROVISIONING and live.filter(role=Node.Role.WORKER,
-                                                           state=N.RUNNING).exists():
+        if (
+            cluster.state == C.PROVISIONING
+            and live.filter(role=Node.Role.WORKER, state=N.RUNNING).exists()
+        ):
             _move(cluster, C.READY, "A worker is running.", idle_since=None)
         elif cluster.state == C.PROVISIONING and not busy and not workers:
             _move(cluster, C.IDLE, "Nothing to start: no task and no worker.", idle_since=now)
@@ -331,8 +383,11 @@ def _cluster_state(cluster: Cluster, report: Report) -> None:
             _move(cluster, C.READY, "Work arrived.", idle_since=None)
         elif cluster.state == C.STOPPING and not live.exists():
             _move(cluster, C.STOPPED, "Nothing of it runs.")
-    if (cluster.state == C.IDLE and cluster.idle_since
-            and now - cluster.idle_since >= dt.timedelta(seconds=cluster.idle_seconds)):
+    if (
+        cluster.state == C.IDLE
+        and cluster.idle_since
+        and now - cluster.idle_since >= dt.timedelta(seconds=cluster.idle_seconds)
+    ):
         with transaction.atomic():
             _move(cluster, C.STOPPING, f"Idle for {cluster.idle_seconds} s.")
         left = list(live.exclude(instance_id=""))
@@ -341,5 +396,5 @@ def _cluster_state(cluster: Cluster, report: Report) -> None:
         report.stopped = True
 
 
-def _move(cluster: Cluster, to: str, comment: str, **updates) -> None:
+def _move(cluster: Cluster, to: str, comment: str, **updates: Any) -> None:
     move(cluster, to=to, comment=comment, **updates)

@@ -13,7 +13,15 @@ from typing import Any
 
 from .config import EXIT_PREEMPTED, EXIT_USAGE, MODEL_NAMES, TrainConfig, UsageError
 
-__all__ = ["EXIT_PREEMPTED", "EXIT_USAGE", "MODEL_NAMES", "TrainConfig", "UsageError", "synthesize", "train"]
+__all__ = [
+    "EXIT_PREEMPTED",
+    "EXIT_USAGE",
+    "MODEL_NAMES",
+    "TrainConfig",
+    "UsageError",
+    "synthesize",
+    "train",
+]
 
 
 def __getattr__(name: str) -> Any:

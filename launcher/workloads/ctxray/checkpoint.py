@@ -7,7 +7,7 @@ import os
 import random
 import signal
 import tempfile
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -55,10 +55,21 @@ def rng_state() -> dict:
     """Every global random state a training step may draw from, as tensors, numbers and
     strings only (numpy's state array becomes a tensor) so the checkpoint loads under
     weights_only."""
-    name, keys, pos, has_gauss, cached = np.random.get_state()
-    state = {"python": random.getstate(), "torch": torch.get_rng_state(),
-             "numpy": {"name": str(name), "keys": torch.from_numpy(keys.astype(np.int64)),
-                       "pos": int(pos), "has_gauss": int(has_gauss), "cached": float(cached)}}
+    # The legacy (default) form is a tuple; the stubs also allow the dict form.
+    name, keys, pos, has_gauss, cached = cast(
+        tuple[str, np.ndarray, int, int, float], np.random.get_state()
+    )
+    state = {
+        "python": random.getstate(),
+        "torch": torch.get_rng_state(),
+        "numpy": {
+            "name": str(name),
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached": float(cached),
+        },
+    }
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -68,8 +79,15 @@ def set_rng_state(state: dict) -> None:
     """Restore what rng_state captured."""
     random.setstate(state["python"])
     saved = state["numpy"]
-    np.random.set_state((saved["name"], saved["keys"].numpy().astype(np.uint32), saved["pos"],
-                         saved["has_gauss"], saved["cached"]))
+    np.random.set_state(
+        (
+            saved["name"],
+            saved["keys"].numpy().astype(np.uint32),
+            saved["pos"],
+            saved["has_gauss"],
+            saved["cached"],
+        )
+    )
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])

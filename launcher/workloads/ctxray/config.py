@@ -69,8 +69,7 @@ class TrainConfig:
         if not os.path.isdir(root):
             raise UsageError(f"--data-root is not a folder: {self.data_root}")
         if real != root and not real.startswith(root.rstrip("/") + "/"):
-            raise UsageError(f"--data resolves to {real}, outside {root} (a symlink?): "
-                             "refused")
+            raise UsageError(f"--data resolves to {real}, outside {root} (a symlink?): refused")
         self.data = real
 
     def validate(self) -> None:
@@ -79,7 +78,9 @@ class TrainConfig:
         if not os.path.exists(self.data):
             raise UsageError(f"data not found: {self.data}")
         if self.model not in MODEL_NAMES:
-            raise UsageError(f"unknown model {self.model!r}; choose one of {', '.join(MODEL_NAMES)}")
+            raise UsageError(
+                f"unknown model {self.model!r}; choose one of {', '.join(MODEL_NAMES)}"
+            )
         checks = [
             (self.epochs >= 1, "--epochs must be at least 1"),
             (self.batch_size >= 2, "--batch-size must be at least 2 (batch norm needs 2 samples)"),

@@ -60,8 +60,10 @@ def make_splits(items: list[Item], cfg: TrainConfig) -> Splits:
     for name, split in (("training", train), ("validation", val)):
         present = {i.label for i in split}
         if present != {0, 1}:
-            raise UsageError(f"the {name} split has only class {sorted(present) or 'none'}: "
-                             "need samples (and patients) of both classes")
+            raise UsageError(
+                f"the {name} split has only class {sorted(present) or 'none'}: "
+                "need samples (and patients) of both classes"
+            )
     return Splits(train=train, val=val, test=test)
 
 
@@ -75,7 +77,9 @@ class CtXrayDataset(Dataset):
     """Reads, preprocesses and (when training) augments samples. Keys are (epoch, index) pairs
     from EpochSampler so augmentation is reproducible in any worker process."""
 
-    def __init__(self, items: list[Item], cfg: TrainConfig, train: bool, cache: bool = False) -> None:
+    def __init__(
+        self, items: list[Item], cfg: TrainConfig, train: bool, cache: bool = False
+    ) -> None:
         self.items = items
         self.cfg = cfg
         self.train = train
@@ -106,24 +110,34 @@ class EpochSampler(Sampler):
     """Yields (epoch, index) for one epoch: a permutation seeded by (seed, epoch), this rank's
     share of it (every rank gets the same count), starting at sample `start` (for resuming)."""
 
-    def __init__(self, n: int, seed: int, epoch: int, shuffle: bool = True, start: int = 0,
-                 rank: int = 0, world: int = 1) -> None:
+    def __init__(
+        self,
+        n: int,
+        seed: int,
+        epoch: int,
+        shuffle: bool = True,
+        start: int = 0,
+        rank: int = 0,
+        world: int = 1,
+    ) -> None:
         self.n, self.seed, self.epoch, self.shuffle = n, seed, epoch, shuffle
         self.start, self.rank, self.world = start, rank, world
 
     def indices(self) -> list[int]:
         """This rank's whole epoch, before skipping `start`."""
         if self.shuffle:
-            order = torch.randperm(self.n, generator=torch.Generator().manual_seed(self.seed * 7919 + self.epoch))
+            order = torch.randperm(
+                self.n, generator=torch.Generator().manual_seed(self.seed * 7919 + self.epoch)
+            )
         else:
             order = torch.arange(self.n)
-        order = order.tolist()
+        ids: list[int] = order.tolist()
         per_rank = -(-self.n // self.world)
-        order += order[: per_rank * self.world - self.n]  # pad so ranks stay in step
-        return order[self.rank::self.world]
+        ids += ids[: per_rank * self.world - self.n]  # pad so ranks stay in step
+        return ids[self.rank :: self.world]
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
-        return iter([(self.epoch, i) for i in self.indices()[self.start:]])
+        return iter([(self.epoch, i) for i in self.indices()[self.start :]])
 
     def __len__(self) -> int:
         return max(0, -(-self.n // self.world) - self.start)

@@ -19,7 +19,9 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros(np.shape(num), dtype=np.float64), where=den > 0)
 
 
-def _from_counts(tp: np.ndarray, fp: np.ndarray, tn: np.ndarray, fn: np.ndarray) -> dict[str, np.ndarray]:
+def _from_counts(
+    tp: np.ndarray, fp: np.ndarray, tn: np.ndarray, fn: np.ndarray
+) -> dict[str, np.ndarray]:
     """Threshold metrics from confusion counts; works on scalars and on arrays of resamples."""
     precision = _ratio(tp, tp + fp)
     recall = _ratio(tp, tp + fn)
@@ -64,11 +66,19 @@ def roc_points(y: np.ndarray, score: np.ndarray) -> dict[str, list]:
     fpr = np.r_[0.0, _ratio(fps, np.full_like(fps, fps[-1]))]
     tpr = np.r_[0.0, _ratio(tps, np.full_like(tps, tps[-1]))]
     thresholds: list = [None] + [float(v) for v in s[last_of_group]]
-    keep = np.unique(np.linspace(0, len(fpr) - 1, min(len(fpr), MAX_ROC_POINTS)).round().astype(int))
-    return {"fpr": fpr[keep].tolist(), "tpr": tpr[keep].tolist(), "thresholds": [thresholds[i] for i in keep]}
+    keep = np.unique(
+        np.linspace(0, len(fpr) - 1, min(len(fpr), MAX_ROC_POINTS)).round().astype(int)
+    )
+    return {
+        "fpr": fpr[keep].tolist(),
+        "tpr": tpr[keep].tolist(),
+        "thresholds": [thresholds[i] for i in keep],
+    }
 
 
-def point_metrics(y: np.ndarray, score: np.ndarray, threshold: float = 0.5) -> dict[str, float | None]:
+def point_metrics(
+    y: np.ndarray, score: np.ndarray, threshold: float = 0.5
+) -> dict[str, float | None]:
     """Accuracy, precision, recall (sensitivity), specificity, F1 at threshold, and ROC AUC."""
     y = np.asarray(y).astype(bool)
     counts = _counts(y, np.asarray(score) >= threshold)
@@ -77,8 +87,14 @@ def point_metrics(y: np.ndarray, score: np.ndarray, threshold: float = 0.5) -> d
     return values
 
 
-def bootstrap_intervals(y: np.ndarray, score: np.ndarray, threshold: float = 0.5, resamples: int = 1000,
-                        seed: int = 0, confidence: float = 0.95) -> dict[str, list[float] | None]:
+def bootstrap_intervals(
+    y: np.ndarray,
+    score: np.ndarray,
+    threshold: float = 0.5,
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, list[float] | None]:
     """Percentile bootstrap interval of each metric; None where it cannot be computed."""
     y = np.asarray(y).astype(bool)
     score = np.asarray(score, dtype=np.float64)
@@ -90,11 +106,17 @@ def bootstrap_intervals(y: np.ndarray, score: np.ndarray, threshold: float = 0.5
     aucs = [roc_auc(y[row], score[row]) for row in idx]
     stats["roc_auc"] = np.array([a for a in aucs if a is not None], dtype=np.float64)
     tail = (1 - confidence) / 2 * 100
-    return {k: ([float(np.percentile(v, tail)), float(np.percentile(v, 100 - tail))] if len(v) else None)
-            for k, v in stats.items()}
+    return {
+        k: (
+            [float(np.percentile(v, tail)), float(np.percentile(v, 100 - tail))] if len(v) else None
+        )
+        for k, v in stats.items()
+    }
 
 
-def by_patient(y: np.ndarray, score: np.ndarray, patients: Sequence[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def by_patient(
+    y: np.ndarray, score: np.ndarray, patients: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """One row per patient: its label and the mean of its slices' scores."""
     names = sorted(set(patients))
     position = {p: i for i, p in enumerate(names)}
@@ -105,27 +127,52 @@ def by_patient(y: np.ndarray, score: np.ndarray, patients: Sequence[str]) -> tup
     return (label / count >= 0.5).astype(int), total / count, names
 
 
-def level_report(y: np.ndarray, score: np.ndarray, threshold: float, resamples: int, seed: int) -> dict:
+def level_report(
+    y: np.ndarray, score: np.ndarray, threshold: float, resamples: int, seed: int
+) -> dict:
     """Every metric as {"value", "ci"}, plus counts, the confusion matrix and the ROC points."""
     values = point_metrics(y, score, threshold)
     intervals = bootstrap_intervals(y, score, threshold, resamples, seed)
-    tp, fp, tn, fn = (int(c) for c in _counts(np.asarray(y).astype(bool), np.asarray(score) >= threshold))
+    tp, fp, tn, fn = (
+        int(c) for c in _counts(np.asarray(y).astype(bool), np.asarray(score) >= threshold)
+    )
     report: dict = {"n": len(y), "positives": int(np.sum(y))}
-    report.update({k: {"value": values[k], "ci": intervals[k] if values[k] is not None else None} for k in METRICS})
-    report["confusion_matrix"] = {"labels": ["negative", "positive"], "rows_true_cols_pred": [[tn, fp], [fn, tp]],
-                                  "tn": tn, "fp": fp, "fn": fn, "tp": tp}
+    report.update(
+        {
+            k: {"value": values[k], "ci": intervals[k] if values[k] is not None else None}
+            for k in METRICS
+        }
+    )
+    report["confusion_matrix"] = {
+        "labels": ["negative", "positive"],
+        "rows_true_cols_pred": [[tn, fp], [fn, tp]],
+        "tn": tn,
+        "fp": fp,
+        "fn": fn,
+        "tp": tp,
+    }
     report["roc"] = roc_points(y, score)
     return report
 
 
-def full_report(y: np.ndarray, score: np.ndarray, patients: Sequence[str], threshold: float = 0.5,
-                resamples: int = 1000, seed: int = 0) -> dict:
+def full_report(
+    y: np.ndarray,
+    score: np.ndarray,
+    patients: Sequence[str],
+    threshold: float = 0.5,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> dict:
     """metrics.json's evaluation part: the per-slice and the per-patient reports."""
     py, pscore, _ = by_patient(y, score, patients)
     return {
         "threshold": threshold,
-        "bootstrap": {"resamples": resamples, "confidence": 0.95, "method": "percentile",
-                      "unit": {"slice": "slice", "patient": "patient"}},
+        "bootstrap": {
+            "resamples": resamples,
+            "confidence": 0.95,
+            "method": "percentile",
+            "unit": {"slice": "slice", "patient": "patient"},
+        },
         "slice": level_report(np.asarray(y), np.asarray(score), threshold, resamples, seed),
         "patient": level_report(py, pscore, threshold, resamples, seed + 1),
     }

@@ -11,10 +11,19 @@ from torch import nn
 from .config import MODEL_NAMES, UsageError
 
 
-def _densenet(blocks: tuple[int, ...], growth: int = 32, init: int = 64) -> Callable[[int, int, int], nn.Module]:
+def _densenet(
+    blocks: tuple[int, ...], growth: int = 32, init: int = 64
+) -> Callable[[int, int, int], nn.Module]:
     def build(dims: int, in_channels: int, classes: int) -> nn.Module:
-        return nets.DenseNet(spatial_dims=dims, in_channels=in_channels, out_channels=classes,
-                             init_features=init, growth_rate=growth, block_config=blocks)
+        return nets.DenseNet(
+            spatial_dims=dims,
+            in_channels=in_channels,
+            out_channels=classes,
+            init_features=init,
+            growth_rate=growth,
+            block_config=blocks,
+        )
+
     return build
 
 
@@ -22,7 +31,10 @@ def _resnet(factory: Callable[..., nn.Module]) -> Callable[[int, int, int], nn.M
     def build(dims: int, in_channels: int, classes: int) -> nn.Module:
         # MONAI's stem defaults to stride 1 (for small 3D patches); the standard ResNet stem (He et
         # al.; the published ImageNet throughputs) has stride 2, which costs 4x fewer FLOPs in 2D.
-        return factory(spatial_dims=dims, n_input_channels=in_channels, num_classes=classes, conv1_t_stride=2)
+        return factory(
+            spatial_dims=dims, n_input_channels=in_channels, num_classes=classes, conv1_t_stride=2
+        )
+
     return build
 
 
@@ -39,8 +51,9 @@ BUILDERS: dict[str, Callable[[int, int, int], nn.Module]] = {
 assert tuple(BUILDERS) == MODEL_NAMES
 
 
-def build_model(name: str, dims: int = 2, in_channels: int = 1, classes: int = 2,
-                pretrained: str | None = None) -> nn.Module:
+def build_model(
+    name: str, dims: int = 2, in_channels: int = 1, classes: int = 2, pretrained: str | None = None
+) -> nn.Module:
     """A freshly initialised model (seed torch first for reproducible weights), optionally with
     local pretrained weights loaded where names and shapes match (the input stem and classifier
     head are left as initialised when they differ, e.g. 3-channel ImageNet weights)."""
@@ -73,12 +86,14 @@ def flops_per_sample(model: nn.Module, input_shape: tuple[int, ...]) -> int:
     which dominate these networks); training costs about 3x this (forward + backward)."""
     total = 0
 
-    def conv_hook(module: nn.Module, _inp: tuple, out: torch.Tensor) -> None:
+    def conv_hook(
+        module: nn.Conv1d | nn.Conv2d | nn.Conv3d, _inp: tuple, out: torch.Tensor
+    ) -> None:
         nonlocal total
         kernel = module.weight[0].numel()  # in_channels/groups x kernel volume
         total += 2 * kernel * out[0].numel()
 
-    def linear_hook(module: nn.Module, _inp: tuple, out: torch.Tensor) -> None:
+    def linear_hook(module: nn.Linear, _inp: tuple, out: torch.Tensor) -> None:
         nonlocal total
         total += 2 * module.in_features * out[0].numel()
 

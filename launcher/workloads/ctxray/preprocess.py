@@ -29,7 +29,7 @@ def _shifts(mask: np.ndarray) -> list[np.ndarray]:
     for axis in range(mask.ndim):
         for step in (1, -1):
             moved = np.roll(mask, step, axis=axis)
-            edge = [slice(None)] * mask.ndim
+            edge: list[slice | int] = [slice(None)] * mask.ndim
             edge[axis] = 0 if step == 1 else -1
             moved[tuple(edge)] = False
             out.append(moved)
@@ -55,7 +55,7 @@ def _border_connected(mask: np.ndarray) -> np.ndarray:
     seed = np.zeros_like(mask)
     for axis in range(mask.ndim):
         for end in (0, -1):
-            index = [slice(None)] * mask.ndim
+            index: list[slice | int] = [slice(None)] * mask.ndim
             index[axis] = end
             seed[tuple(index)] = mask[tuple(index)]
     while True:
@@ -79,7 +79,9 @@ def lung_mask(hu: np.ndarray) -> np.ndarray:
     return _erode(_dilate(lungs))  # closing
 
 
-def lung_box(hu: np.ndarray, margin: float = 0.05, min_fraction: float = 0.02) -> tuple[slice, ...] | None:
+def lung_box(
+    hu: np.ndarray, margin: float = 0.05, min_fraction: float = 0.02
+) -> tuple[slice, ...] | None:
     """Slices that crop hu to its lungs plus a margin, or None when no plausible lungs are found."""
     mask = lung_mask(hu)
     if mask.sum() < min_fraction * mask.size:
@@ -99,8 +101,9 @@ def resize(x: torch.Tensor, size: int) -> torch.Tensor:
     """Resize a (C, H, W) or (C, D, H, W) tensor so every spatial side is size."""
     spatial = x.ndim - 1
     mode = "bilinear" if spatial == 2 else "trilinear"
-    out = F.interpolate(x[None], size=(size,) * spatial, mode=mode, align_corners=False,
-                        antialias=spatial == 2)
+    out = F.interpolate(
+        x[None], size=(size,) * spatial, mode=mode, align_corners=False, antialias=spatial == 2
+    )
     return out[0]
 
 
@@ -109,7 +112,9 @@ def normalise(x: torch.Tensor) -> torch.Tensor:
     return (x - x.mean()) / x.std().clamp_min(1e-6)
 
 
-def prepare(raw: np.ndarray, is_ct: bool, size: int, window_lw: tuple[float, float], lung_crop: bool) -> torch.Tensor:
+def prepare(
+    raw: np.ndarray, is_ct: bool, size: int, window_lw: tuple[float, float], lung_crop: bool
+) -> torch.Tensor:
     """Raw pixels -> (1, size, size[, size]) float tensor, normalised. Deterministic."""
     if is_ct:
         box = lung_box(raw) if lung_crop else None
@@ -137,8 +142,12 @@ def augment(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     if spatial == 2:
         theta = torch.tensor([[cos, -sin, shift[0]], [sin, cos, shift[1]]])
     else:  # grid axes are (x, y, z): rotate in the (x, y) plane, keep z
-        theta = torch.tensor([[cos, -sin, 0.0, shift[0]], [sin, cos, 0.0, shift[1]], [0.0, 0.0, 1.0, 0.0]])
+        theta = torch.tensor(
+            [[cos, -sin, 0.0, shift[0]], [sin, cos, 0.0, shift[1]], [0.0, 0.0, 1.0, 0.0]]
+        )
     grid = F.affine_grid(theta[None], [1, *x.shape], align_corners=False)
-    out = F.grid_sample(x[None], grid, mode="bilinear", padding_mode="border", align_corners=False)[0]
+    out = F.grid_sample(x[None], grid, mode="bilinear", padding_mode="border", align_corners=False)[
+        0
+    ]
     out = out * (0.9 + 0.2 * u[4]) + (u[5] - 0.5) * 0.2
     return out + 0.05 * torch.randn(out.shape, generator=gen)

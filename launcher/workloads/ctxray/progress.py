@@ -1,20 +1,51 @@
 """OUT/progress.json: what the portal polls to show a running job (epoch, step, loss, speed, ETA),
+each finished epoch's validation loss and metrics (what successive halving compares runs on),
 and the run's own measurement (training throughput, peak memory, software) that the portal
 writes back as a benchmark result once the job succeeded."""
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import resource
 import sys
 import time
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from .checkpoint import write_json
 from .utilisation import UtilisationSampler
 
+if TYPE_CHECKING:
+    import torch
+
 PROGRESS = "progress.json"
+#: progress.json's list of finished epochs. Not "epochs": that key is the run's epoch count, which
+#: the portal's percentage and the command-line client read.
+EPOCH_METRICS = "epoch_metrics"
+DECIMALS = 6
+
+
+def _rounded(value: object) -> float | None:
+    """A number for progress.json: 6 decimals; None for a missing, infinite or NaN value (JSON
+    has no NaN, and a diverged run must not stop its own progress reports)."""
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return round(float(value), DECIMALS)
+
+
+def epoch_metrics(history: list[dict]) -> list[dict]:
+    """Each finished epoch of a run's history as {"epoch", "val_loss", "val": {metric: value}},
+    rounded for progress.json (one entry per epoch, bounded by --epochs)."""
+    return [
+        {
+            "epoch": int(entry["epoch"]),
+            "val_loss": _rounded(entry.get("val_loss")),
+            "val": {k: _rounded(v) for k, v in (entry.get("val") or {}).items()},
+        }
+        for entry in history
+    ]
 
 
 class Progress:
@@ -24,8 +55,15 @@ class Progress:
     are right after a resume too; ETA counts the training steps left (validation not included).
     """
 
-    def __init__(self, out: str, epochs: int, steps_per_epoch: int, images_per_step: int, enabled: bool,
-                 world_size: int = 1) -> None:
+    def __init__(
+        self,
+        out: str,
+        epochs: int,
+        steps_per_epoch: int,
+        images_per_step: int,
+        enabled: bool,
+        world_size: int = 1,
+    ) -> None:
         self.path = os.path.join(out, PROGRESS)
         self.epochs, self.steps_per_epoch = epochs, steps_per_epoch
         self.images_per_step = images_per_step
@@ -38,6 +76,12 @@ class Progress:
         # checkpointing not): what "training throughput" means in the benchmark table.
         self.train_seconds = 0.0
         self._mark: float | None = None
+        self._epochs: list[dict] = []  # epoch_metrics of the epochs finished so far
+
+    def epochs_done(self, history: list[dict]) -> None:
+        """Call with the run's history after each epoch and after a resume: every later write
+        carries those epochs' validation results."""
+        self._epochs = epoch_metrics(history)
 
     def epoch_started(self) -> None:
         """Call when a training epoch (or its resumed rest) begins: starts the step clock."""
@@ -57,11 +101,15 @@ class Progress:
             return None
         return round(self.steps_done * self.images_per_step / self.train_seconds, 3)
 
-    def measured(self, device: object) -> dict:
+    def measured(self, device: torch.device) -> dict:
         """The run's measurement for metrics.json (and the portal's benchmark table)."""
-        return {"train_images_per_s": self.train_images_per_s(), "train_steps": self.steps_done,
-                "train_seconds": round(self.train_seconds, 3),
-                "peak_memory_gb": peak_memory_gb(device), "software": software_versions()}
+        return {
+            "train_images_per_s": self.train_images_per_s(),
+            "train_steps": self.steps_done,
+            "train_seconds": round(self.train_seconds, 3),
+            "peak_memory_gb": peak_memory_gb(device),
+            "software": software_versions(),
+        }
 
     def _eta(self, state: str, steps_left: int, rate: float) -> float | None:
         if state == "succeeded":
@@ -95,11 +143,13 @@ class Progress:
             summary = self.utilisation.summary()
             if summary:
                 data["utilisation"] = summary
+        if self._epochs:
+            data[EPOCH_METRICS] = self._epochs
         data.update(extra)
         write_json(self.path, data)
 
 
-def peak_memory_gb(device: object) -> float:
+def peak_memory_gb(device: torch.device) -> float:
     """Peak GPU memory allocated by PyTorch (CUDA), else this process's peak resident set."""
     import torch
 
@@ -113,14 +163,21 @@ def software_versions() -> dict[str, str]:
     """Versions that move throughput: Python, PyTorch, CUDA/cuDNN, MONAI, the GPU or CPU."""
     import torch
 
-    out = {"python": platform.python_version(), "torch": torch.__version__,
-           "platform": platform.platform(), "threads": str(torch.get_num_threads())}
+    out = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "platform": platform.platform(),
+        "threads": str(torch.get_num_threads()),
+    }
     monai = sys.modules.get("monai")
     if monai is not None:
         out["monai"] = getattr(monai, "__version__", "")
     if torch.cuda.is_available():
-        out.update(cuda=str(torch.version.cuda), cudnn=str(torch.backends.cudnn.version()),
-                   gpu=torch.cuda.get_device_name(0))
+        out.update(
+            cuda=str(torch.version.cuda),
+            cudnn=str(torch.backends.cudnn.version()),
+            gpu=torch.cuda.get_device_name(0),
+        )
     else:
         out["cpu"] = platform.processor() or platform.machine()
     return out

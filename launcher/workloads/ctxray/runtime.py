@@ -8,6 +8,7 @@ import contextlib
 import os
 import random
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import torch
@@ -35,8 +36,14 @@ class Runtime:
 
     def flags(self) -> dict[str, object]:
         """What was active, for progress/metrics and the benchmark table."""
-        return {"device": str(self.device), "bf16_autocast": self.amp, "channels_last": self.channels_last,
-                "torch_compile": self.compile, "world_size": self.world, "cpu_threads": torch.get_num_threads()}
+        return {
+            "device": str(self.device),
+            "bf16_autocast": self.amp,
+            "channels_last": self.channels_last,
+            "torch_compile": self.compile,
+            "world_size": self.world,
+            "cpu_threads": torch.get_num_threads(),
+        }
 
 
 def _resolve_device(name: str, local_rank: int) -> torch.device:
@@ -73,9 +80,14 @@ def setup(cfg: TrainConfig) -> Runtime:
             dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
         rank = dist.get_rank()
     cuda = device.type == "cuda"
-    rt = Runtime(device=device, amp=cuda if cfg.amp is None else cfg.amp,
-                 channels_last=cuda if cfg.channels_last is None else cfg.channels_last,
-                 compile=cuda if cfg.compile is None else cfg.compile, rank=rank, world=world)
+    rt = Runtime(
+        device=device,
+        amp=cuda if cfg.amp is None else cfg.amp,
+        channels_last=cuda if cfg.channels_last is None else cfg.channels_last,
+        compile=cuda if cfg.compile is None else cfg.compile,
+        rank=rank,
+        world=world,
+    )
     if cfg.deterministic:
         # warn_only: a few CUDA backward kernels (adaptive average pooling) have no deterministic
         # version; CPU runs are bit-for-bit reproducible, CUDA runs as close as PyTorch allows.
@@ -103,13 +115,14 @@ def autocast(rt: Runtime) -> contextlib.AbstractContextManager:
 def wrap(model: nn.Module, rt: Runtime, dims: int) -> nn.Module:
     """Move the model to the device and layout, wrap it in DDP and compile it as configured.
     The returned module is for training steps; keep the original for state dicts and evaluation."""
-    model.to(rt.device, memory_format=memory_format(rt, dims))
+    # Module.to takes memory_format at runtime; torch's overloads omit it.
+    model.to(rt.device, memory_format=memory_format(rt, dims))  # type: ignore[call-overload]
     runner: nn.Module = model
     if rt.world > 1:
         ids = [rt.device.index] if rt.device.type == "cuda" else None
         runner = nn.parallel.DistributedDataParallel(model, device_ids=ids)
     if rt.compile:
-        runner = torch.compile(runner)
+        runner = cast(nn.Module, torch.compile(runner))  # an OptimizedModule
     return runner
 
 

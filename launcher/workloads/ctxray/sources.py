@@ -20,14 +20,27 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from .config import UsageError
 
+if TYPE_CHECKING:
+    from nibabel.spatialimages import SpatialImage
+
 IMAGE_EXT = (".png", ".jpg", ".jpeg")
 NIFTI_EXT = (".nii", ".nii.gz")
-NEGATIVE_NAMES = {"normal", "negative", "healthy", "non-covid", "noncovid", "non_covid", "control", "0"}
+NEGATIVE_NAMES = {
+    "normal",
+    "negative",
+    "healthy",
+    "non-covid",
+    "noncovid",
+    "non_covid",
+    "control",
+    "0",
+}
 SPLITS = ("train", "val", "test")
 
 
@@ -64,7 +77,9 @@ def discover(data: str, dims: int = 2, slices: int = 0) -> DataIndex:
     if npz:
         return _discover_npz(npz, dims)
     split_dirs = [s for s in SPLITS if os.path.isdir(os.path.join(data, s))]
-    roots = [(os.path.join(data, s), s) for s in split_dirs] if "train" in split_dirs else [(data, "")]
+    roots = (
+        [(os.path.join(data, s), s) for s in split_dirs] if "train" in split_dirs else [(data, "")]
+    )
     classes = _classes(roots[0][0])
     items: list[Item] = []
     for root, split in roots:
@@ -73,7 +88,9 @@ def discover(data: str, dims: int = 2, slices: int = 0) -> DataIndex:
             if os.path.isdir(folder):
                 items += [replace(i, split=split) for i in _scan_class(folder, label, dims, slices)]
     if not items:
-        raise UsageError(f"no images found under {data} (PNG/JPEG, NIfTI, DICOM series or MedMNIST .npz)")
+        raise UsageError(
+            f"no images found under {data} (PNG/JPEG, NIfTI, DICOM series or MedMNIST .npz)"
+        )
     return DataIndex(items=items, classes=classes)
 
 
@@ -87,10 +104,16 @@ def _find_npz(data: str) -> str | None:
 
 
 def _classes(root: str) -> tuple[str, str]:
-    names = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)) and not d.startswith("."))
+    names = sorted(
+        d
+        for d in os.listdir(root)
+        if os.path.isdir(os.path.join(root, d)) and not d.startswith(".")
+    )
     if len(names) != 2:
-        raise UsageError(f"need exactly two class folders in {root} (e.g. negative/ and covid/), found {len(names)}: "
-                         f"{', '.join(names) or 'none'}")
+        raise UsageError(
+            f"need exactly two class folders in {root} (e.g. negative/ and covid/), found {len(names)}: "
+            f"{', '.join(names) or 'none'}"
+        )
     negatives = [n for n in names if n.lower() in NEGATIVE_NAMES]
     negative = negatives[0] if negatives else names[0]
     return negative, next(n for n in names if n != negative)
@@ -114,14 +137,18 @@ def _scan_class(folder: str, label: int, dims: int, slices: int) -> list[Item]:
             path = os.path.join(dirpath, f)
             if f.lower().endswith(IMAGE_EXT):
                 if dims == 3:
-                    raise UsageError(f"--dims 3 needs volumes (NIfTI or DICOM series), found image {path}")
+                    raise UsageError(
+                        f"--dims 3 needs volumes (NIfTI or DICOM series), found image {path}"
+                    )
                 items.append(Item(path, label, patient_of(f), "image"))
             elif f.lower().endswith(NIFTI_EXT):
                 items += _volume_items(path, "nifti", label, patient_of(f), dims, slices)
     return items
 
 
-def _volume_items(path: str, kind: str, label: int, patient: str, dims: int, slices: int) -> list[Item]:
+def _volume_items(
+    path: str, kind: str, label: int, patient: str, dims: int, slices: int
+) -> list[Item]:
     depth = volume_depth(path, kind)
     if dims == 3:
         if depth < 2:
@@ -129,7 +156,11 @@ def _volume_items(path: str, kind: str, label: int, patient: str, dims: int, sli
         return [Item(path, label, patient, kind)]
     if depth == 1:
         return [Item(path, label, patient, kind, index=0)]
-    keep = range(depth) if not slices or slices >= depth else range((depth - slices) // 2, (depth + slices) // 2)
+    keep = (
+        range(depth)
+        if not slices or slices >= depth
+        else range((depth - slices) // 2, (depth + slices) // 2)
+    )
     return [Item(path, label, patient, kind, index=k) for k in keep]
 
 
@@ -139,7 +170,7 @@ def volume_depth(path: str, kind: str) -> int:
         return len(_dicom_files(path))
     import nibabel as nib
 
-    shape = nib.load(path).shape
+    shape = cast("SpatialImage", nib.load(path)).shape  # NIfTI loads as a SpatialImage
     if len(shape) > 3 and any(s > 1 for s in shape[3:]):
         raise UsageError(f"{path} is a {len(shape)}D NIfTI; only 2D and 3D images are supported")
     return shape[2] if len(shape) >= 3 else 1
@@ -170,10 +201,16 @@ def _discover_npz(path: str, dims: int) -> DataIndex:
         labels = np.asarray(arrays[f"{split}_labels"]).reshape(len(arrays[f"{split}_labels"]), -1)
         if labels.shape[1] != 1 or not set(np.unique(labels)) <= {0, 1}:
             raise UsageError(f"{path}: only binary labels (0/1) are supported")
-        volume = arrays[f"{split}_images"].ndim == 4 and arrays[f"{split}_images"].shape[-1] not in (1, 3)
+        volume = arrays[f"{split}_images"].ndim == 4 and arrays[f"{split}_images"].shape[
+            -1
+        ] not in (1, 3)
         if (dims == 3) != volume:
-            raise UsageError(f"{path}: holds {'3D' if volume else '2D'} images but --dims is {dims}")
-        items += [Item(path, int(y), f"{split}-{i}", "npz", i, split) for i, y in enumerate(labels[:, 0])]
+            raise UsageError(
+                f"{path}: holds {'3D' if volume else '2D'} images but --dims is {dims}"
+            )
+        items += [
+            Item(path, int(y), f"{split}-{i}", "npz", i, split) for i, y in enumerate(labels[:, 0])
+        ]
     return DataIndex(items=items, classes=("0", "1"))
 
 
@@ -199,7 +236,7 @@ def read(item: Item) -> np.ndarray:
         return img.mean(axis=-1) if img.ndim == 3 and img.shape[-1] in (1, 3) else img
     if item.kind == "dicom":
         files = _dicom_files(item.path)
-        chosen = files if item.index < 0 else files[item.index:item.index + 1]
+        chosen = files if item.index < 0 else files[item.index : item.index + 1]
         vol = np.stack([_dicom_hu(f) for f in chosen])
         return vol if item.index < 0 else vol[0]
     return _nifti(item.path, item.index)
@@ -217,7 +254,8 @@ def _dicom_hu(path: str) -> np.ndarray:
 def _nifti(path: str, index: int) -> np.ndarray:
     import nibabel as nib
 
-    proxy = nib.load(path).dataobj  # reads only the requested slice from disk
+    # reads only the requested slice from disk (NIfTI loads as a SpatialImage)
+    proxy = cast("SpatialImage", nib.load(path)).dataobj
     if len(proxy.shape) == 2:
         return np.asarray(proxy, dtype=np.float32).T
     if index >= 0:

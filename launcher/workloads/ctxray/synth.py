@@ -43,8 +43,17 @@ def _sample_anatomy(rng: np.random.Generator, positive: bool) -> Anatomy:
             kind = float(rng.random() < 0.35)  # 1 = consolidation, 0 = ground glass
             sigma = rng.uniform(0.05, 0.08) if kind else rng.uniform(0.08, 0.14)
             # Peripheral and lower-lobe predominance: push lesions outwards and downwards.
-            lesions.append((rng.uniform(-0.5, 0.5), rng.uniform(-0.1, 0.35), rng.uniform(0.25, 0.8),
-                            sigma, rng.uniform(0.8, 1.2), float(rng.choice([-1, 1])), kind))
+            lesions.append(
+                (
+                    rng.uniform(-0.5, 0.5),
+                    rng.uniform(-0.1, 0.35),
+                    rng.uniform(0.25, 0.8),
+                    sigma,
+                    rng.uniform(0.8, 1.2),
+                    float(rng.choice([-1, 1])),
+                    kind,
+                )
+            )
     return Anatomy(
         body=(rng.uniform(0.7, 0.8), rng.uniform(0.84, 0.94)),
         lung_centre_y=rng.uniform(-0.08, 0.0),
@@ -60,7 +69,9 @@ def _grid(size: int, dims: int) -> list[np.ndarray]:
     return list(np.meshgrid(*([axis] * dims), indexing="ij"))
 
 
-def _inside(coords: list[np.ndarray], centre: tuple[float, ...], radii: tuple[float, ...]) -> np.ndarray:
+def _inside(
+    coords: list[np.ndarray], centre: tuple[float, ...], radii: tuple[float, ...]
+) -> np.ndarray:
     """Points of an ellipse/ellipsoid; coords and centre/radii are aligned from the last axis."""
     total = np.zeros_like(coords[0])
     for c, m, r in zip(coords[::-1], centre[::-1], radii[::-1], strict=False):
@@ -90,18 +101,27 @@ def _structures(a: Anatomy, coords: list[np.ndarray], z: float) -> dict[str, np.
     body = _inside(coords, (0.0, 0.0), a.body)
     # A chest wall always separates the lungs from the air outside the body.
     wall = _inside(coords, (0.0, 0.0), (a.body[0] - 0.12, a.body[1] - 0.12))
-    return {"body": body, "lungs": lungs & ~heart & wall, "heart": heart & body,
-            "spine": _inside(coords, (0.55, 0.0), (0.11, 0.09)),
-            "inner": _inside(coords, (0.0, 0.0), (a.body[0] - 0.06, a.body[1] - 0.06))}
+    return {
+        "body": body,
+        "lungs": lungs & ~heart & wall,
+        "heart": heart & body,
+        "spine": _inside(coords, (0.55, 0.0), (0.11, 0.09)),
+        "inner": _inside(coords, (0.0, 0.0), (a.body[0] - 0.06, a.body[1] - 0.06)),
+    }
 
 
-def _lesion_map(a: Anatomy, coords: list[np.ndarray], z: float,
-                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _lesion_map(
+    a: Anatomy, coords: list[np.ndarray], z: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Ground-glass and consolidation intensity maps (0..~1), jittered for this image."""
     ggo = np.zeros_like(coords[0])
     cons = np.zeros_like(coords[0])
     for lz, ly, lx, sigma, strength, side, kind in a.lesions:
-        centre = (lz, ly + rng.normal(0, 0.02), side * (a.lung_offset_x + (lx - 0.45) * 0.45) + rng.normal(0, 0.02))
+        centre: tuple[float, ...] = (
+            lz,
+            ly + rng.normal(0, 0.02),
+            side * (a.lung_offset_x + (lx - 0.45) * 0.45) + rng.normal(0, 0.02),
+        )
         if len(coords) == 2:  # a slice only shows the part of the lesion near its height
             strength *= math.exp(-((z - lz) ** 2) / (2 * (3 * sigma) ** 2))
             centre = centre[1:]
@@ -122,7 +142,9 @@ def render_ct(a: Anatomy, size: int, dims: int, z: float, rng: np.random.Generat
     n_vessels = max(4, size // 5) * (1 if dims == 2 else 5)
     vessel_sigma = max(0.012, 1.2 / size)  # at least about a pixel, so small images stay clean
     lung_points = np.argwhere(s["lungs"])
-    for idx in lung_points[rng.integers(0, len(lung_points), n_vessels)] if len(lung_points) else []:
+    for idx in (
+        lung_points[rng.integers(0, len(lung_points), n_vessels)] if len(lung_points) else []
+    ):
         centre = tuple(float(coords[d][tuple(idx)]) for d in range(dims))
         hu += 500.0 * _blob(coords, centre, vessel_sigma) * s["lungs"]
     ggo, cons = _lesion_map(a, coords, z, rng)
@@ -165,8 +187,15 @@ def _write_nifti(path: str, array: np.ndarray) -> None:
     nib.save(nib.Nifti1Image(np.ascontiguousarray(data), np.eye(4)), path)
 
 
-def synthesize(out: str, modality: str, n: int, size: int, seed: int, volumes: bool = False,
-               per_patient: int = 3) -> dict:
+def synthesize(
+    out: str,
+    modality: str,
+    n: int,
+    size: int,
+    seed: int,
+    volumes: bool = False,
+    per_patient: int = 3,
+) -> dict:
     """Write n images (slices, radiographs or volumes) to out; the same arguments give the same bytes.
 
     Returns the summary also written to dataset.json.
@@ -193,9 +222,13 @@ def synthesize(out: str, modality: str, n: int, size: int, seed: int, volumes: b
             else:
                 rel += ".nii.gz"
                 z = rng.uniform(-0.35, 0.35)
-                _write_nifti(os.path.join(out, rel), render_ct(anatomy, size, 3 if volumes else 2, z, rng))
+                _write_nifti(
+                    os.path.join(out, rel), render_ct(anatomy, size, 3 if volumes else 2, z, rng)
+                )
             rows.append((rel, int(labels[p]), CLASSES[labels[p]], patient))
-    return _write_labels(out, rows, {"modality": modality, "volumes": volumes, "size": size, "seed": seed})
+    return _write_labels(
+        out, rows, {"modality": modality, "volumes": volumes, "size": size, "seed": seed}
+    )
 
 
 def _write_labels(out: str, rows: list[tuple], params: dict) -> dict:
@@ -203,15 +236,23 @@ def _write_labels(out: str, rows: list[tuple], params: dict) -> dict:
         writer = csv.writer(f)
         writer.writerow(["path", "label", "class", "patient"])
         writer.writerows(rows)
-    summary = {"synthetic": True, "generator": "launcher.workloads.ctxray synth", **params,
-               "images": len(rows), "patients": len({r[3] for r in rows}), "classes": list(CLASSES)}
+    summary = {
+        "synthetic": True,
+        "generator": "launcher.workloads.ctxray synth",
+        **params,
+        "images": len(rows),
+        "patients": len({r[3] for r in rows}),
+        "classes": list(CLASSES),
+    }
     with open(os.path.join(out, "dataset.json"), "w") as f:
         json.dump(summary, f, indent=2)
     with open(os.path.join(out, "README.txt"), "w") as f:
-        f.write("SYNTHETIC DATA - NOT FROM ANY PATIENT.\n\n"
-                "Generated by `python -m launcher.workloads.ctxray synth` for tests, demos and\n"
-                "benchmarks. Positive ('covid') images carry drawn ground-glass opacities and\n"
-                "consolidations; they say nothing about real disease. Do not use for clinical work.\n\n"
-                f"Parameters: {json.dumps(params)}\n"
-                "Layout: <class>/<patient>__<k>.<ext>; labels.csv lists every file.\n")
+        f.write(
+            "SYNTHETIC DATA - NOT FROM ANY PATIENT.\n\n"
+            "Generated by `python -m launcher.workloads.ctxray synth` for tests, demos and\n"
+            "benchmarks. Positive ('covid') images carry drawn ground-glass opacities and\n"
+            "consolidations; they say nothing about real disease. Do not use for clinical work.\n\n"
+            f"Parameters: {json.dumps(params)}\n"
+            "Layout: <class>/<patient>__<k>.<ext>; labels.csv lists every file.\n"
+        )
     return summary

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from torch import nn
-from torch.utils.data import DataLoader
 
 from . import checkpoint as ckpt
 from . import runtime
 from .config import EXIT_PREEMPTED, TrainConfig, UsageError
 from .dataset import CtXrayDataset, EpochSampler, Splits, class_weights, make_splits
+from .evaluation import loader, predict, validate
 from .fingerprint import data_fingerprint
 from .metrics import full_report
 from .models import build_model
@@ -81,32 +81,58 @@ class Run:
 
 
 def _cache_ok(cfg: TrainConfig, n: int) -> bool:
-    return cfg.workers == 0 and n * 4 * cfg.size ** cfg.dims < CACHE_LIMIT_BYTES
+    return cfg.workers == 0 and n * 4 * cfg.size**cfg.dims < CACHE_LIMIT_BYTES
 
 
 def _build(cfg: TrainConfig, rt: runtime.Runtime) -> Run:
     index = discover(cfg.data, cfg.dims, cfg.slices)
     splits = make_splits(index.items, cfg)
     if -(-len(splits.train) // rt.world) < cfg.batch_size:
-        raise UsageError(f"only {len(splits.train)} training samples: fewer than --batch-size {cfg.batch_size}")
+        raise UsageError(
+            f"only {len(splits.train)} training samples: fewer than --batch-size {cfg.batch_size}"
+        )
     runtime.seed_everything(cfg.seed)
     model = build_model(cfg.model, cfg.dims, 1, 2, cfg.pretrained)
     runner = runtime.wrap(model, rt, cfg.dims)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, amsgrad=True)
-    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=cfg.lr_step, gamma=cfg.lr_gamma)
+    optimizer = torch.optim.Adam(
+        model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, amsgrad=True
+    )
+    scheduler = torch.optim.lr_scheduler.StepLR(
+        optimizer, step_size=cfg.lr_step, gamma=cfg.lr_gamma
+    )
     loss_fn = nn.CrossEntropyLoss(weight=class_weights(splits.train).to(rt.device))
-    train_set = CtXrayDataset(splits.train, cfg, train=True, cache=_cache_ok(cfg, len(splits.train)))
-    run = Run(cfg, rt, splits, index.classes, model, runner, optimizer, scheduler, loss_fn, train_set,
-              LoopState(), Progress(cfg.out, cfg.epochs, 0, cfg.batch_size * rt.world, rt.main,
-                                    world_size=rt.world))
+    train_set = CtXrayDataset(
+        splits.train, cfg, train=True, cache=_cache_ok(cfg, len(splits.train))
+    )
+    run = Run(
+        cfg,
+        rt,
+        splits,
+        index.classes,
+        model,
+        runner,
+        optimizer,
+        scheduler,
+        loss_fn,
+        train_set,
+        LoopState(),
+        Progress(cfg.out, cfg.epochs, 0, cfg.batch_size * rt.world, rt.main, world_size=rt.world),
+    )
     run.progress.steps_per_epoch = run.steps_per_epoch
     return run
 
 
 def _checkpoint_state(run: Run) -> dict:
-    return {"version": 1, "model": run.model.state_dict(), "optimizer": run.optimizer.state_dict(),
-            "scheduler": run.scheduler.state_dict(), "loop": dataclasses.asdict(run.state),
-            "rng": ckpt.rng_state(), "config": run.cfg.to_dict(), "classes": list(run.classes)}
+    return {
+        "version": 1,
+        "model": run.model.state_dict(),
+        "optimizer": run.optimizer.state_dict(),
+        "scheduler": run.scheduler.state_dict(),
+        "loop": dataclasses.asdict(run.state),
+        "rng": ckpt.rng_state(),
+        "config": run.cfg.to_dict(),
+        "classes": list(run.classes),
+    }
 
 
 def _save(run: Run) -> None:
@@ -117,14 +143,19 @@ def _save(run: Run) -> None:
 def _restore(run: Run, path: str) -> None:
     saved = ckpt.load(path)
     now, then = run.cfg.to_dict(), saved["config"]
-    changed = [k for k in now if k not in TrainConfig.RESUME_FREE and _norm(now[k]) != _norm(then.get(k))]
+    changed = [
+        k for k in now if k not in TrainConfig.RESUME_FREE and _norm(now[k]) != _norm(then.get(k))
+    ]
     if changed:
         k = changed[0]
-        raise UsageError(f"cannot resume: the checkpoint was made with {k}={then.get(k)!r}, now {now[k]!r}")
+        raise UsageError(
+            f"cannot resume: the checkpoint was made with {k}={then.get(k)!r}, now {now[k]!r}"
+        )
     run.model.load_state_dict(saved["model"])
     run.optimizer.load_state_dict(saved["optimizer"])
     run.scheduler.load_state_dict(saved["scheduler"])
     run.state = LoopState(**saved["loop"])
+    run.progress.epochs_done(run.state.history)  # a resumed run reports its earlier epochs too
     ckpt.set_rng_state(saved["rng"])
 
 
@@ -132,23 +163,23 @@ def _norm(value: object) -> object:
     return list(value) if isinstance(value, tuple) else value
 
 
-def _loader(dataset: CtXrayDataset, sampler: EpochSampler, cfg: TrainConfig, rt: runtime.Runtime,
-            train: bool) -> DataLoader:
-    return DataLoader(dataset, batch_size=cfg.batch_size, sampler=sampler, num_workers=cfg.workers,
-                      pin_memory=rt.device.type == "cuda", drop_last=train,
-                      prefetch_factor=4 if cfg.workers else None)
-
-
 def _train_epoch(run: Run, stop: ckpt.StopFlag) -> bool:
     """Run the rest of the current epoch; False if a signal stopped it (after a whole step)."""
     cfg, rt, state = run.cfg, run.rt, run.state
-    sampler = EpochSampler(len(run.train_set), cfg.seed, state.epoch, True, state.step * cfg.batch_size,
-                           rt.rank, rt.world)
+    sampler = EpochSampler(
+        len(run.train_set),
+        cfg.seed,
+        state.epoch,
+        True,
+        state.step * cfg.batch_size,
+        rt.rank,
+        rt.world,
+    )
     run.runner.train()
     fmt = runtime.memory_format(rt, cfg.dims)
     loss_sum = torch.tensor(state.loss_sum, dtype=torch.float64, device=rt.device)
     run.progress.epoch_started()
-    for x, y, _ in _loader(run.train_set, sampler, cfg, rt, train=True):
+    for x, y, _ in loader(run.train_set, sampler, cfg, rt, train=True):
         x = x.to(rt.device, non_blocking=True).contiguous(memory_format=fmt)
         y = y.to(rt.device, non_blocking=True)
         with runtime.autocast(rt):
@@ -173,35 +204,28 @@ def _train_epoch(run: Run, stop: ckpt.StopFlag) -> bool:
     return True
 
 
-@torch.no_grad()
-def predict(model: nn.Module, dataset: CtXrayDataset, cfg: TrainConfig, rt: runtime.Runtime,
-            loss_fn: nn.Module) -> tuple[float, np.ndarray]:
-    """Mean loss and positive-class probabilities of every sample, in dataset order."""
-    model.eval()
-    sampler = EpochSampler(len(dataset), cfg.seed, 0, shuffle=False)
-    fmt = runtime.memory_format(rt, cfg.dims)
-    total, probs = 0.0, []
-    for x, y, _ in _loader(dataset, sampler, cfg, rt, train=False):
-        x = x.to(rt.device, non_blocking=True).contiguous(memory_format=fmt)
-        with runtime.autocast(rt):
-            logits = model(x).float()
-        total += float(loss_fn(logits, y.to(rt.device))) * len(y)
-        probs.append(torch.softmax(logits, dim=1)[:, 1].cpu().numpy())
-    return total / len(dataset), np.concatenate(probs).astype(np.float64)
-
-
 def _end_epoch(run: Run, val_set: CtXrayDataset) -> None:
     """Validate (rank 0), update early stopping and the best weights, step the LR schedule."""
     cfg, state = run.cfg, run.state
     run.progress.write("validating", state.epoch, state.step, state.loss_sum / max(state.step, 1))
-    val_loss = predict(run.model, val_set, cfg, run.rt, run.loss_fn)[0] if run.rt.main else 0.0
-    val_loss = runtime.broadcast_float(val_loss, run.rt)
-    state.history.append({"epoch": state.epoch + 1, "train_loss": state.loss_sum / max(state.step, 1),
-                          "val_loss": val_loss, "lr": run.optimizer.param_groups[0]["lr"]})
+    val_loss, val = validate(run.model, val_set, cfg, run.rt, run.loss_fn)
+    state.history.append(
+        {
+            "epoch": state.epoch + 1,
+            "train_loss": state.loss_sum / max(state.step, 1),
+            "val_loss": val_loss,
+            "val": val,
+            "lr": run.optimizer.param_groups[0]["lr"],
+        }
+    )
+    run.progress.epochs_done(state.history)
     if val_loss < state.best_loss or state.best_epoch < 0:
         state.best_loss, state.best_epoch, state.bad_epochs = val_loss, state.epoch, 0
         if run.rt.main:
-            ckpt.save(os.path.join(cfg.out, ckpt.BEST), {"model": run.model.state_dict(), "epoch": state.epoch})
+            ckpt.save(
+                os.path.join(cfg.out, ckpt.BEST),
+                {"model": run.model.state_dict(), "epoch": state.epoch},
+            )
     else:
         state.bad_epochs += 1
     run.scheduler.step()
@@ -218,18 +242,38 @@ def _evaluate(run: Run) -> dict:
     best = ckpt.load(os.path.join(cfg.out, ckpt.BEST))
     run.model.load_state_dict(best["model"])
     items = splits.test or splits.val
-    loss, probs = predict(run.model, CtXrayDataset(items, cfg, train=False), cfg, run.rt, run.loss_fn)
+    loss, probs = predict(
+        run.model, CtXrayDataset(items, cfg, train=False), cfg, run.rt, run.loss_fn
+    )
     labels = np.array([i.label for i in items])
-    report = full_report(labels, probs, [i.patient for i in items], resamples=cfg.bootstrap, seed=cfg.seed)
-    report.update({
-        "evaluated_on": splits.evaluated_on, "loss": loss, "model": cfg.model, "classes": list(run.classes),
-        "samples": {"train": len(splits.train), "val": len(splits.val), "test": len(splits.test)},
-        "best_epoch": run.state.best_epoch + 1, "epochs_run": run.state.epoch,
-        "stopped_early": run.state.stopped_early, "history": run.state.history,
-        "runtime": run.rt.flags(), "config": run.cfg.to_dict(), "synthetic_data": _is_synthetic(cfg.data),
-        "measured": run.progress.measured(run.rt.device), "seed": cfg.seed,
-        "data_fingerprint": data_fingerprint(cfg.data, [*splits.train, *splits.val, *splits.test]),
-    })
+    report = full_report(
+        labels, probs, [i.patient for i in items], resamples=cfg.bootstrap, seed=cfg.seed
+    )
+    report.update(
+        {
+            "evaluated_on": splits.evaluated_on,
+            "loss": loss,
+            "model": cfg.model,
+            "classes": list(run.classes),
+            "samples": {
+                "train": len(splits.train),
+                "val": len(splits.val),
+                "test": len(splits.test),
+            },
+            "best_epoch": run.state.best_epoch + 1,
+            "epochs_run": run.state.epoch,
+            "stopped_early": run.state.stopped_early,
+            "history": run.state.history,
+            "runtime": run.rt.flags(),
+            "config": run.cfg.to_dict(),
+            "synthetic_data": _is_synthetic(cfg.data),
+            "measured": run.progress.measured(run.rt.device),
+            "seed": cfg.seed,
+            "data_fingerprint": data_fingerprint(
+                cfg.data, [*splits.train, *splits.val, *splits.test]
+            ),
+        }
+    )
     ckpt.write_json(os.path.join(cfg.out, METRICS_FILE), report)
     return report
 
@@ -245,12 +289,18 @@ def _is_synthetic(data: str) -> bool:
 def _start(run: Run) -> None:
     path = os.path.join(run.cfg.out, ckpt.CHECKPOINT)
     if os.path.exists(path) and not run.cfg.resume:
-        raise UsageError(f"{run.cfg.out} already holds a checkpoint: pass --resume, or choose another --out")
+        raise UsageError(
+            f"{run.cfg.out} already holds a checkpoint: pass --resume, or choose another --out"
+        )
     if os.path.exists(path):
         _restore(run, path)
         if run.rt.main:  # the job's log says that this attempt continued rather than restarted
-            print(f"resumed from the checkpoint in {run.cfg.out} at epoch {run.state.epoch + 1} of "
-                  f"{run.cfg.epochs}, step {run.state.step}", file=sys.stderr, flush=True)
+            print(
+                f"resumed from the checkpoint in {run.cfg.out} at epoch {run.state.epoch + 1} of "
+                f"{run.cfg.epochs}, step {run.state.step}",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def train(cfg: TrainConfig) -> TrainResult:
@@ -273,21 +323,40 @@ def train(cfg: TrainConfig) -> TrainResult:
 
 def _loop(run: Run) -> TrainResult:
     state, cfg = run.state, run.cfg
-    val_set = CtXrayDataset(run.splits.val, cfg, train=False, cache=_cache_ok(cfg, len(run.splits.val)))
+    val_set = CtXrayDataset(
+        run.splits.val, cfg, train=False, cache=_cache_ok(cfg, len(run.splits.val))
+    )
     run.progress.write("running", state.epoch, state.step, None)
     with ckpt.StopFlag() as stop:
         while not state.finished:
             if not _train_epoch(run, stop):
                 _save(run)
-                run.progress.write("preempted", state.epoch, state.step, state.loss_sum / max(state.step, 1))
-                return TrainResult("preempted", EXIT_PREEMPTED, state.epoch, state.best_epoch + 1, None, cfg.out)
+                run.progress.write(
+                    "preempted", state.epoch, state.step, state.loss_sum / max(state.step, 1)
+                )
+                return TrainResult(
+                    "preempted", EXIT_PREEMPTED, state.epoch, state.best_epoch + 1, None, cfg.out
+                )
             _end_epoch(run, val_set)
-            run.progress.write("running", state.epoch - 1, run.steps_per_epoch, state.history[-1]["train_loss"],
-                               val_loss=state.history[-1]["val_loss"])
+            run.progress.write(
+                "running",
+                state.epoch - 1,
+                run.steps_per_epoch,
+                state.history[-1]["train_loss"],
+                val_loss=state.history[-1]["val_loss"],
+            )
             if runtime.agree(bool(stop), run.rt) and not state.finished:
                 run.progress.write("preempted", state.epoch, 0, None)
-                return TrainResult("preempted", EXIT_PREEMPTED, state.epoch, state.best_epoch + 1, None, cfg.out)
+                return TrainResult(
+                    "preempted", EXIT_PREEMPTED, state.epoch, state.best_epoch + 1, None, cfg.out
+                )
     metrics = _evaluate(run) if run.rt.main else None
-    run.progress.write("succeeded", state.epoch - 1, run.steps_per_epoch, state.history[-1]["train_loss"],
-                       val_loss=state.history[-1]["val_loss"], stopped_early=state.stopped_early)
+    run.progress.write(
+        "succeeded",
+        state.epoch - 1,
+        run.steps_per_epoch,
+        state.history[-1]["train_loss"],
+        val_loss=state.history[-1]["val_loss"],
+        stopped_early=state.stopped_early,
+    )
     return TrainResult("succeeded", 0, state.epoch, state.best_epoch + 1, metrics, cfg.out)

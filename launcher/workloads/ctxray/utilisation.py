@@ -4,6 +4,7 @@ os.times, no extra dependency). The running mean goes into progress.json; the po
 on the Job and the usage report weights it by GPU-seconds.
 
 Standalone: no Django, nothing of the portal."""
+
 from __future__ import annotations
 
 import os
@@ -37,8 +38,11 @@ class UtilisationSampler:
                 self._nvml, self.source = pynvml, "gpu"
         except Exception:  # no module, no driver, no device: fall back to the CPU
             self._handles = []
-        self._cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-            os.cpu_count() or 1)
+        self._cpus = (
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else (os.cpu_count() or 1)
+        )
         self._last = self._cpu_now()
 
     @staticmethod
@@ -77,8 +81,11 @@ class UtilisationSampler:
     def summary(self) -> dict[str, Any] | None:
         if not self.samples:
             return None
-        out: dict[str, Any] = {"source": self.source, "samples": self.samples,
-                               "mean_percent": round(self._sum / self.samples, 2)}
+        out: dict[str, Any] = {
+            "source": self.source,
+            "samples": self.samples,
+            "mean_percent": round(self._sum / self.samples, 2),
+        }
         if self.source == "gpu":
             out["memory_mean_mib"] = round(self._memory_sum / self.samples, 1)
             out["devices"] = len(self._handles)

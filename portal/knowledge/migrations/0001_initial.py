@@ -5,78 +5,151 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-        ('allocations', '0001_initial'),
-    ]
+    dependencies = [("allocations", "0001_initial")]
 
     operations = [
         migrations.CreateModel(
-            name='Tool',
+            name="Tool",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=60, unique=True)),
-                ('url', models.URLField(blank=True)),
-                ('order', models.PositiveIntegerField(default=0)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=60, unique=True)),
+                ("url", models.URLField(blank=True)),
+                ("order", models.PositiveIntegerField(default=0)),
+            ],
+            options={"ordering": ["order", "name"]},
+        ),
+        migrations.CreateModel(
+            name="System",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=60, unique=True)),
+                ("order", models.PositiveIntegerField(default=0)),
+                (
+                    "facility",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="knowledge_system",
+                        to="allocations.facility",
+                    ),
+                ),
+            ],
+            options={"ordering": ["order", "name"]},
+        ),
+        migrations.CreateModel(
+            name="Walkthrough",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("title", models.CharField(max_length=200)),
+                ("slug", models.SlugField(unique=True)),
+                ("summary", models.CharField(blank=True, max_length=300)),
+                ("body_markdown", models.TextField(verbose_name="body (Markdown)")),
+                ("body_html", models.TextField(blank=True, editable=False)),
+                ("is_published", models.BooleanField(default=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "facility",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="The system this walkthrough is about, if one.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="walkthroughs",
+                        to="allocations.facility",
+                    ),
+                ),
+            ],
+            options={"ordering": ["title"]},
+        ),
+        migrations.CreateModel(
+            name="Support",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("yes", "Works (walkthrough or tested)"),
+                            ("no", "Not available"),
+                            ("unknown", "Not yet tested"),
+                        ],
+                        default="unknown",
+                        max_length=10,
+                    ),
+                ),
+                ("note", models.CharField(blank=True, max_length=200)),
+                (
+                    "system",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="support",
+                        to="knowledge.system",
+                    ),
+                ),
+                (
+                    "tool",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="support",
+                        to="knowledge.tool",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['order', 'name'],
+                "constraints": [
+                    models.UniqueConstraint(fields=("tool", "system"), name="knowledge_one_cell")
+                ]
             },
         ),
         migrations.CreateModel(
-            name='System',
+            name="SearchTerm",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=60, unique=True)),
-                ('order', models.PositiveIntegerField(default=0)),
-                ('facility', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='knowledge_system', to='allocations.facility')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("term", models.CharField(db_index=True, max_length=40)),
+                ("weight", models.PositiveIntegerField(default=1)),
+                (
+                    "walkthrough",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="search_terms",
+                        to="knowledge.walkthrough",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['order', 'name'],
-            },
-        ),
-        migrations.CreateModel(
-            name='Walkthrough',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(max_length=200)),
-                ('slug', models.SlugField(unique=True)),
-                ('summary', models.CharField(blank=True, max_length=300)),
-                ('body_markdown', models.TextField(verbose_name='body (Markdown)')),
-                ('body_html', models.TextField(blank=True, editable=False)),
-                ('is_published', models.BooleanField(default=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('facility', models.ForeignKey(blank=True, help_text='The system this walkthrough is about, if one.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='walkthroughs', to='allocations.facility')),
-            ],
-            options={
-                'ordering': ['title'],
-            },
-        ),
-        migrations.CreateModel(
-            name='Support',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('yes', 'Works (walkthrough or tested)'), ('no', 'Not available'), ('unknown', 'Not yet tested')], default='unknown', max_length=10)),
-                ('note', models.CharField(blank=True, max_length=200)),
-                ('system', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='support', to='knowledge.system')),
-                ('tool', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='support', to='knowledge.tool')),
-            ],
-            options={
-                'constraints': [models.UniqueConstraint(fields=('tool', 'system'), name='knowledge_one_cell')],
-            },
-        ),
-        migrations.CreateModel(
-            name='SearchTerm',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('term', models.CharField(db_index=True, max_length=40)),
-                ('weight', models.PositiveIntegerField(default=1)),
-                ('walkthrough', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='search_terms', to='knowledge.walkthrough')),
-            ],
-            options={
-                'constraints': [models.UniqueConstraint(fields=('walkthrough', 'term'), name='knowledge_term_once')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("walkthrough", "term"), name="knowledge_term_once"
+                    )
+                ]
             },
         ),
     ]

@@ -1,5 +1,6 @@
 """Load the demo world: catalogue, users, a project, and whatever each app contributes.
 Idempotent: running it again changes nothing."""
+
 from __future__ import annotations
 
 import secrets
@@ -26,8 +27,11 @@ class Command(BaseCommand):
     help = "Load demo facilities, node types, benchmarks, onboarding chart and users."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--password", help="Password for the demo users (default: random, "
-                                               "printed; existing users keep theirs unless given)")
+        parser.add_argument(
+            "--password",
+            help="Password for the demo users (default: random, "
+            "printed; existing users keep theirs unless given)",
+        )
 
     @transaction.atomic
     def handle(self, *args, password: str | None = None, **options) -> None:
@@ -37,10 +41,12 @@ class Command(BaseCommand):
         self._project(users)
         for loader in self._extra_loaders():
             loader()
-        self.stdout.write(self.style.SUCCESS(
-            f"Demo data ready: {len(facilities)} facilities, users "
-            f"{', '.join(u for u, *_ in DEMO_USERS)}"
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Demo data ready: {len(facilities)} facilities, users "
+                f"{', '.join(u for u, *_ in DEMO_USERS)}"
+            )
+        )
         if password or any(created for created in users.values() if created):
             self.stdout.write(f"Password for new demo users: {shown}")
 
@@ -50,8 +56,7 @@ class Command(BaseCommand):
         created_flags: dict = {}
         for username, first, last, email, flags in DEMO_USERS:
             user, created = User.objects.get_or_create(
-                username=username, defaults={"first_name": first, "last_name": last,
-                                             "email": email}
+                username=username, defaults={"first_name": first, "last_name": last, "email": email}
             )
             user.is_staff = flags.get("is_staff", False)
             user.is_superuser = flags.get("is_superuser", False)
@@ -68,24 +73,40 @@ class Command(BaseCommand):
         pi = User.objects.get(username="pi")
         project, _ = Project.objects.get_or_create(
             code="ABC-DEF-001",
-            defaults={"title": "COVID-19 CT and X-ray classification", "research_area":
-                      "Transformation of health", "pi": pi, "pi_name": "Paul Ince",
-                      "pi_email": "pi@example.org"},
+            defaults={
+                "title": "COVID-19 CT and X-ray classification",
+                "research_area": "Transformation of health",
+                "pi": pi,
+                "pi_name": "Paul Ince",
+                "pi_email": "pi@example.org",
+            },
         )
-        ProjectMembership.objects.get_or_create(project=project, user=pi,
-                                                defaults={"role": "pi", "cluster_username": "portal"})
-        ProjectMembership.objects.get_or_create(
-            project=project, user=User.objects.get(username="researcher"),
-            defaults={"role": "member", "cluster_username": "portal"},
-        )
+        # Their logins on the cluster `make services` starts (members' jobs run as them there,
+        # never as the portal's service account; docs/security.md).
+        for username, role, login in (
+            ("pi", "pi", "slurm-alice"),
+            ("researcher", "member", "slurm-bob"),
+        ):
+            membership, _ = ProjectMembership.objects.get_or_create(
+                project=project,
+                user=User.objects.get(username=username),
+                defaults={"role": role, "cluster_username": login},
+            )
+            if membership.cluster_username == "portal":  # a demo seeded before that rule
+                ProjectMembership.objects.filter(pk=membership.pk).update(cluster_username=login)
 
     def _extra_loaders(self) -> list:
         """Each app that has demo content exposes `demo.seed()`; load those that exist."""
         from importlib import import_module
 
         loaders = []
-        for module in ("benchmarks.demo", "portal.onboarding.demo", "portal.knowledge.demo",
-                       "launcher.demo", "launcher.cloud.demo"):
+        for module in (
+            "benchmarks.demo",
+            "portal.onboarding.demo",
+            "portal.knowledge.demo",
+            "launcher.demo",
+            "launcher.cloud.demo",
+        ):
             try:
                 loaders.append(import_module(module).seed)
             except ModuleNotFoundError as error:

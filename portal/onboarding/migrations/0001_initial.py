@@ -5,140 +5,354 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-        ('allocations', '0001_initial'),
-    ]
+    dependencies = [("allocations", "0001_initial")]
 
     operations = [
         migrations.CreateModel(
-            name='Flowchart',
+            name="Flowchart",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=120)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('status', models.CharField(choices=[('draft', 'Draft'), ('published', 'Published'), ('archived', 'Archived')], default='draft', max_length=10)),
-                ('published_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=120)),
+                ("version", models.PositiveIntegerField(default=1)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("draft", "Draft"),
+                            ("published", "Published"),
+                            ("archived", "Archived"),
+                        ],
+                        default="draft",
+                        max_length=10,
+                    ),
+                ),
+                ("published_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
-            options={
-                'ordering': ['-version'],
-            },
+            options={"ordering": ["-version"]},
         ),
         migrations.CreateModel(
-            name='Outcome',
+            name="Outcome",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.SlugField(max_length=40)),
-                ('title', models.CharField(max_length=200)),
-                ('track', models.CharField(choices=[('trial', 'Trial access'), ('full', 'Full request'), ('trial_credit', 'Cloud trial credit'), ('brief', 'Brief cloud request (project-funded)')], default='trial', max_length=20)),
-                ('gpu_hours', models.PositiveIntegerField(blank=True, help_text='Suggested GPU-hours to pre-fill.', null=True)),
-                ('explanation', models.TextField(help_text='Why this is the recommendation (plain text).')),
-                ('facility', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='allocations.facility')),
-                ('flowchart', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='outcomes', to='onboarding.flowchart')),
-                ('node_type', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='allocations.nodetype')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.SlugField(max_length=40)),
+                ("title", models.CharField(max_length=200)),
+                (
+                    "track",
+                    models.CharField(
+                        choices=[
+                            ("trial", "Trial access"),
+                            ("full", "Full request"),
+                            ("trial_credit", "Cloud trial credit"),
+                            ("brief", "Brief cloud request (project-funded)"),
+                        ],
+                        default="trial",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "gpu_hours",
+                    models.PositiveIntegerField(
+                        blank=True, help_text="Suggested GPU-hours to pre-fill.", null=True
+                    ),
+                ),
+                (
+                    "explanation",
+                    models.TextField(help_text="Why this is the recommendation (plain text)."),
+                ),
+                (
+                    "facility",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="allocations.facility",
+                    ),
+                ),
+                (
+                    "flowchart",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="outcomes",
+                        to="onboarding.flowchart",
+                    ),
+                ),
+                (
+                    "node_type",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="allocations.nodetype",
+                    ),
+                ),
             ],
-            options={
-                'ordering': ['flowchart', 'pk'],
-            },
+            options={"ordering": ["flowchart", "pk"]},
         ),
         migrations.CreateModel(
-            name='Question',
+            name="Question",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.SlugField(help_text='Short name used in links, e.g. `cloud`.', max_length=40)),
-                ('text', models.CharField(max_length=200)),
-                ('help_text', models.TextField(blank=True)),
-                ('order', models.PositiveIntegerField(default=0, help_text='Position in the text outline.')),
-                ('recommender_handover', models.BooleanField(default=False, help_text="A 'which GPU system?' question: offer the benchmark recommender beside it and after it.")),
-                ('flowchart', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='questions', to='onboarding.flowchart')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "key",
+                    models.SlugField(
+                        help_text="Short name used in links, e.g. `cloud`.", max_length=40
+                    ),
+                ),
+                ("text", models.CharField(max_length=200)),
+                ("help_text", models.TextField(blank=True)),
+                (
+                    "order",
+                    models.PositiveIntegerField(
+                        default=0, help_text="Position in the text outline."
+                    ),
+                ),
+                (
+                    "recommender_handover",
+                    models.BooleanField(
+                        default=False,
+                        help_text="A 'which GPU system?' question: offer the benchmark recommender beside it and after it.",
+                    ),
+                ),
+                (
+                    "flowchart",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="questions",
+                        to="onboarding.flowchart",
+                    ),
+                ),
             ],
-            options={
-                'ordering': ['flowchart', 'order', 'pk'],
-            },
+            options={"ordering": ["flowchart", "order", "pk"]},
         ),
         migrations.AddField(
-            model_name='flowchart',
-            name='start_question',
-            field=models.ForeignKey(blank=True, help_text='The first question asked. It must belong to this chart.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='onboarding.question'),
+            model_name="flowchart",
+            name="start_question",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="The first question asked. It must belong to this chart.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="onboarding.question",
+            ),
         ),
         migrations.CreateModel(
-            name='Choice',
+            name="Choice",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.SlugField(help_text='Unique within the question, used in links.', max_length=40)),
-                ('label', models.CharField(max_length=200)),
-                ('order', models.PositiveIntegerField(default=0)),
-                ('sets', models.JSONField(blank=True, default=dict, help_text='Facts this answer gives, e.g. {"data_sensitivity": "special"} or {"needs": "notebooks"}.')),
-                ('outcome', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='incoming', to='onboarding.outcome')),
-                ('next_question', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='incoming', to='onboarding.question')),
-                ('question', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='choices', to='onboarding.question')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "key",
+                    models.SlugField(
+                        help_text="Unique within the question, used in links.", max_length=40
+                    ),
+                ),
+                ("label", models.CharField(max_length=200)),
+                ("order", models.PositiveIntegerField(default=0)),
+                (
+                    "sets",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text='Facts this answer gives, e.g. {"data_sensitivity": "special"} or {"needs": "notebooks"}.',
+                    ),
+                ),
+                (
+                    "outcome",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="incoming",
+                        to="onboarding.outcome",
+                    ),
+                ),
+                (
+                    "next_question",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="incoming",
+                        to="onboarding.question",
+                    ),
+                ),
+                (
+                    "question",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="choices",
+                        to="onboarding.question",
+                    ),
+                ),
             ],
-            options={
-                'ordering': ['question', 'order', 'pk'],
-            },
+            options={"ordering": ["question", "order", "pk"]},
         ),
         migrations.CreateModel(
-            name='Walk',
+            name="Walk",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('token', models.CharField(max_length=64)),
-                ('started_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('current_outcome', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='current_walks', to='onboarding.outcome')),
-                ('current_question', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='current_walks', to='onboarding.question')),
-                ('flowchart', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='walks', to='onboarding.flowchart')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("token", models.CharField(max_length=64)),
+                ("started_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "current_outcome",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="current_walks",
+                        to="onboarding.outcome",
+                    ),
+                ),
+                (
+                    "current_question",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="current_walks",
+                        to="onboarding.question",
+                    ),
+                ),
+                (
+                    "flowchart",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="walks",
+                        to="onboarding.flowchart",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='WalkVisit',
+            name="WalkVisit",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('outcome', models.ForeignKey(null=True, on_delete=django.db.models.deletion.CASCADE, related_name='visits', to='onboarding.outcome')),
-                ('question', models.ForeignKey(null=True, on_delete=django.db.models.deletion.CASCADE, related_name='visits', to='onboarding.question')),
-                ('walk', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='visits', to='onboarding.walk')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "outcome",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="visits",
+                        to="onboarding.outcome",
+                    ),
+                ),
+                (
+                    "question",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="visits",
+                        to="onboarding.question",
+                    ),
+                ),
+                (
+                    "walk",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="visits",
+                        to="onboarding.walk",
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='outcome',
-            constraint=models.UniqueConstraint(fields=('flowchart', 'key'), name='onboarding_outcome_key'),
+            model_name="outcome",
+            constraint=models.UniqueConstraint(
+                fields=("flowchart", "key"), name="onboarding_outcome_key"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='question',
-            constraint=models.UniqueConstraint(fields=('flowchart', 'key'), name='onboarding_question_key'),
+            model_name="question",
+            constraint=models.UniqueConstraint(
+                fields=("flowchart", "key"), name="onboarding_question_key"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='flowchart',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'published')), fields=('status',), name='onboarding_one_published_chart'),
+            model_name="flowchart",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "published")),
+                fields=("status",),
+                name="onboarding_one_published_chart",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='flowchart',
-            constraint=models.UniqueConstraint(fields=('name', 'version'), name='onboarding_chart_version'),
+            model_name="flowchart",
+            constraint=models.UniqueConstraint(
+                fields=("name", "version"), name="onboarding_chart_version"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='choice',
-            constraint=models.UniqueConstraint(fields=('question', 'key'), name='onboarding_choice_key'),
+            model_name="choice",
+            constraint=models.UniqueConstraint(
+                fields=("question", "key"), name="onboarding_choice_key"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='choice',
-            constraint=models.CheckConstraint(condition=models.Q(('next_question__isnull', False), ('outcome__isnull', False), _negated=True), name='onboarding_choice_one_target'),
+            model_name="choice",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("next_question__isnull", False), ("outcome__isnull", False), _negated=True
+                ),
+                name="onboarding_choice_one_target",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='walk',
-            constraint=models.UniqueConstraint(fields=('flowchart', 'token'), name='onboarding_walk_token'),
+            model_name="walk",
+            constraint=models.UniqueConstraint(
+                fields=("flowchart", "token"), name="onboarding_walk_token"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='walkvisit',
-            constraint=models.UniqueConstraint(fields=('walk', 'question'), name='onboarding_visit_question'),
+            model_name="walkvisit",
+            constraint=models.UniqueConstraint(
+                fields=("walk", "question"), name="onboarding_visit_question"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='walkvisit',
-            constraint=models.UniqueConstraint(fields=('walk', 'outcome'), name='onboarding_visit_outcome'),
+            model_name="walkvisit",
+            constraint=models.UniqueConstraint(
+                fields=("walk", "outcome"), name="onboarding_visit_outcome"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='walkvisit',
-            constraint=models.CheckConstraint(condition=models.Q(('question__isnull', True), ('outcome__isnull', True), _connector='XOR'), name='onboarding_visit_one_node'),
+            model_name="walkvisit",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("question__isnull", True), ("outcome__isnull", True), _connector="XOR"
+                ),
+                name="onboarding_visit_one_node",
+            ),
         ),
     ]
