@@ -92,14 +92,16 @@ test: check services
 bench: install services
 	$(TEST_ENV) $(PY) bench/run_all.py
 
-# The API fuzzer with a random seed and a longer budget than the suite's (seed 1, 250 s over
-# every role), as every role (PI, researcher, reviewer, staff, anonymous) in turn; it prints the
-# seed: PORTAL_FUZZ_SEED=<seed> make fuzz repeats a run, PORTAL_FUZZ_ROLES=pi,staff picks roles,
+# The API fuzzer with a random seed, every phase (coverage and stateful too) and a time budget,
+# beyond the suite's (seed 1, examples and fuzzing, 15 cases an operation), as every role (PI,
+# researcher, reviewer, staff, anonymous) in turn; it prints the seed:
+# PORTAL_FUZZ_SEED=<seed> make fuzz repeats a run, PORTAL_FUZZ_ROLES=pi,staff picks roles,
 # DB=sqlite runs it on SQLite (the `make run` database) instead of PostgreSQL (docs/api.md).
 fuzz: install services
 	$(TEST_ENV) $(if $(filter sqlite,$(DB)),DATABASE_URL=sqlite:///$(CURDIR)/var/fuzz.sqlite3) \
 		PORTAL_FUZZ_SEED=$${PORTAL_FUZZ_SEED:-random} \
-		PORTAL_FUZZ_SECONDS=$${PORTAL_FUZZ_SECONDS:-300} PORTAL_FUZZ_EXAMPLES=$${PORTAL_FUZZ_EXAMPLES:-100} \
+		PORTAL_FUZZ_SECONDS=$${PORTAL_FUZZ_SECONDS:-900} PORTAL_FUZZ_EXAMPLES=$${PORTAL_FUZZ_EXAMPLES:-100} \
+		PORTAL_FUZZ_PHASES=$${PORTAL_FUZZ_PHASES:-examples,coverage,fuzzing,stateful} \
 		$(VENV)/bin/pytest tests/portal/test_api_contract.py -p no:logging -q -s --timeout 7200
 
 check: lint types imports
