@@ -261,6 +261,14 @@ class SweepForm(forms.Form):
         help_text="Epochs before the first comparison.",
     )
 
+    place = forms.BooleanField(
+        label="Place it for me",
+        required=False,
+        help_text="Launch on whichever of the project's allocations is predicted to finish the "
+        "sweep first (its queue, its speed, what is left), not necessarily this one; the "
+        "estimate above is this allocation's, and the cells' pages show where they went.",
+    )
+
     FIXED = ("epochs", "patience", "size", "batch_size")
     MAPPING = {
         "grid.models": "models",

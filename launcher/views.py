@@ -196,8 +196,9 @@ def allocation_launch(request: HttpRequest, pk: int) -> HttpResponse:
 def allocation_sweep(request: HttpRequest, pk: int) -> HttpResponse:
     """The sweep form of an allocation (also on its page), the same `sweep_launch` service as
     POST /api/v1/sweeps/. "Estimate" (or `?preset=claire` to fill in the CLAIRE grid) shows the
-    total before anything launches; "Launch sweep" launches; a refusal is on the form (409 when
-    the allocation cannot take it, 400 when it cannot be priced)."""
+    total before anything launches; "Launch sweep" launches (with "Place it for me", on the
+    project's allocation predicted to finish it first: `sweep_launch_placed`); a refusal is on
+    the form (409 when the allocation cannot take it, 400 when it cannot be priced)."""
     allocation = _member_allocation(request, pk)
     if allocation is None:
         return redirect(f"/allocations/{pk}/")
@@ -220,17 +221,34 @@ def allocation_sweep(request: HttpRequest, pk: int) -> HttpResponse:
             concurrency=v["concurrency"],
         )
         if estimate is not None and request.method == "POST" and "launch" in request.POST:
-            sweep = form_call(
-                form,
-                services.sweep_launch,
-                by=request.user,
-                allocation=allocation,
-                grid=v["grid"],
-                gpus=v["gpus"],
-                wall_time_minutes=v["wall_time_minutes"],
-                params=v["params"],
-                concurrency=v["concurrency"],
-                name=v["name"],
+            sweep = (
+                form_call(
+                    form,
+                    placing.sweep_launch_placed,
+                    by=request.user,
+                    work=placing.Work(
+                        params=v["params"],
+                        gpus=v["gpus"],
+                        wall_time_minutes=v["wall_time_minutes"],
+                        grid=v["grid"],
+                        concurrency=v["concurrency"],
+                    ),
+                    name=v["name"],
+                    project_id=allocation.project_id,
+                )
+                if form.cleaned_data.get("place")
+                else form_call(
+                    form,
+                    services.sweep_launch,
+                    by=request.user,
+                    allocation=allocation,
+                    grid=v["grid"],
+                    gpus=v["gpus"],
+                    wall_time_minutes=v["wall_time_minutes"],
+                    params=v["params"],
+                    concurrency=v["concurrency"],
+                    name=v["name"],
+                )
             )
             if sweep is not None:
                 messages.success(request, f"Sweep #{sweep.pk} launched: {sweep.size} runs.")

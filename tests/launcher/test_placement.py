@@ -341,6 +341,35 @@ def test_place_it_for_me_on_the_launch_form_goes_where_it_finishes_first(
     )
 
 
+SWEEP_FORM = {"name": "placed", "models": ["resnet18"], "lrs": "1e-3, 1e-4", "lr_steps": "5",
+              "weight_decays": "0.0001", "folds": "1", "epochs": "1", "size": "64",
+              "batch_size": "16", "dataset": "synthetic-ct", "synthetic_n": "300", "gpus": "1",
+              "wall_time_minutes": "30", "concurrency": "2"}  # fmt: skip
+
+
+def test_place_it_for_me_on_the_sweep_form_launches_every_cell_where_it_finishes_first(
+    client, researcher, dear, cheap
+):
+    busy(cheap, researcher, minutes=25)
+    client.force_login(researcher)
+
+    form = client.get(f"/allocations/{cheap.pk}/sweep/").content.decode()
+    assert 'name="place"' in form and "Place it for me" in form
+    response = client.post(
+        f"/allocations/{cheap.pk}/sweep/", {**SWEEP_FORM, "place": "on", "launch": "1"}
+    )
+
+    cells = Job.objects.filter(sweep__isnull=False)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert response["Location"] == f"/sweeps/{cells.first().sweep_id}/"
+    assert cells.count() == 2 and {c.allocation_id for c in cells} == {dear.pk}
+    assert all(c.placement["chosen"] == dear.pk for c in cells)
+
+    plain = client.post(f"/allocations/{cheap.pk}/sweep/", {**SWEEP_FORM, "launch": "1"})
+    assert plain.status_code == 302
+    assert Job.objects.filter(sweep__isnull=False, allocation=cheap).count() == 2
+
+
 def test_the_cloud_waits_for_a_ready_worker_as_measured_or_says_there_is_none(project):
     facility = FacilityFactory(slug="spot-cloud", kind="cloud", backend="aws")
     allocation = allocate(project, facility)
