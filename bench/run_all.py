@@ -18,6 +18,7 @@ ORDER = [
     "bench_cloud.py",
     "bench_workload.py",
     "bench_sweeps.py",
+    "bench_placement.py",
     "bench_reports.py",
     "notebooks.py",
 ]

@@ -60,6 +60,42 @@ def wait_history(facility_id: int, *, now: dt.datetime | None = None) -> list[fl
     return [max(0.0, (s - c).total_seconds()) for c, s in rows if s is not None]
 
 
+def wait_pairs(facility_id: int, *, now: dt.datetime | None = None) -> list[tuple[float, float]]:
+    """(uncorrected predicted, real) wait in seconds of the facility's last HISTORY_SAMPLE
+    placed single jobs that started in the last HISTORY_DAYS days, most recent first: what
+    `calibrated` learns the facility's bias from. The uncorrected figure is the chosen
+    option's `wait.raw_seconds` in the job's placement (its predicted wait before that)."""
+    now = now or timezone.now()
+    rows = (
+        Job.objects.filter(
+            allocation__facility_id=facility_id,
+            sweep__isnull=True,
+            predicted_wait_seconds__isnull=False,
+            started_at__isnull=False,
+            started_at__gte=now - dt.timedelta(days=HISTORY_DAYS),
+        )
+        .order_by("-started_at")
+        .values_list(
+            "predicted_wait_seconds", "placement", "allocation_id", "created_at", "started_at"
+        )[:HISTORY_SAMPLE]
+    )
+    pairs = []
+    for predicted, placement, allocation_id, created, started in rows:
+        if predicted is None or started is None:
+            continue  # the query excludes them; this tells the type
+        chosen = next(
+            (
+                o
+                for o in (placement or {}).get("options", [])
+                if o.get("allocation") == allocation_id
+            ),
+            None,
+        )
+        raw = ((chosen or {}).get("wait") or {}).get("raw_seconds", predicted)
+        pairs.append((float(raw), max(0.0, (started - created).total_seconds())))
+    return pairs
+
+
 def _run_seconds(job: Job) -> float:
     wall = job.wall_time_minutes * 60.0
     if job.predicted_hours is None:

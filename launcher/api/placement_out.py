@@ -31,6 +31,10 @@ class PlacementWaitOut(serializers.Serializer):
     )
     basis = strict.CharField()
     backlog = strict.IntegerField(allow_null=True, help_text="Jobs waiting ahead, when known")
+    raw_seconds = serializers.FloatField(
+        help_text="The source's own estimate before it was corrected by the facility's "
+        "past real / predicted waits (equal to seconds when it was not)"
+    )
 
 
 class PlacementOptionOut(serializers.Serializer):

@@ -46,6 +46,7 @@ def option_record(ranked: Ranked, option: Option) -> dict[str, Any]:
             "source": wait.source,
             "basis": wait.basis,
             "backlog": wait.backlog,
+            "raw_seconds": round(wait.uncorrected, 1),
         },
         "start_at": None if start is None else start.isoformat(),
         "finish_at": None if finish is None else finish.isoformat(),

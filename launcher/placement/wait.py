@@ -8,6 +8,12 @@
 - the facility's recent history, where neither answers (the scheduler gave no estimate or could
   not be asked): the median of the last HISTORY_SAMPLE waits there (launch to start, single
   jobs, the last HISTORY_DAYS days); with none, NO_HISTORY_SECONDS, said as such.
+
+The first two are then corrected by what they got wrong here before (`calibrated`): a
+scheduler's estimate counts every job ahead to its time limit and the slots count jobs without
+a prediction to their wall time, and most end well before. Once CALIBRATION_MIN placed jobs at
+the facility have started (the last HISTORY_DAYS days), the estimate is multiplied by the
+median of their real / predicted wait, and the basis says so with both figures.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ from .words import duration_text
 
 HISTORY_SAMPLE = 20
 HISTORY_DAYS = 14
+CALIBRATION_MIN = 5
+# Waits predicted shorter than this say too little of the source's bias to learn from.
+CALIBRATION_FLOOR_SECONDS = 30.0
 NO_HISTORY_SECONDS = 0.0
 # A slot busy with something that is not a job (a notebook session) is taken as busy this long.
 UNKNOWN_BUSY_SECONDS = 3600.0
@@ -35,6 +44,13 @@ class Wait:
     source: str
     basis: str
     backlog: int | None = None
+    # The source's own estimate before `calibrated` corrected it (None: not corrected): what
+    # the next correction learns from, so a corrected prediction never trains on itself.
+    raw_seconds: float | None = None
+
+    @property
+    def uncorrected(self) -> float:
+        return self.seconds if self.raw_seconds is None else self.raw_seconds
 
 
 @dataclass(frozen=True)
@@ -101,4 +117,30 @@ def history_wait(samples: Sequence[float], *, why: str = "") -> Wait:
         "history",
         f"{lead}the median of the last {len(samples)} wait{'s' if len(samples) != 1 else ''} "
         f"here (launch to start, last {HISTORY_DAYS} days): {duration_text(median)}",
+    )
+
+
+def calibrated(wait: Wait, pairs: Sequence[tuple[float, float]]) -> Wait:
+    """`wait` multiplied by the median real / predicted wait of `pairs` ((uncorrected
+    predicted, real) seconds of the facility's recent placed jobs that started), once there are
+    CALIBRATION_MIN with a prediction of at least CALIBRATION_FLOOR_SECONDS; otherwise `wait`
+    as it was. Only a prediction from the scheduler or the slots is corrected (history is
+    already measured); `raw_seconds` keeps the estimate it corrected."""
+    ratios = [
+        real / predicted for predicted, real in pairs if predicted >= CALIBRATION_FLOOR_SECONDS
+    ]
+    if (
+        wait.source not in ("backend", "slots")
+        or wait.seconds <= 0
+        or len(ratios) < CALIBRATION_MIN
+    ):
+        return wait
+    factor = statistics.median(ratios)
+    return Wait(
+        wait.seconds * factor,
+        wait.source,
+        f"{wait.basis}; x {factor:.2f}, the median real / predicted wait of the last "
+        f"{len(ratios)} placed jobs here: {duration_text(wait.seconds * factor)}",
+        backlog=wait.backlog,
+        raw_seconds=wait.seconds,
     )

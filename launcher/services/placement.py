@@ -52,12 +52,13 @@ from ..models import Job, Sweep
 from ..placement.interval import RunTime, run_time
 from ..placement.rank import PREFER, Option, Ranked, rank
 from ..placement.record import placement_record
-from ..placement.wait import Wait, history_wait, slot_wait
+from ..placement.wait import Wait, calibrated, history_wait, slot_wait
 from ..placement_selectors import (
     calibration_ratios,
     facility_queue,
     placeable_allocations,
     wait_history,
+    wait_pairs,
 )
 from .datasets import DatasetRefused, find_dataset
 from .errors import LaunchConflict
@@ -277,6 +278,7 @@ def _with_wait(option: Option, allocation: Allocation, *, work: Work, by: Any, w
         parallel = max(1, min(parallel, capacity.slots // need))
     else:
         wait = history_wait(wait_history(facility.pk))
+    wait = calibrated(wait, wait_pairs(facility.pk))
     delay = (rate or 0.0) * (wait.seconds or 0.0) * option.runs
     notes: tuple[str, ...] = ()
     if rate:

@@ -127,6 +127,32 @@ def test_the_earliest_finish_wins_when_the_cheap_one_is_full(api, researcher, de
     assert "cheap-local" in body["summary"] and "(queue 25 min)" in body["summary"]
 
 
+def test_a_facility_whose_waits_came_in_at_a_tenth_gets_its_next_wait_corrected(
+    api, researcher, dear, cheap
+):
+    now = timezone.now()
+    for i, (raw, real) in enumerate([(1500, 140), (1200, 130), (900, 85), (600, 60), (300, 30)]):
+        launched = now - dt.timedelta(hours=2, minutes=i)
+        open_job(
+            allocation=cheap, created_by=researcher, token=f"portal-job-past{i}",
+            state="succeeded", created_at=launched, predicted_wait_seconds=raw // 2,
+            placement={"options": [{"allocation": cheap.pk, "wait": {"raw_seconds": raw}}]},
+            started_at=launched + dt.timedelta(seconds=real), finished_at=now,
+        )  # fmt: skip
+    busy(cheap, researcher, minutes=25)
+
+    waiting = by_facility(place(api, researcher).json())["cheap-local"]
+
+    # Learnt from the raw estimates (1500 s ...), not the corrected ones each job kept.
+    assert 24 * 60 < waiting["wait"]["raw_seconds"] <= 25 * 60
+    assert waiting["wait"]["seconds"] == pytest.approx(
+        waiting["wait"]["raw_seconds"] * 0.1, rel=0.01
+    )
+    assert "x 0.10, the median real / predicted wait of the last 5" in waiting["wait"]["basis"]
+    untaught = by_facility(place(api, researcher).json())["dear-local"]["wait"]
+    assert untaught["raw_seconds"] == untaught["seconds"] == 0
+
+
 def test_prefer_cost_puts_the_cheapest_first_even_when_it_finishes_later(
     api, researcher, dear, cheap
 ):

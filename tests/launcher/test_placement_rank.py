@@ -13,7 +13,7 @@ import pytest
 from launcher.placement.accuracy import Measured, placement_errors
 from launcher.placement.interval import RunTime, run_time
 from launcher.placement.rank import Option, rank, summary
-from launcher.placement.wait import Running, Wait, history_wait, slot_wait
+from launcher.placement.wait import Running, Wait, calibrated, history_wait, slot_wait
 from launcher.slurm.starts import parse_start_report
 
 NOW = dt.datetime(2026, 11, 28, 13, 40, tzinfo=dt.UTC)
@@ -149,6 +149,24 @@ def test_history_is_the_median_of_recent_waits_or_says_there_is_none():
     none = history_wait([], why="Slurm gave no start time")
     assert none.seconds == 0 and none.source == "none"
     assert none.basis.startswith("Slurm gave no start time; no measurement yet")
+
+
+def test_a_wait_is_corrected_by_the_facilitys_past_real_over_predicted_once_there_are_five():
+    scheduler = Wait(600.0, "backend", "sbatch --test-only: starts in 10 min", backlog=3)
+    # Jobs ahead ended at a tenth of their time limits: real waits a tenth of the estimates.
+    past = [(600.0, 60.0), (300.0, 33.0), (1200.0, 110.0), (900.0, 95.0), (10.0, 200.0)]
+
+    assert calibrated(scheduler, past) == scheduler  # four usable: 10 s is under the floor
+    fixed = calibrated(scheduler, [*past, (450.0, 45.0)])
+
+    assert fixed.seconds == pytest.approx(60.0)  # median of 0.1, 0.11, 0.0917, 0.106, 0.1
+    assert fixed.raw_seconds == 600.0 and fixed.uncorrected == 600.0
+    assert fixed.source == "backend" and fixed.backlog == 3
+    assert fixed.basis.startswith(scheduler.basis) and "x 0.10" in fixed.basis
+    assert "last 5 placed jobs here" in fixed.basis
+    history = history_wait([120.0, 60.0])
+    assert calibrated(history, [*past, (450.0, 45.0)]) == history  # measured already
+    assert scheduler.uncorrected == 600.0 and scheduler.raw_seconds is None
 
 
 def test_the_run_time_is_calibrated_on_measured_runs_with_an_interval():
