@@ -21,6 +21,7 @@ from django.contrib.messages.storage.base import Message
 from django.contrib.messages.storage.cookie import CookieStorage
 from django.http import HttpRequest
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from allocations.models import Allocation
 from launcher.models import Job, Sweep
@@ -288,3 +289,52 @@ def test_the_pages_hold_at_390_and_1280_pixels(
     if target:
         for shot in tmp_path.glob("*.png"):
             shutil.copy(shot, Path(target) / f"launcher-{shot.name}")
+
+
+def test_a_notebook_page_opens_and_shows_its_charge_without_a_reload(
+    page, live_server, researcher, allocation
+):
+    from launcher.notebooks.models import NotebookSession
+
+    session = NotebookSession.objects.create(
+        allocation=allocation, user=researcher, gpus=1, hours=Decimal("1.00"), server_name="nb-1"
+    )
+    login(page, live_server, researcher.username)
+    page.goto(f"{live_server.url}/notebooks/{session.pk}/")
+    assert page.locator("[data-live]").count() == 1
+    assert page.locator("#open-notebook-link").count() == 0
+    started = timezone.now()
+
+    # The hub reports it ready (the sync beat moves the row): the page opens by itself.
+    NotebookSession.objects.filter(pk=session.pk).update(
+        state="running", started_at=started, url="/hub/user/researcher/nb-1/"
+    )
+    page.locator("#open-notebook-link").wait_for(timeout=10_000)
+    assert page.locator("#open-notebook-link").get_attribute("href").endswith("/nb-1/")
+
+    # Stopped and charged from the backend's record: the charge appears, then polling stops.
+    NotebookSession.objects.filter(pk=session.pk).update(
+        state="stopped", stopped_at=started + dt.timedelta(seconds=171), wall_seconds=171,
+        gpu_seconds=171, charged_at=timezone.now(),
+    )  # fmt: skip
+    expect(page.locator("#notebook-charged")).to_contain_text("171 GPU-seconds", timeout=10_000)
+    assert page.locator("#open-notebook-link").count() == 0
+    assert "Stopped" in page.locator("#notebook-facts .status").inner_text()
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.wait_for_timeout(7_000)  # longer than the slowest poll: nothing more is asked
+    assert not [u for u in requests if f"/notebooks/{session.pk}/" in u]
+
+
+def test_an_allocation_page_follows_its_provisioning_without_a_reload(
+    page, live_server, researcher, allocation
+):
+    Allocation.objects.filter(pk=allocation.pk).update(status="provisioning")
+    login(page, live_server, researcher.username)
+    page.goto(f"{live_server.url}/allocations/{allocation.pk}/")
+    assert "Provisioning" in page.locator("h1").inner_text()
+
+    Allocation.objects.filter(pk=allocation.pk).update(status="active")
+
+    expect(page.locator("h1")).to_contain_text("Active", timeout=10_000)
+    assert page.locator("[data-live]").count() == 0
