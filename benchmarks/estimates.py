@@ -13,7 +13,6 @@ the wall time. Reads only: three queries (the recommender's inputs).
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +22,7 @@ from benchmarks.models import BenchmarkResult
 from benchmarks.recommender import WorkloadRequest
 from benchmarks.recommender.core import assess
 from benchmarks.recommender.predict import ResultIndex
+from benchmarks.recommender.robust import faster_half_median
 from benchmarks.recommender.types import fmt_number
 from benchmarks.selectors import recommender_inputs
 
@@ -162,7 +162,14 @@ def job_prediction(
     basis = (
         f"{fmt_number(rec.throughput)} images/s for {shape.model} {shape.dims}D "
         f"{shape.size}px at {rec.precision}, batch {shape.batch_size}, {max(1, gpus)} GPU "
-        f"({rec.method}, {rec.confidence} confidence) x {shape.epochs} epochs of "
+        f"({rec.method}, {rec.confidence} confidence"
+        + (
+            f"; the median of the faster half of {rec.alike} runs of this shape here, a slower "
+            "run being taken as a loaded machine"
+            if rec.alike
+            else ""
+        )
+        + f") x {shape.epochs} epochs of "
         f"{shape.train_images} training images, plus {overhead_basis}"
     )
     return JobPrediction(
@@ -192,11 +199,13 @@ def _overhead(node_type: NodeType, shape: JobShape, throughput: float) -> tuple[
         if s is not None  # the query excludes nulls; this tells the type
     ]
     if seen:
-        median = statistics.median(seen)
+        # Less is faster: the median of the quicker half (a loaded machine's start-up is not
+        # the machine's).
+        median = faster_half_median(seen, key=lambda s: -s)
         return median, (
             f"{median:,.0f} s outside training (start-up, validation, evaluation: "
-            f"the median of {len(seen)} measured job{'s' if len(seen) != 1 else ''} "
-            f"here)"
+            f"the median of the quicker half of {len(seen)} measured "
+            f"job{'s' if len(seen) != 1 else ''} here)"
         )
     evals = (shape.epochs + 1) * shape.eval_images * FORWARD_SHARE / throughput
     return STARTUP_SECONDS + evals, (

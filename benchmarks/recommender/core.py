@@ -108,7 +108,7 @@ def assess(
     supported = effective_peak(node, req.precision) is not None
     found = predict(index, workload, req, node, mem.strategy) if supported else None
     if found is not None:
-        rec.method, rec.confidence = found.method, found.confidence
+        rec.method, rec.confidence, rec.alike = found.method, found.confidence, found.alike
         rec.throughput = found.throughput
         rec.basis = (found.basis.id or found.basis.citation) if found.basis else ""
         rec.neighbour = describe(found.basis) if found.basis else ""

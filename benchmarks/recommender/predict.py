@@ -33,6 +33,7 @@ from benchmarks.recommender.hardware import (  # noqa: F401 - re-exported for ca
     resolve_precision,
     work_per_sample,
 )
+from benchmarks.recommender.robust import faster_half_median
 from benchmarks.recommender.types import (
     BenchmarkRecord,
     NodeTypeInfo,
@@ -61,6 +62,8 @@ class Prediction:
     confidence: str
     basis: BenchmarkRecord | None = None
     notes: list[str] = field(default_factory=list)
+    # The portal's own runs of this shape the figure is the faster-half median of (0: none).
+    alike: int = 0
 
 
 def _log2_ratio(a: float, b: float) -> float:
@@ -259,6 +262,20 @@ def _same_hw(
     return [r for r in pool if precision_compatible(node, req.precision, r.precision)]
 
 
+def _alike(q: BenchmarkRecord, r: BenchmarkRecord) -> bool:
+    """The same run shape on the same node type: only the machine's load differs."""
+    return harness_of(q) == harness_of(r) and (
+        q.node_type,
+        q.model,
+        q.dims,
+        q.precision,
+        q.gpus,
+        q.strategy,
+        q.batch_size,
+        q.image_size,
+    ) == (r.node_type, r.model, r.dims, r.precision, r.gpus, r.strategy, r.batch_size, r.image_size)
+
+
 def predict_measured(
     index: ResultIndex, workload: Workload, req: WorkloadRequest, node: NodeTypeInfo, strategy: str
 ) -> Prediction | None:
@@ -283,6 +300,9 @@ def predict_measured(
         )
 
     r = min(pool, key=distance)
+    alike = [q for q in pool if harness_of(r) == "job" and _alike(q, r)]
+    if len(alike) >= 2:
+        r = faster_half_median(alike, key=lambda q: q.throughput)
     siblings = [
         q
         for q in pool
@@ -305,6 +325,11 @@ def predict_measured(
         f"{r.gpus} GPU, batch {r.batch_size}, size {r.image_size}: "
         f"{fmt_number(r.throughput)} samples/s)" + (f", {how}" if ratio != 1.0 else "")
     ]
+    if len(alike) >= 2:
+        notes.append(
+            f"the median of the faster half of {len(alike)} runs of this shape here (a slower "
+            "run is taken as a loaded machine, not a slower model)"
+        )
     if req.harness and harness_of(r) != req.harness:
         found = index.harness_ratio(req.harness, harness_of(r), r, exclude=node.accelerator)
         if found is not None:
@@ -314,7 +339,9 @@ def predict_measured(
                 f"x {factor:.2f}, what {req.harness} measures against "
                 f"{harness_of(r)} on {pairs} other chip{'s' if pairs != 1 else ''}"
             )
-    return Prediction(thr, "measured", "medium" if far else "high", r, notes)
+    return Prediction(
+        thr, "measured", "medium" if far else "high", r, notes, len(alike) if len(alike) >= 2 else 0
+    )
 
 
 def _fit_step_time(

@@ -151,10 +151,14 @@ class Recommendation:
     basis: str = ""  # id/citation of the benchmark result the prediction rests on
     neighbour: str = ""  # that result in words (for a roofline: the nearest calibration point)
     reasons: list[str] = field(default_factory=list)
+    # How many of the portal's own runs of this shape the throughput is the faster-half median
+    # of (robust.py; 0: not so). For the launch forms' sentence; not part of the API's row.
+    alike: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict, numbers rounded for display."""
         d = asdict(self)
+        d.pop("alike")
         for k in ("throughput", "predicted_hours", "gpu_hours", "cost", "cost_on_demand"):
             if d[k] is not None:
                 d[k] = round(d[k], 3)

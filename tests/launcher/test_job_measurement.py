@@ -19,6 +19,7 @@ from benchmarks import catalogue
 from benchmarks.demo import _workload
 from benchmarks.models import BenchmarkResult
 from launcher.backends.contract import Fetched
+from launcher.estimates import default_wall_time, predict
 from launcher.models import Job
 from launcher.services import job_record_files
 from launcher.workloads.ctxray import TrainConfig, train
@@ -206,3 +207,38 @@ def test_throughput_is_the_whole_runs_figure_on_the_page_and_in_the_api(
     assert _throughput_shown(html) == f"{floatformat(run_figure, 1)} images/s"
     assert "9876.5" not in html
     assert BenchmarkResult.objects.get().throughput == run_figure
+
+
+def test_runs_slowed_by_load_do_not_swing_the_default_wall_time(job, researcher, finished_run):
+    """Issue 39: one quiet run, then three made while the machine was loaded (a third of the
+    throughput, three times the start-up). The default wall time learnt from all four stays
+    within 2x of the one learnt from the quiet run alone, and says how it chose."""
+    progress, metrics = finished_run
+    params = {"model": "resnet18", "epochs": 2, "size": 32, "batch_size": 4, "synthetic_n": 24}
+    job_record_files(job=job, fetched=Fetched(progress=progress, metrics=metrics))
+    quiet = default_wall_time(allocation=job.allocation, params=params, gpus=1)
+
+    measured = metrics["measured"]
+    for i in range(3):
+        slow = {
+            **metrics,
+            "measured": {
+                **measured,
+                "train_images_per_s": measured["train_images_per_s"] / 3,
+                "train_seconds": measured["train_seconds"] * 3,
+            },
+        }
+        loaded = Job.objects.create(
+            allocation=job.allocation, created_by=researcher, params=job.params, gpus=1,
+            state="succeeded", token=f"portal-job-loaded{i}", predicted_hours=job.predicted_hours,
+            started_at=job.started_at, finished_at=job.started_at + dt.timedelta(seconds=135),
+        )  # fmt: skip
+        job_record_files(job=loaded, fetched=Fetched(progress=progress, metrics=slow))
+    assert BenchmarkResult.objects.filter(source="job").count() == 4
+
+    after = default_wall_time(allocation=job.allocation, params=params, gpus=1)
+
+    assert quiet.minutes <= after.minutes <= 2 * quiet.minutes, (quiet, after)
+    basis = predict(job.allocation, params, 1).basis
+    assert "the median of the faster half of 4 runs of this shape here" in basis
+    assert "the median of the quicker half of 4 measured jobs here" in basis
