@@ -261,7 +261,10 @@ def notebook_charge(*, session: NotebookSession, now: dt.datetime | None = None)
             charged_at=now,
             gpu_seconds=usage.gpu_seconds,
             wall_seconds=usage.wall_seconds,
-            started_at=session.started_at or usage.started,
+            # One fact, one figure: the page's Started and Stopped become the record's, so
+            # they differ by the wall time charged (the polls' sightings stay in the history).
+            started_at=usage.started,
+            stopped_at=usage.ended,
             external_id=usage.external_id[:120],
         )
         if charged:

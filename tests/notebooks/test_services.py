@@ -4,6 +4,7 @@ the commit, which these transactional tests never reach; test_hub_e2e.py drives 
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from pathlib import Path
 
@@ -134,6 +135,10 @@ def test_a_stopped_session_is_charged_its_records_exact_seconds_once(researcher,
     assert session.state == S.STOPPED and session.gpu_seconds == 75  # ceil(37.25 x 2)
     assert session.wall_seconds == 38
     record = UsageRecord.objects.get()
+    # The session's start and stop are the record's: they differ by the wall time charged.
+    assert (session.started_at, session.stopped_at) == (record.period_start, record.period_end)
+    ran = (session.stopped_at - session.started_at).total_seconds()
+    assert ran == pytest.approx(37.25, abs=0.001) and session.wall_seconds == math.ceil(ran)
     assert (record.source, record.gpu_seconds) == ("local", 75)
     assert (
         record.external_id == f"notebook/{session.pk}/{nb_allocation.facility_id}/nb-{session.pk}"
