@@ -12,7 +12,9 @@ Bases, stated on the page and in docs/reports.md:
   are under "-". So the user totals equal the project totals, cloud jobs included.
 - Jobs, wait (submit to start), size (GPUs), efficiency (the mean utilisation the trainer
   reported, weighted by GPU-seconds) and short (< 1 min run) or failed shares come from Job rows,
-  by the month or week the job was created.
+  by the month or week the job was created; a job cancelled before it started is not counted.
+- The totals' GPU-hours are split by what charged them (`split`): jobs, notebook sessions and
+  other records; the job-size table holds jobs only.
 """
 
 from __future__ import annotations
@@ -69,6 +71,9 @@ class Report:
     wait: dict = field(default_factory=dict)
     sizes: list[dict] = field(default_factory=list)
     efficiency: list[dict] = field(default_factory=list)
+    # The totals' GPU-hours by what charged them: jobs, notebook sessions, other (records of
+    # no portal job or session: work on the accounts outside the portal).
+    split: dict = field(default_factory=dict)
 
 
 def report_project_ids(user) -> list[int] | None:
@@ -115,10 +120,15 @@ def _usage_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, 
     return {(r["g"], _day(r["p"])): r for r in qs.order_by()}
 
 
+# A job cancelled before it started (a sweep's held cells when the sweep is cancelled, a queued
+# job cancelled) ran nothing and charged nothing: not a job the report counts.
+RAN = ~Q(state=Job.State.CANCELLED, started_at__isnull=True)
+
+
 def _job_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, dict]:
     """(group, period) -> jobs, failed, short. One query."""
     run = ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
-    qs = _scoped(Job.objects.all(), project_ids)
+    qs = _scoped(Job.objects.filter(RAN), project_ids)
     if since:
         qs = qs.filter(created_at__gte=since)
     qs = (
@@ -190,8 +200,23 @@ def wait_times(project_ids, since) -> dict:
     return {"jobs": n, "mean_seconds": mean.total_seconds(), "p90_seconds": p90.total_seconds()}
 
 
+def usage_split(project_ids, since) -> dict[str, float]:
+    """GPU-hours of the ledger by what charged them: `jobs` (records of a portal job),
+    `notebooks` (of a notebook session) and `other`. One query; they sum to the totals."""
+    qs = _scoped(UsageRecord.objects.all(), project_ids)
+    if since:
+        qs = qs.filter(period_start__gte=since)
+    notebook = Q(job_id__isnull=True, external_id__startswith="notebook/")
+    sums = qs.aggregate(
+        jobs=Coalesce(Sum("gpu_seconds", filter=Q(job_id__isnull=False)), 0),
+        notebooks=Coalesce(Sum("gpu_seconds", filter=notebook), 0),
+        other=Coalesce(Sum("gpu_seconds", filter=Q(job_id__isnull=True) & ~notebook), 0),
+    )
+    return {k: v / 3600 for k, v in sums.items()}
+
+
 def job_sizes(project_ids, since) -> list[dict]:
-    qs = _scoped(Job.objects.all(), project_ids)
+    qs = _scoped(Job.objects.filter(RAN), project_ids)
     if since:
         qs = qs.filter(created_at__gte=since)
     rows = (
@@ -256,5 +281,6 @@ def usage_report(
     report.totals = _sum_rows(report.rows, "all")
     report.wait = wait_times(project_ids, since)
     report.sizes = job_sizes(project_ids, since)
+    report.split = usage_split(project_ids, since)
     report.efficiency = efficiency(group_by, project_ids, since)
     return report

@@ -51,7 +51,7 @@ def tables(report: Report) -> dict[str, Table]:
                 for r in report.rows
             ],
             f"GPU-hours and cost from {ledger}; jobs from Job rows, by the {report.period} "
-            "they were created.",
+            "they were created (a job cancelled before it started is not counted).",
         ),
         Table(
             "groups",
@@ -76,7 +76,9 @@ def tables(report: Report) -> dict[str, Table]:
             "Job size distribution",
             ["GPUs", "Jobs", "GPU-hours"],
             [[s["gpus"], s["jobs"], s["gpu_hours"]] for s in report.sizes],
-            "GPUs each job asked for; GPU-hours those jobs were charged.",
+            "GPUs each job asked for; GPU-hours those jobs were charged. Jobs only: "
+            f"notebook sessions ({report.split.get('notebooks', 0.0):.2f} GPU-hours) and other "
+            f"records ({report.split.get('other', 0.0):.2f}) are in the totals, not here.",
         ),
         Table(
             "efficiency",

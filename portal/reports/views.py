@@ -116,6 +116,12 @@ class EfficiencySerializer(serializers.Serializer):
     mean_percent = strict.FloatField(allow_null=True)
 
 
+class SplitSerializer(serializers.Serializer):
+    jobs = strict.FloatField(help_text="GPU-hours charged by portal jobs")
+    notebooks = strict.FloatField(help_text="GPU-hours charged by notebook sessions")
+    other = strict.FloatField(help_text="GPU-hours of records of neither (work outside the portal)")
+
+
 class UsageReportSerializer(serializers.Serializer):
     group_by = strict.CharField()
     period = strict.CharField()
@@ -125,6 +131,7 @@ class UsageReportSerializer(serializers.Serializer):
     wait = WaitSerializer()
     sizes = SizeSerializer(many=True)
     efficiency = EfficiencySerializer(many=True)
+    split = SplitSerializer(help_text="The totals' GPU-hours by what charged them")
 
 
 class UsageReportView(APIView):

@@ -235,3 +235,32 @@ def test_queries_do_not_grow_with_rows(api, reviewer, world, researcher):
 def test_csv_gpu_hours_are_exact_decimals_not_float_artefacts():
     table = Table("t", "t", ["GPU-hours", "Cost"], [[194 / 3600, Decimal("0.0500")]], "")
     assert to_csv(table).splitlines()[1] == "0.053889,0.0500"
+
+
+def test_one_figure_per_fact_the_header_is_its_parts_and_unrun_jobs_are_not_jobs(
+    client, api, reviewer, world, researcher, project
+):
+    """Issue 39: the header's GPU-hours are the sum of the table's rows, split into jobs,
+    notebooks and other, the job-size table says it holds jobs only, and a job cancelled before
+    it started (a cancelled sweep's held cells) is not counted as a job."""
+    hpc = AllocationFactory(project=project, facility=world["hpc"])
+    charge(allocation=hpc, source="local", external_id="notebook/7/1/nb-7", period_start=FEB,
+           period_end=FEB, gpu_seconds=900, cost=Decimal("0.50"))  # fmt: skip
+    before = _get(api.as_user(reviewer)).json()
+    for _ in range(6):
+        _job(hpc, researcher, created=FEB, state="cancelled")  # never started
+
+    body = _get(api.as_user(reviewer)).json()
+
+    assert body["totals"]["jobs"] == before["totals"]["jobs"] == 6
+    assert sum(s["jobs"] for s in body["sizes"]) == 6
+    split, total = body["split"], body["totals"]["gpu_hours"]
+    assert split == {"jobs": 11.7, "notebooks": 0.25, "other": 2.0}  # (3600+1800+36000+720) s
+    assert sum(split.values()) == pytest.approx(total)
+    assert total == pytest.approx(sum(r["gpu_hours"] for r in body["rows"]))
+    client.force_login(reviewer)
+    page = client.get("/reports/usage/").content.decode()
+    header = re.search(r'<small id="report-totals">(.*?)</small>', page).group(1)
+    assert header.startswith("13.95 GPU-hours (11.70 by jobs, 0.25 by notebooks, 2.00 other)")
+    assert header.endswith("6 jobs")
+    assert "Jobs only: notebook sessions (0.25 GPU-hours)" in page
