@@ -36,6 +36,23 @@ def sweep_finished(sweep: Sweep, counts: dict[str, int]) -> bool:
     return final >= sweep.size or (sweep.staged and final == sum(counts.values()) and final > 0)
 
 
+def sweep_outcome(counts: dict[str, int], *, done: bool) -> tuple[str, str]:
+    """The sweep's state for its header (status, label): in progress until done; then
+    cancelled or failed when no cell succeeded, else finished, saying how many were cancelled
+    or failed (one fact: the header never says Finished beside six cancelled cells)."""
+    if not done:
+        return "running", "In progress"
+    succeeded = counts.get(S.SUCCEEDED, 0) + counts.get(S.STOPPED_EARLY, 0)
+    cancelled, failed = (
+        counts.get(S.CANCELLED, 0),
+        counts.get(S.FAILED, 0) + counts.get(S.TIMEOUT, 0),
+    )
+    if not succeeded:
+        return ("cancelled", "Cancelled") if cancelled >= failed else ("failed", "Failed")
+    rest = [f"{n} {what}" for n, what in ((cancelled, "cancelled"), (failed, "failed")) if n]
+    return "succeeded", "Finished" + (f" ({', '.join(rest)})" if rest else "")
+
+
 def sweep_leaderboard(
     sweep: Sweep, *, sort_by: str | None = None, level: str = "patient"
 ) -> list[dict[str, Any]]:

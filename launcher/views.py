@@ -95,6 +95,8 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
     counts = sweep_selectors.sweep_counts(sweep)
     schedule = sweep_selectors.sweep_schedule(sweep)
     finished = sum(counts[s] for s in Job.FINAL)
+    done = sweep_selectors.sweep_finished(sweep, counts)
+    outcome, outcome_label = sweep_selectors.sweep_outcome(counts, done=done)
     return render(
         request,
         "launcher/sweep_detail.html",
@@ -103,7 +105,9 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "counts": counts,
             "finished": finished,
             # A staged sweep may end below its size (configurations stopped, a search's budget).
-            "done": sweep_selectors.sweep_finished(sweep, counts),
+            "done": done,
+            "outcome": outcome,
+            "outcome_label": outcome_label,
             "schedule": schedule,
             "charged": selectors.sweep_gpu_seconds(sweep),
             "board": board[:100],
