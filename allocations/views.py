@@ -172,6 +172,18 @@ def _int_or_none(raw: str | None) -> int | None:
     return form.cleaned_data["gpu_hours"]
 
 
+# What the workflow did, in words ("Request #4 was sent back for changes", never "is now
+# changes requested").
+MOVED = {
+    "draft": "is a draft again",
+    "submitted": "was submitted",
+    "approved": "was approved",
+    "rejected": "was rejected",
+    "changes_requested": "was sent back for changes",
+    "withdrawn": "was withdrawn",
+}
+
+
 @login_required
 @require_POST
 @refused_to("request-detail", "pk")
@@ -182,7 +194,7 @@ def request_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     req = get_object_or_404(selectors.visible_requests(request.user), pk=pk)
     ACTIONS[action](req, request.user, request.POST)
     req.refresh_from_db()
-    messages.success(request, f"Request #{req.pk} is now {req.get_status_display().lower()}.")
+    messages.success(request, f"Request #{req.pk} {MOVED.get(req.status, 'was updated')}.")
     if action in {"approve", "reject", "request-changes"}:
         return redirect("review-queue")
     return redirect("request-detail", req.pk)

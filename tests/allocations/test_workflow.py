@@ -163,3 +163,12 @@ def test_others_cannot_submit_or_withdraw_a_members_request(draft_request, outsi
         services.request_submit(request=draft_request, by=outsider)
     with pytest.raises(PermissionDenied):
         services.request_withdraw(request=draft_request, by=outsider)
+
+
+def test_the_workflow_says_what_it_did_in_words(client, full_request, reviewer):
+    client.force_login(reviewer)
+    response = client.post(
+        f"/requests/{full_request.pk}/request-changes/", {"comment": "Fewer hours."}, follow=True
+    )
+    said = [str(m) for m in response.context["messages"]]
+    assert said == [f"Request #{full_request.pk} was sent back for changes."]

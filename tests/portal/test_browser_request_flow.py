@@ -31,7 +31,7 @@ def test_researcher_submits_and_reviewer_approves(
     page.get_by_role("link", name=f"#{req.pk}").click()
     page.get_by_label("GPU-hours to grant").fill("1000")
     page.get_by_role("button", name="Approve").click()
-    page.get_by_text(f"Request #{req.pk} is now approved").wait_for()
+    page.get_by_text(f"Request #{req.pk} was approved").wait_for()
 
     req.refresh_from_db()
     assert req.status == "approved" and req.allocation.gpu_hours == 1000
