@@ -44,7 +44,7 @@ def test_every_service_marker_is_declared_and_deselected_by_make_unit():
 def test_make_unit_runs_with_every_service_unreachable(isolated_network):
     """`make unit` in a network namespace with only loopback up and nothing listening: the
     services' ports are closed, so a unit-tier test that reached one would fail here. A sample
-    of each app's unit tests keeps this quick; `.ci/run` runs the whole tier the same way."""
+    of each app's unit tests keeps this quick; `make test` runs the whole tier the same way."""
     sample = [
         "tests/allocations/test_page_cache.py",
         "tests/launcher/test_toy_backend.py",
