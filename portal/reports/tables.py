@@ -9,7 +9,7 @@ import io
 from dataclasses import dataclass
 from decimal import Decimal
 
-from core.figures import exact
+from core.figures import exact, rounded
 
 from .selectors import Report
 
@@ -77,8 +77,9 @@ def tables(report: Report) -> dict[str, Table]:
             ["GPUs", "Jobs", "GPU-hours"],
             [[s["gpus"], s["jobs"], s["gpu_hours"]] for s in report.sizes],
             "GPUs each job asked for; GPU-hours those jobs were charged. Jobs only: "
-            f"notebook sessions ({report.split.get('notebooks', 0.0):.2f} GPU-hours) and other "
-            f"records ({report.split.get('other', 0.0):.2f}) are in the totals, not here.",
+            f"notebook sessions ({rounded(report.split.get('notebooks', 0.0))} GPU-hours) and "
+            f"other records ({rounded(report.split.get('other', 0.0))}) are in the totals, not "
+            "here.",
         ),
         Table(
             "efficiency",

@@ -15,6 +15,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from allocations.models import UsageRecord
 from launcher.models import Job
 from portal.reports.tables import Table, to_csv
 from tests.factories import AllocationFactory, FacilityFactory, ProjectFactory, UserFactory, charge
@@ -263,4 +264,7 @@ def test_one_figure_per_fact_the_header_is_its_parts_and_unrun_jobs_are_not_jobs
     header = re.search(r'<small id="report-totals">(.*?)</small>', page).group(1)
     assert header.startswith("13.95 GPU-hours (11.70 by jobs, 0.25 by notebooks, 2.00 other)")
     assert header.endswith("6 jobs")
-    assert "Jobs only: notebook sessions (0.25 GPU-hours)" in page
+    assert "Jobs only: notebook sessions (0.25 GPU-hours) and other records (2.00)" in page
+    UsageRecord.objects.filter(external_id="notebook/7/1/nb-7").update(gpu_seconds=13)
+    tiny = client.get("/reports/usage/").content.decode()
+    assert "notebook sessions (0.0036 GPU-hours)" in tiny  # 13 s: never rounded to zero
