@@ -9,7 +9,7 @@ import pytest
 
 from launcher import params as P
 from launcher import sweepgrid
-from launcher.api.serializers import GridAxes
+from launcher.api.grid import GridAxes
 from launcher.forms import SweepForm
 from launcher.workloads.ctxray.config import TrainConfig, UsageError
 
