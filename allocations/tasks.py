@@ -8,6 +8,8 @@ import smtplib
 from celery import shared_task
 from django.utils import timezone
 
+from core.locks import exclusive
+
 from .digests import digest_send
 from .models import Allocation, Event, NotificationPreference
 from .notifications import send_event_email
@@ -31,6 +33,7 @@ def send_notification(kind: str, event_id: int) -> int:
 
 
 @shared_task(name="allocations.expire_allocations")
+@exclusive("allocations.expire_allocations")
 def expire_allocations() -> int:
     """Move allocations past their end date to expired (backends then block them)."""
     today = timezone.localdate()
@@ -51,6 +54,7 @@ def expire_allocations() -> int:
     retry_backoff=True,
     max_retries=5,
 )
+@exclusive("allocations.send_usage_digests")
 def send_usage_digests() -> int:
     """Beat (daily): send each weekly-digest person their digest once a week is up."""
     sent = 0
@@ -62,6 +66,7 @@ def send_usage_digests() -> int:
 
 
 @shared_task(name="allocations.reconcile_ledger")
+@exclusive("allocations.reconcile_ledger")
 def reconcile_ledger() -> int:
     """Beat: recompute every allocation's ledger columns from the records; drifts are corrected,
     logged and audited (allocations/ledger.py). Returns the number corrected."""
@@ -69,6 +74,7 @@ def reconcile_ledger() -> int:
 
 
 @shared_task(name="allocations.check_usage_alerts")
+@exclusive("allocations.check_usage_alerts")
 def check_usage_alerts() -> int:
     """Beat (hourly): the projection alert for active allocations whose 7-day rate, which moves
     at midnight, now says they run out early (allocations/services/usage.py). Returns the

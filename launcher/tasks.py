@@ -14,6 +14,7 @@ from celery.signals import worker_ready
 from django.db import connections
 
 from allocations.models import Allocation
+from core.locks import exclusive
 
 from . import heartbeat as worker_heartbeat
 from . import idempotency, services
@@ -74,6 +75,7 @@ def _permanent(what: str, error: BackendError) -> str:
 
 
 @shared_task(name="launcher.failing_jobs_digest")
+@exclusive("launcher.failing_jobs_digest")
 def failing_jobs_digest() -> int:
     """Beat (hourly): one email to staff listing jobs that failed since the last one."""
     return services.failing_jobs_digest_send()
@@ -94,6 +96,7 @@ def submit_sweep(sweep_id: int) -> int | None:
 
 
 @shared_task(name="launcher.poll_jobs")
+@exclusive("launcher.poll_jobs")
 def poll_jobs() -> dict[str, int]:
     """Beat: poll every facility with live jobs, advance staged sweeps, and re-enqueue submissions nobody owns whose
     next attempt is due (an expired lease, a backoff over, a lost message)."""
@@ -112,6 +115,7 @@ def poll_jobs() -> dict[str, int]:
 
 
 @shared_task(name="launcher.ingest_usage")
+@exclusive("launcher.ingest_usage")
 def ingest_usage() -> int:
     """Beat: charge every allocation owing usage (services.usage_ingest_all)."""
     return services.usage_ingest_all()
@@ -135,6 +139,7 @@ def _worker_started(**_: object) -> None:
 
 
 @shared_task(name="launcher.prune_idempotency_keys", ignore_result=True)
+@exclusive("launcher.prune_idempotency_keys")
 def prune_idempotency_keys() -> int:
     """Beat (hourly): forget keys past their 24 hours (launcher/idempotency.py)."""
     return idempotency.prune()

@@ -6,6 +6,7 @@ from celery import shared_task
 from django.db.models import Exists, F, OuterRef, Q
 
 from allocations.models import Facility
+from core.locks import exclusive
 from launcher.backends.contract import BackendError
 
 from . import services
@@ -55,6 +56,7 @@ def clusters_to_sync():
 
 
 @shared_task(name="cloud.sync_all", acks_late=True, ignore_result=True)
+@exclusive("cloud.sync_all")
 def sync_all() -> int:
     """The 5-second beat: one sync per cluster that needs it (in-line: a pass takes well
     under 5 s)."""
@@ -68,6 +70,7 @@ def sync_all() -> int:
 
 
 @shared_task(name="cloud.reconcile", acks_late=True)
+@exclusive("cloud.reconcile")
 def reconcile() -> int:
     terminated = 0
     for facility in Facility.objects.filter(
