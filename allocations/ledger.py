@@ -29,8 +29,9 @@ UPDATE`, the lock a launch takes) by the service that causes it:
 - a release (`ledger_jobs_change` around a job's state move, its copied charge or its re-based
   estimate): the reservation moves by what the job reserves after less what it reserved before.
 
-`ledger_reconcile` (the `allocations.reconcile_ledger` beat task) recomputes the columns from
-the records and corrects, logs and audits any drift.
+`ledger_reconcile` (allocations/reconcile.py, the `allocations.reconcile_ledger` beat task)
+recomputes the columns and the monthly rollups from the records and corrects, logs and audits
+any drift.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from django.utils.module_loading import import_string
 from core.versions import projects_bump
 
 from .models import Allocation, UsageRecord
-from .transitions import record_event
+from .rollups import rollup_add, rollup_rebuild
 
 log = logging.getLogger(__name__)
 ZERO = Decimal(0)
@@ -259,6 +260,7 @@ def ledger_charge(*, records: list[UsageRecord], batch_size: int = 2000) -> int:
     job_ids = {r.job_id for r in new if r.job_id is not None}
     before = reservations(job_ids=job_ids) if job_ids else {}
     UsageRecord.objects.bulk_create(new, batch_size=batch_size, ignore_conflicts=True)
+    rollup_add(new)
     after = reservations(job_ids=job_ids) if job_ids else {}
     deltas = _reserved_delta(before, after)
     for record in new:
@@ -305,46 +307,6 @@ def ledger_stored(*, allocation_ids: Collection[int] | None = None) -> dict[int,
     return {row[0]: Figures(*row[1:]) for row in rows.values_list("pk", *Allocation.LEDGER_FIELDS)}
 
 
-@dataclass(frozen=True)
-class Drift:
-    allocation_id: int
-    stored: Figures
-    recomputed: Figures
-
-
-def ledger_reconcile(*, allocation_ids: Collection[int] | None = None) -> list[Drift]:
-    """Recompute the columns from the records; where they differ, check again under the row
-    lock and correct them, with a warning in the log and an audit event on the allocation.
-    Returns the drifts corrected (none when every write path kept the columns)."""
-    recomputed = ledger_recomputed(allocation_ids=allocation_ids)
-    stored = ledger_stored(allocation_ids=allocation_ids)
-    suspects = [pk for pk in stored if stored[pk] != recomputed.get(pk, Figures())]
-    drifts = []
-    for pk in suspects:
-        with transaction.atomic():
-            allocation = Allocation.objects.select_for_update().get(pk=pk)
-            now = ledger_stored(allocation_ids=[pk])[pk]
-            truth = ledger_recomputed(allocation_ids=[pk]).get(pk, Figures())
-            if now == truth:
-                continue  # a write landed between the two reads; nothing drifted
-            Allocation.objects.filter(pk=pk).update(**asdict(truth))
-            comment = "Ledger corrected from the records: " + "; ".join(
-                f"{name} {getattr(now, name)} -> {getattr(truth, name)}"
-                for name in Allocation.LEDGER_FIELDS
-                if getattr(now, name) != getattr(truth, name)
-            )
-            log.warning("allocation %s: %s", pk, comment)
-            record_event(
-                allocation,
-                actor=None,
-                from_state=allocation.status,
-                to_state=allocation.status,
-                comment=comment,
-            )
-            drifts.append(Drift(allocation_id=pk, stored=now, recomputed=truth))
-    return drifts
-
-
 def ledger_rebuild(*, allocation_ids: Collection[int] | None = None) -> int:
     """Set the columns from the records, silently: for rows loaded in bulk around the services
     (benchmark and demo seeding, an import). Returns the allocations written."""
@@ -357,5 +319,6 @@ def ledger_rebuild(*, allocation_ids: Collection[int] | None = None) -> int:
     written, ids = 0, list(rows.values_list("pk", flat=True))
     for pk in ids:
         written += Allocation.objects.filter(pk=pk).update(**asdict(recomputed.get(pk, Figures())))
+    rollup_rebuild(allocation_ids=allocation_ids)
     _bump(ids)
     return written

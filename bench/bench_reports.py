@@ -131,6 +131,9 @@ def seed() -> object:
             )
         )
     Job.objects.bulk_create(jobs, batch_size=2000)
+    from allocations.ledger import ledger_rebuild
+
+    ledger_rebuild()  # the columns and monthly rollups of records loaded around the ledger
     return staff
 
 

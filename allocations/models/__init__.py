@@ -8,7 +8,7 @@ from .event import Event
 from .preference import NotificationPreference
 from .project import Project, ProjectMembership
 from .request import AllocationRequest
-from .usage import UsageRecord
+from .usage import LedgerPass, UsageMonth, UsageRecord
 
 __all__ = [
     "Allocation",
@@ -16,11 +16,13 @@ __all__ = [
     "Dataset",
     "Event",
     "Facility",
+    "LedgerPass",
     "NotificationPreference",
     "NodeType",
     "Project",
     "ProjectMembership",
     "Sensitivity",
     "UsageAlert",
+    "UsageMonth",
     "UsageRecord",
 ]

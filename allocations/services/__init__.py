@@ -1,6 +1,7 @@
 """Every write to the allocations domain goes through one of these functions."""
 
-from ..ledger import ledger_charge, ledger_jobs_change, ledger_reconcile, ledger_reserve
+from ..ledger import ledger_charge, ledger_jobs_change, ledger_reserve
+from ..reconcile import ledger_reconcile
 from .allocations import (
     allocation_activate,
     allocation_await_staff,

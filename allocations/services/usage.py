@@ -139,16 +139,23 @@ def usage_correct(
         raise PolicyError("Say why the ledger is corrected.", field="reason")
     locked = Allocation.objects.select_for_update().get(pk=allocation.pk)
     now = timezone.now()
-    record = UsageRecord.objects.create(
-        allocation=locked,
-        source=UsageRecord.CORRECTION,
-        external_id=f"correction-{uuid.uuid4().hex}",
-        period_start=now,
-        period_end=now,
-        gpu_seconds=gpu_seconds,
-        cost=cost,
-        detail={"reason": reason, "by": by.get_username()},
+    # Through the ledger, as every charge: the columns and the monthly rollups move with it.
+    external_id = f"correction-{uuid.uuid4().hex}"
+    ledger_charge(
+        records=[
+            UsageRecord(
+                allocation=locked,
+                source=UsageRecord.CORRECTION,
+                external_id=external_id,
+                period_start=now,
+                period_end=now,
+                gpu_seconds=gpu_seconds,
+                cost=cost,
+                detail={"reason": reason, "by": by.get_username()},
+            )
+        ]
     )
+    record = UsageRecord.objects.get(source=UsageRecord.CORRECTION, external_id=external_id)
     record_event(
         locked,
         actor=by,

@@ -15,6 +15,9 @@ Bases, stated on the page and in docs/reports.md:
   by the month or week the job was created; a job cancelled before it started is not counted.
 - The totals' GPU-hours are split by what charged them (`split`): jobs, notebook sessions and
   other records; the job-size table holds jobs only.
+- By PI, project or facility and month, the ledger's figures come from the monthly rollups the
+  ledger keeps (portal/reports/monthly.py): the same sums, read from twelve rows an allocation
+  a year rather than from every record.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ from allocations.models import ProjectMembership, UsageRecord
 from allocations.roles import sees_all_projects
 from core.errors import NotFound
 from launcher.models import Job
+
+from . import monthly
 
 GROUPS = ("pi", "project", "facility", "user")
 PERIODS = ("month", "week")
@@ -100,7 +105,9 @@ def _scoped(qs: QuerySet, project_ids: list[int] | None, prefix: str = "allocati
 
 
 def _usage_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, dict]:
-    """(group, period) -> gpu_seconds, cost. One query."""
+    """(group, period) -> gpu_seconds, cost. One query (two from the monthly rollups)."""
+    if period == "month" and group_by in monthly.KEY:
+        return monthly.usage_cells(group_by, project_ids, since)
     trunc = _TRUNC[period]
     qs = _scoped(UsageRecord.objects.all(), project_ids)
     if since:
@@ -202,17 +209,9 @@ def wait_times(project_ids, since) -> dict:
 
 def usage_split(project_ids, since) -> dict[str, float]:
     """GPU-hours of the ledger by what charged them: `jobs` (records of a portal job),
-    `notebooks` (of a notebook session) and `other`. One query; they sum to the totals."""
-    qs = _scoped(UsageRecord.objects.all(), project_ids)
-    if since:
-        qs = qs.filter(period_start__gte=since)
-    notebook = Q(job_id__isnull=True, external_id__startswith="notebook/")
-    sums = qs.aggregate(
-        jobs=Coalesce(Sum("gpu_seconds", filter=Q(job_id__isnull=False)), 0),
-        notebooks=Coalesce(Sum("gpu_seconds", filter=notebook), 0),
-        other=Coalesce(Sum("gpu_seconds", filter=Q(job_id__isnull=True) & ~notebook), 0),
-    )
-    return {k: v / 3600 for k, v in sums.items()}
+    `notebooks` (of a notebook session) and `other`; they sum to the totals. From the monthly
+    rollups (portal/reports/monthly.py)."""
+    return monthly.usage_split(project_ids, since)
 
 
 def job_sizes(project_ids, since) -> list[dict]:

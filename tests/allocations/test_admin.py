@@ -11,7 +11,14 @@ from django.test import Client
 from django.utils import timezone
 
 from allocations import services
-from allocations.models import Allocation, AllocationRequest, ProjectMembership, UsageRecord
+from allocations.models import (
+    Allocation,
+    AllocationRequest,
+    ProjectMembership,
+    UsageMonth,
+    UsageRecord,
+)
+from allocations.rollups import month_of
 from allocations.selectors import timeline
 from launcher.cloud.models import CloudTask, Cluster
 from launcher.models import Job
@@ -210,6 +217,9 @@ def test_the_admin_still_shows_every_row_read_only(admin, world, project):
 
 def test_a_usage_correction_is_a_new_audited_record(admin, world):
     allocation = world["allocation"]
+    charged = Allocation.objects.get(pk=allocation.pk).gpu_seconds_used
+    months = UsageMonth.objects.filter(allocation=allocation, month=month_of(timezone.now()))
+    month_before = months.first().gpu_seconds if months.exists() else 0
     client = Client()
     client.force_login(admin)
     response = client.post(
@@ -232,6 +242,9 @@ def test_a_usage_correction_is_a_new_audited_record(admin, world):
     event = timeline(allocation).last()
     assert event.actor == admin and "Job 7 was charged twice." in event.comment
     assert "-1800 GPU-seconds" in event.comment
+    # The ledger moves with it at once (not at the next reconcile), its month too.
+    assert Allocation.objects.get(pk=allocation.pk).gpu_seconds_used == charged - 1800
+    assert months.get().gpu_seconds == month_before - 1800
 
 
 def test_only_staff_correct_usage_whatever_calls_the_service(world):

@@ -25,6 +25,7 @@ from allocations.models import (
     Project,
     UsageRecord,
 )
+from allocations.services import usage_record_many
 from launcher.models import Job, Sweep
 from launcher.notebooks.models import NotebookSession
 from portal.knowledge.models import Walkthrough
@@ -130,14 +131,18 @@ def demo_world(live_server):
         status="active",
         account_name="abc-def-001-local-1",
     )
-    UsageRecord.objects.create(
-        allocation=allocation,
-        source="local",
-        external_id="phone-1",
-        period_start=timezone.now() - dt.timedelta(days=1),
-        period_end=timezone.now(),
-        gpu_seconds=5400,
-        cost=Decimal("0"),
+    usage_record_many(
+        [
+            UsageRecord(
+                allocation=allocation,
+                source="local",
+                external_id="phone-1",
+                period_start=timezone.now() - dt.timedelta(days=1),
+                period_end=timezone.now(),
+                gpu_seconds=5400,
+                cost=Decimal("0"),
+            )
+        ]
     )
     done = _job(allocation, researcher, 1, **_finished())
     running = _job(

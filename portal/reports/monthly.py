@@ -1,0 +1,100 @@
+"""The report's ledger figures from the monthly rollups (allocations/rollups.py).
+
+By PI, project or facility and by month, the report's GPU-hours, cost and their split read
+`UsageMonth` rows (kept by the ledger's writes, checked by its reconcile): twelve rows an
+allocation for a year, whatever the number of records. A `since` inside a month reads that
+first part month from the records (bounded to those days, by the records' index) and the whole
+months after it from the rollups. By week, or by user (a job's launcher, which the rollups do not
+keep), the report sums the records themselves (portal/reports/selectors.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.db.models import F, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce, TruncMonth
+
+from allocations.models import UsageMonth, UsageRecord
+from allocations.rollups import NOTEBOOK
+
+KEY = {"pi": "project__pi__username", "project": "project__code", "facility": "facility__name"}
+
+
+def first_whole_month(since: dt.date | None) -> dt.date | None:
+    """The first month wholly inside the report (None: all of them)."""
+    if since is None or since.day == 1:
+        return since
+    return (since.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+
+
+def _scoped(qs: QuerySet, project_ids, prefix: str) -> QuerySet:
+    return qs if project_ids is None else qs.filter(**{f"{prefix}project_id__in": project_ids})
+
+
+def _part_month(project_ids, since: dt.date | None) -> QuerySet | None:
+    """The records of the days before the first whole month, or None."""
+    whole = first_whole_month(since)
+    if since is None or whole == since:
+        return None
+    return _scoped(
+        UsageRecord.objects.filter(period_start__gte=since, period_start__lt=whole),
+        project_ids,
+        "allocation__",
+    )
+
+
+def _months(project_ids, since: dt.date | None) -> QuerySet:
+    rows = _scoped(UsageMonth.objects.all(), project_ids, "allocation__")
+    whole = first_whole_month(since)
+    return rows.filter(month__gte=whole) if whole else rows
+
+
+def usage_cells(group_by: str, project_ids, since: dt.date | None) -> dict[tuple, dict]:
+    """(group, month) -> total_seconds, total_cost. Two queries at most."""
+    cells: dict[tuple, dict] = {}
+    rollups = (
+        _months(project_ids, since)
+        .annotate(g=F(f"allocation__{KEY[group_by]}"))
+        .values("g", "month")
+        .annotate(total_seconds=Sum("gpu_seconds"), total_cost=Sum("cost"))
+        .order_by()
+    )
+    for row in rollups:
+        cells[(row["g"], row["month"])] = row
+    part = _part_month(project_ids, since)
+    if part is not None:
+        rows = (
+            part.annotate(g=F(f"allocation__{KEY[group_by]}"), p=TruncMonth("period_start"))
+            .values("g", "p")
+            .annotate(total_seconds=Sum("gpu_seconds"), total_cost=Sum("cost"))
+            .order_by()
+        )
+        for row in rows:
+            month = row["p"].date() if isinstance(row["p"], dt.datetime) else row["p"]
+            cells[(row["g"], month)] = row  # the part month has no rollup row in the report
+    return cells
+
+
+def usage_split(project_ids, since: dt.date | None) -> dict[str, float]:
+    """GPU-hours by what charged them (jobs, notebooks, other). Two queries at most."""
+    sums = _months(project_ids, since).aggregate(
+        total=Coalesce(Sum("gpu_seconds"), 0),
+        jobs=Coalesce(Sum("job_gpu_seconds"), 0),
+        notebooks=Coalesce(Sum("notebook_gpu_seconds"), 0),
+    )
+    part = _part_month(project_ids, since)
+    if part is not None:
+        notebook = Q(job_id__isnull=True, external_id__startswith=NOTEBOOK)
+        extra = part.aggregate(
+            total=Coalesce(Sum("gpu_seconds"), 0),
+            jobs=Coalesce(Sum("gpu_seconds", filter=Q(job_id__isnull=False)), 0),
+            notebooks=Coalesce(Sum("gpu_seconds", filter=notebook), 0),
+        )
+        sums = {key: sums[key] + extra[key] for key in sums}
+    other = sums["total"] - sums["jobs"] - sums["notebooks"]
+    return {
+        "jobs": sums["jobs"] / 3600,
+        "notebooks": sums["notebooks"] / 3600,
+        "other": other / 3600,
+    }
