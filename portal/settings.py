@@ -452,3 +452,7 @@ if PORTAL_OOD_BALANCE_KEY and (
         "PORTAL_OOD_BALANCE_KEY must be at least 32 visible ASCII characters, no spaces "
         "(e.g. `openssl rand -hex 32`)"
     )
+
+# The job poll reads the progress and log of at most this many running jobs of a facility per
+# cycle, those read least recently first (launcher/services/monitor.py; docs/performance.md).
+PORTAL_POLL_FILES_PER_CYCLE = int(os.environ.get("PORTAL_POLL_FILES_PER_CYCLE", "100"))

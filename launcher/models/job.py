@@ -139,7 +139,14 @@ class Job(models.Model):
             ),
             models.UniqueConstraint(fields=["sweep", "array_index"], name="job_sweep_cell_unique"),
         ]
-        indexes = [models.Index(fields=["allocation", "state"])]
+        indexes = [
+            models.Index(fields=["allocation", "state"]),
+            # Lists newest first (the API, the staff home) and reports' `since`: by index, not a
+            # sort of every job (docs/performance.md, "A centre's scale").
+            models.Index(fields=["created_at", "id"], name="job_created"),
+            # Jobs that ended lately in a state: the staff home's failures, the poll's files due.
+            models.Index(fields=["state", "finished_at"], name="job_state_finished"),
+        ]
 
     def __str__(self) -> str:
         return f"Job #{self.pk} ({self.get_state_display()})"

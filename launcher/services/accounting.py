@@ -71,4 +71,4 @@ def _charge_jobs(allocation: Allocation, records: Sequence[UsageRecord]) -> None
             changed.append(job)
     if changed:
         with ledger_jobs_change(allocation_ids=[allocation.pk], job_ids=[j.pk for j in changed]):
-            Job.objects.bulk_update(changed, ["gpu_seconds"], batch_size=500)
+            Job.objects.bulk_update(changed, ["gpu_seconds"], batch_size=2000)
