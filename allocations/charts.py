@@ -6,9 +6,12 @@ and deep-copy every property, which cost about 70 ms a page view (docs/performan
 browser's plotly.js needs only the JSON.
 
 Axes are bounded by what the numbers mean: the usage chart (GPU-hours used against granted)
-runs from the allocation's start date to its end date, from 0 to at least the grant, and its
-projection (at the 7-day rate, allocations/burn.py) stops at the run-out date or the end date,
-whichever comes first; the daily chart has one tick per day.
+runs from the allocation's start date to its end date (with a little room either side, so the
+first day's point is not hidden on the y axis), from 0 to at least the grant, with the figure
+used so far written beside its last point, and its projection (at the 7-day rate,
+allocations/burn.py) stops at the run-out date or the end date, whichever comes first; the
+daily chart has one tick per day and spans at least a week, so one day of use is one bar of
+readable width.
 """
 
 from __future__ import annotations
@@ -118,14 +121,24 @@ def burn_down_figure(
     if dt.date.fromisoformat(days[-1]) < today <= end:
         days.append(today.isoformat())  # used so far, drawn to today
         used.append(used[-1])
+    last = dt.date.fromisoformat(days[-1])
     data: list[dict[str, Any]] = [
         {
             "type": "scatter",
-            "mode": "lines+markers",
+            "mode": "lines+markers+text",
             "name": "Used GPU-hours",
             "x": days,
             "y": used,
             "line": {"color": "#1f5fa8"},
+            "marker": {"size": 8},
+            # Drawn whole over the x axis: a day's use is small against the grant, and a
+            # marker at y = 0 was half cut off by the plot's edge.
+            "cliponaxis": False,
+            # The figure itself beside the last point: against a 400-hour grant, 0.79 used is
+            # a line on the axis; its number is what the reader wants.
+            "text": [""] * (len(days) - 1) + [f"{rounded(total)} used"],
+            "textposition": "top left" if (last - start) > (end - last) else "top right",
+            "hovertemplate": "%{x|%d %b %Y}: %{y} GPU-hours used<extra></extra>",
         },
         {
             "type": "scatter",
@@ -168,7 +181,7 @@ def burn_down_figure(
             "xaxis": {
                 **GRID,
                 "type": "date",
-                "range": [start.isoformat(), end.isoformat()],
+                "range": _padded_dates(start, end),
                 "tickformat": "%d %b",
                 "hoverformat": "%d %b %Y",
                 "nticks": 6,
@@ -183,13 +196,62 @@ def burn_down_figure(
     }
 
 
+def _padded_dates(start: dt.date, end: dt.date) -> list[str]:
+    """The burn-down's x range: the allocation's dates with a little room either side (4% of
+    the span, at least half a day), so the first day's point is not drawn on the y axis."""
+    pad = max((end - start) * 0.04, dt.timedelta(hours=12))
+    first = dt.datetime.combine(start, dt.time()) - pad
+    last = dt.datetime.combine(end, dt.time()) + pad
+    return [first.isoformat(timespec="minutes"), last.isoformat(timespec="minutes")]
+
+
+#: The daily chart spans at least this many days, so one day of use is a bar a seventh of the
+#: plot wide, not one filling it.
+DAILY_MIN_DAYS = 7
+
+
 def daily_figure(allocation: Allocation, series: list[dict[str, Any]]) -> dict[str, Any]:
     """One bar per day with use over the allocation's days so far (its start to today, or to
-    its end once it has ended): no axis past today, and each bar most of a day wide, so a single
-    day of use is a bar, not a hairline. Ticks fall on whole days whatever the span."""
+    its end once it has ended), and at least the last DAILY_MIN_DAYS days: no axis past today,
+    and each bar most of a day wide, so a single day of use is a bar, neither a hairline nor
+    the plot's whole width. Days before the start (a young allocation's week) are shaded.
+    Ticks fall on whole days whatever the span."""
     days = [r["day"] for r in series]
     start = min([allocation.start_date] + days)
     end = max([min(allocation.end_date, timezone.localdate())] + days)
+    first = min(start, end - dt.timedelta(days=DAILY_MIN_DAYS - 1))
+    axis = day_axis(first, end)
+    shapes, notes = [], []
+    if first < allocation.start_date:
+        before = dt.datetime.combine(allocation.start_date, dt.time()) - dt.timedelta(hours=12)
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": axis["range"][0],
+                "x1": before.isoformat(),
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": "#f3f4f6",
+                "line": {"width": 0},
+                "layer": "below",
+            }
+        )
+        if (allocation.start_date - first).days >= 3:  # room for the words, even on a phone
+            left = dt.datetime.fromisoformat(axis["range"][0])
+            middle = left + (before - left) / 2
+            notes.append(
+                {
+                    "text": "before the allocation started",
+                    "xref": "x",
+                    "yref": "paper",
+                    "x": middle.isoformat(timespec="minutes"),
+                    "y": 0.5,
+                    "showarrow": False,
+                    "font": {"size": 11, "color": "#6b7280"},
+                }
+            )
     return {
         "data": [
             {
@@ -206,7 +268,9 @@ def daily_figure(allocation: Allocation, series: list[dict[str, Any]]) -> dict[s
             **LAYOUT,
             "title": {"text": "Daily usage"},
             "showlegend": False,
-            "xaxis": day_axis(start, end),
+            "xaxis": axis,
             "yaxis": {**GRID, "title": {"text": "GPU-hours"}, "rangemode": "tozero"},
+            "shapes": shapes,
+            "annotations": notes,
         },
     }

@@ -6,6 +6,8 @@ import json
 
 import plotly.graph_objects as go
 
+from core.charts import not_enough_data
+
 from .selectors import Report
 from .tables import GROUP_LABELS
 
@@ -28,27 +30,62 @@ def _label(period, kind: str) -> str:
     return period.strftime("%Y-%m")
 
 
-def report_charts(report: Report) -> dict:
+#: A category axis shows room for at least this many bars: one period (a PI's first month) is
+#: a bar a quarter of the plot wide, centred, not one filling it.
+MIN_CATEGORIES = 4
+
+
+def _category_range(count: int) -> list[float]:
+    """The x range of `count` categories, widened symmetrically to MIN_CATEGORIES."""
+    extra = max(MIN_CATEGORIES - count, 0) / 2
+    return [-0.5 - extra, count - 0.5 + extra]
+
+
+def usage_figure(report: Report) -> dict:
+    """GPU-hours per group and period, stacked; before anything is charged in the report's
+    scope (rows of jobs that charged nothing yet) a sentence instead of bars of 0 on a -1..1
+    axis."""
+    title = f"GPU-hours by {GROUP_LABELS[report.group_by].lower()} and {report.period}"
+    if not any(row["gpu_seconds"] > 0 for row in report.rows):
+        return not_enough_data(
+            title,
+            "no job or notebook in this report has been charged. "
+            f"{title} show from the first charge.",
+        )
     by_group: dict[str, tuple[list, list]] = {}
     for row in report.rows:
         xs, ys = by_group.setdefault(row["group"], ([], []))
         xs.append(_label(row["period"], report.period))
         ys.append(row["gpu_hours"])
+    periods = {x for xs, _ in by_group.values() for x in xs}
     usage = go.Figure()
     for group, (xs, ys) in list(by_group.items())[:20]:
         usage.add_bar(x=xs, y=ys, name=group)
-    usage.update_layout(
-        title=f"GPU-hours by {GROUP_LABELS[report.group_by].lower()} and {report.period}",
-        yaxis_title="GPU-hours",
-        **LAYOUT,
+    usage.update_layout(title=title, yaxis_title="GPU-hours", **LAYOUT)
+    usage.update_xaxes(
+        type="category", categoryorder="category ascending", range=_category_range(len(periods))
     )
-    usage.update_xaxes(type="category", categoryorder="category ascending")
+    usage.update_yaxes(rangemode="tozero")
+    return json.loads(usage.to_json())
+
+
+def sizes_figure(report: Report) -> dict:
+    """Jobs per size (GPUs); a sentence before any job has run in the report's scope."""
+    title = "Jobs by size (GPUs)"
+    if not any(s["jobs"] for s in report.sizes):
+        return not_enough_data(
+            title, "no job in this report has been launched. Jobs by size show from the first."
+        )
     sizes = go.Figure()
     sizes.add_bar(
         x=[str(s["gpus"]) for s in report.sizes], y=[s["jobs"] for s in report.sizes], name="Jobs"
     )
-    sizes.update_layout(
-        title="Jobs by size (GPUs)", xaxis_title="GPUs", yaxis_title="Jobs", **LAYOUT
-    )
-    sizes.update_xaxes(type="category")
-    return {"usage": json.loads(usage.to_json()), "sizes": json.loads(sizes.to_json())}
+    sizes.update_layout(title=title, xaxis_title="GPUs", yaxis_title="Jobs", **LAYOUT)
+    sizes.update_xaxes(type="category", range=_category_range(len(report.sizes)))
+    sizes.update_yaxes(rangemode="tozero")
+    return json.loads(sizes.to_json())
+
+
+def report_charts(report: Report) -> dict:
+    """The report page's two figures, as JSON for plotly.js."""
+    return {"usage": usage_figure(report), "sizes": sizes_figure(report)}

@@ -3,9 +3,11 @@
 // window.portalCharts.show(target, fig) draws one figure (the job page's live loss curve).
 //
 // Honest and phone-sized: a figure with no data, or a line of one point, is a sentence, not an
-// empty axis; every chart is responsive (re-laid out when the window is resized), and on a
+// empty axis (the server's own sentence where it wrote one in layout.meta.empty: what the chart
+// still needs); every chart is responsive (re-laid out when the window is resized), and on a
 // narrow chart (under SMALL px) the legend goes below the plot, margins shrink, date ticks thin
-// out, axis titles get room and text labels are not clipped, so the plot keeps its width.
+// out, a log axis labels fewer digits, a long title wraps, axis titles get room and text labels
+// are not clipped, so the plot keeps its width.
 (function () {
   var SMALL = 600;
 
@@ -17,6 +19,9 @@
   }
 
   function tooFew(fig) {
+    // The server's own verdict first (core/charts.py not_enough_data): it knows what the chart needs.
+    var meta = (fig.layout || {}).meta;
+    if (meta && meta.empty) { return meta.empty; }
     var n = points(fig);
     if (n === 0) { return 'No data yet.'; }
     var lines = (fig.data || []).every(function (t) { return (t.type || 'scatter') === 'scatter'; });
@@ -26,6 +31,26 @@
         '); the chart is drawn from two.';
     }
     return null;
+  }
+
+  // Plotly never wraps a title: on a narrow chart a long one ran off the right edge. Break it
+  // into lines that fit (about 8 px a character at 14 px), and give the plot's top the room.
+  function wrapTitle(layout, width) {
+    if (typeof layout.title === 'string') { layout.title = {text: layout.title}; }
+    layout.title.font = {size: 14};
+    var words = String(layout.title.text || '').split(' ');
+    var fit = Math.max(12, Math.floor((width - 24) / 8));
+    var lines = [''];
+    words.forEach(function (w) {
+      var last = lines[lines.length - 1];
+      if (last && (last + ' ' + w).length > fit) { lines.push(w); } else { lines[lines.length - 1] = last ? last + ' ' + w : w; }
+    });
+    if (lines.length < 2) { return; }
+    layout.title.text = lines.join('<br>');
+    layout.title.y = 1; layout.title.yref = 'container'; layout.title.yanchor = 'top';
+    layout.title.pad = {t: 8};
+    layout.margin.t += 18 * (lines.length - 1);
+    layout.height = (layout.height || 320) + 18 * (lines.length - 1);
   }
 
   function fitted(base, width, traces) {
@@ -40,7 +65,7 @@
       layout.margin.b += 24 * Math.min(traces, 4);
       layout.height = (layout.height || 320) + 24 * Math.min(traces, 4);
     }
-    if (layout.title) { layout.title.font = {size: 14}; }
+    if (layout.title) { wrapTitle(layout, width); }
     // Fewer date ticks, and room for the axis titles: at phone width the burn-down's labels ran
     // into each other ("29 Nov13 Dec") and the daily chart's y ticks into their title.
     var x = layout.xaxis;
@@ -49,7 +74,16 @@
       var ticks = (Date.parse(x.range[1]) - Date.parse(x.range[0])) / x.dtick;
       if (ticks > 5) { x.dtick *= Math.ceil(ticks / 5); }
     }
-    ['xaxis', 'yaxis'].forEach(function (k) { if (layout[k]) { layout[k].automargin = true; } });
+    ['xaxis', 'yaxis'].forEach(function (k) {
+      var axis = layout[k];
+      if (!axis) { return; }
+      axis.automargin = true;
+      // A log axis a phone's height labels every digit (7, 8, 9 on top of each other): fewer
+      // ticks make plotly label 2 and 5 only, or whole powers of ten.
+      if (axis.type === 'log' && axis.dtick === undefined && !axis.tickvals) {
+        axis.nticks = Math.min(axis.nticks || 4, 4);
+      }
+    });
     return layout;
   }
 

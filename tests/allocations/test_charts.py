@@ -11,7 +11,7 @@ from django.test import Client
 from django.utils import timezone
 
 from allocations.burn import allocation_burn
-from allocations.charts import PROJECTION_LABEL, allocation_charts
+from allocations.charts import DAILY_MIN_DAYS, PROJECTION_LABEL, allocation_charts
 from allocations.selectors import visible_allocations
 from core.charts import ONE_DAY_MS
 from tests.factories import AllocationFactory, charge
@@ -52,11 +52,14 @@ def names(figure) -> list[str]:
     return [trace["name"] for trace in figure["data"]]
 
 
-def test_nineteen_gpu_seconds_keep_the_usage_chart_inside_the_allocation_dates(allocation, pi):
+def test_nineteen_gpu_seconds_keep_the_usage_chart_on_the_allocation_dates(allocation, pi):
     use(allocation, days_ago=0, gpu_seconds=19)
     figure = charts_for(allocation, pi)["burn_down"]
-    xaxis = figure["layout"]["xaxis"]
-    assert xaxis["range"] == [allocation.start_date.isoformat(), allocation.end_date.isoformat()]
+    low, high = (dt.datetime.fromisoformat(x) for x in figure["layout"]["xaxis"]["range"])
+    # The allocation's 90 days with 4% of room either side, not stretched by the tiny use.
+    room = dt.timedelta(days=90) * 0.04
+    assert low == dt.datetime.combine(allocation.start_date, dt.time()) - room
+    assert high == dt.datetime.combine(allocation.end_date, dt.time()) + room
     assert PROJECTION_LABEL not in names(figure)  # today's use is no rate yet
     used = figure["data"][0]["y"]
     assert used[0] == 0 and used[-1] == pytest.approx(19 / 3600)
@@ -147,7 +150,53 @@ def test_daily_usage_spans_the_allocations_days_so_far_with_readable_bars(projec
     use(fresh, days_ago=0, gpu_seconds=180)
     daily = charts_for(fresh, pi)["daily"]
     low, high = (dt.datetime.fromisoformat(x) for x in daily["layout"]["xaxis"]["range"])
-    # From the start to today (half a day each side): no week of empty axis past today.
-    assert low.date() == fresh.start_date - dt.timedelta(days=1)
-    assert high.date() == today and high - low == dt.timedelta(days=3)
+    # The last week to today (half a day each side): no axis past today, and a 3-day-old
+    # allocation's bars each a seventh of the plot, its days before the start shaded.
+    assert high == dt.datetime.combine(today, dt.time()) + dt.timedelta(hours=12)
+    assert high - low == dt.timedelta(days=DAILY_MIN_DAYS)
     assert daily["data"][0]["width"] == [ONE_DAY_MS * 0.8]  # a bar most of a day wide
+    (before,) = daily["layout"]["shapes"]
+    assert before["x0"] == daily["layout"]["xaxis"]["range"][0]
+    start = dt.datetime.combine(fresh.start_date, dt.time())
+    assert dt.datetime.fromisoformat(before["x1"]) == start - dt.timedelta(hours=12)
+    assert [n["text"] for n in daily["layout"]["annotations"]] == ["before the allocation started"]
+
+
+@pytest.fixture
+def first_day(project, facility):
+    """An allocation that started today and has one charge: 2,829 GPU-seconds (0.79 h)."""
+    today = timezone.localdate()
+    fresh = AllocationFactory(
+        project=project,
+        facility=facility,
+        gpu_hours=Decimal("400"),
+        start_date=today,
+        end_date=today + dt.timedelta(days=90),
+    )
+    use(fresh, days_ago=0, gpu_seconds=2829)
+    return fresh
+
+
+def test_one_day_of_use_is_one_bar_of_a_week_not_the_whole_plot(first_day, pi):
+    daily = charts_for(first_day, pi)["daily"]
+    xaxis = daily["layout"]["xaxis"]
+    low, high = (dt.datetime.fromisoformat(x) for x in xaxis["range"])
+    (bar,) = daily["data"]
+    share = bar["width"][0] / ((high - low).total_seconds() * 1000)
+    assert share == pytest.approx(0.8 / DAILY_MIN_DAYS)  # was 0.8: the plot's whole width
+    assert bar["x"] == [first_day.start_date.isoformat()] and bar["y"] == [0.785833]
+    # Ticks count back from today, so today's bar is labelled however they are thinned.
+    assert xaxis["tick0"] == timezone.localdate().isoformat()
+
+
+def test_one_day_of_use_is_a_visible_marker_with_its_figure(first_day, pi):
+    figure = charts_for(first_day, pi)["burn_down"]
+    layout, used = figure["layout"], figure["data"][0]
+    low = dt.datetime.fromisoformat(layout["xaxis"]["range"][0])
+    # The first day's point sits off the y axis, drawn whole over the x axis, with its figure.
+    assert low < dt.datetime.combine(first_day.start_date, dt.time()) - dt.timedelta(days=3)
+    assert used["x"][-1] == first_day.start_date.isoformat() and used["y"][-1] == 0.785833
+    assert used["cliponaxis"] is False and used["marker"]["size"] >= 8
+    assert "text" in used["mode"] and used["text"][-1] == "0.79 used"
+    assert used["textposition"] == "top right"  # into the plot, away from the y axis
+    assert layout["yaxis"]["range"] == [0, 420]  # from 0 to the grant, and a little more
