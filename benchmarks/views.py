@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.module_loading import import_string
 
-from benchmarks import calibration, charts, selectors
+from benchmarks import calibration, charts, presenters, selectors
 from benchmarks.api.filters import BenchmarkResultFilter
 from benchmarks.forms import RecommendForm
 from core.refusals import form_call
@@ -31,6 +31,7 @@ def recommend_page(request: HttpRequest) -> HttpResponse:
             context.update(
                 outcome=outcome,
                 results=outcome.results,
+                rows=presenters.ranked_rows(outcome.results),
                 usable=sum(1 for r in outcome.results if r["eligible"] and r["fits_memory"]),
                 time_cost=charts.time_vs_cost(outcome.results),
                 precision_chart=charts.throughput_per_precision(

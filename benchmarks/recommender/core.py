@@ -16,6 +16,9 @@ from benchmarks.recommender.types import (
     fmt_number,
 )
 
+#: How a row's refusal reasons begin (the page shows them apart from the other reasons).
+REFUSED = "Not eligible: "
+
 
 def _costs(
     req: WorkloadRequest, node: NodeTypeInfo, hours: float
@@ -56,7 +59,10 @@ def _policy(req: WorkloadRequest, node: NodeTypeInfo) -> list[str]:
     }
     out += [f"{node.facility} does not offer {labels[n]}" for n in req.needs if not offers[n]]
     if effective_peak(node, req.precision) is None:
-        out.append(f"{node.accelerator} has no {req.precision} support (N/A in the peak table)")
+        out.append(
+            f"{node.accelerator} has no {req.precision} support "
+            f"(the catalogue lists no {req.precision} speed for it)"
+        )
     if node.max_accelerators is not None and req.gpus > node.max_accelerators:
         out.append(f"{node.name} offers at most {node.max_accelerators} accelerator(s)")
     return out
@@ -125,7 +131,7 @@ def assess(
         rec.reasons.append("No benchmark result and no peak figure: cannot predict the time.")
     refusals += _limits(req, rec)
     rec.eligible = not refusals
-    rec.reasons += [f"Not eligible: {r}." for r in refusals]
+    rec.reasons += [f"{REFUSED}{r}." for r in refusals]
     return rec
 
 

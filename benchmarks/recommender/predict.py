@@ -412,7 +412,7 @@ def predict_flops_scaled(
         how = (
             f"by activation bytes per sample ({other.activation_bytes_per_sample * other.scale(r.image_size) / 2**20:,.0f} MiB there, "
             f"{workload.activation_bytes_per_sample * workload.scale(req.image_size) / 2**20:,.0f} MiB here: mixed-precision "
-            "training on a GPU is bound by memory traffic, not FLOPs"
+            "training on a GPU is bound by memory traffic, not FLOPs)"
         )
     notes = [
         (
@@ -447,8 +447,8 @@ def predict_roofline(
     thr = index.scale_gpus(one_gpu, 1, req.gpus, node.accelerator) * STRATEGY_SPEED[strategy]
     notes = [
         (
-            f"roofline from {peak:g} TFLOP/s peak at {req.precision} ({how}); "
-            f"no result on {node.accelerator}"
+            f"estimated from its {peak:g} TFLOP/s peak speed at {req.precision} (roofline: "
+            f"{how}); no result on {node.accelerator}"
         )
     ]
     return Prediction(thr, "roofline", "low", neighbour, notes)

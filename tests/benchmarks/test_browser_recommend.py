@@ -32,7 +32,7 @@ def test_a_researcher_compares_systems_and_follows_a_request_link(live_server, p
     table.wait_for()
     first = table.locator("tbody tr").first
     assert "usable" in first.inner_text()
-    v100 = table.locator('tr[data-node-type="J-V100-32"]')
+    v100 = table.locator('tbody[data-node-type="J-V100-32"]')
     assert "does not fit" in v100.inner_text() and "39.6 GB" in v100.inner_text()
     # plotly drew both charts from the locally served bundle.
     page.locator("#chart-time-cost .main-svg").first.wait_for()
