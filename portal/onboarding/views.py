@@ -16,7 +16,7 @@ from allocations.roles import is_staff
 from core.bounds import ID_MAX
 
 from . import selectors, services
-from .diagram import render_svg
+from .diagram import render_svg, steps
 from .graph import qref
 from .models import Flowchart
 from .presenters import breadcrumbs, outcome_cards, outline, path_description
@@ -86,14 +86,7 @@ def walk(request: HttpRequest) -> HttpResponse:
                 taken=taken,
                 description=path_description(chart, position),
             ),
-            "diagram_vertical": render_svg(
-                chart.graph,
-                on_path=on_path,
-                current=position.node_ref,
-                taken=taken,
-                description=path_description(chart, position),
-                vertical=True,
-            ),
+            "steps": steps(chart.graph, on_path=on_path, current=position.node_ref, taken=taken),
             "outline": outline(chart),
             "flow": selectors.flow_payload(chart),
         },

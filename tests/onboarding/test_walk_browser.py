@@ -84,19 +84,36 @@ def test_back_restart_and_the_diagram_follow_the_path(page, live_server, chart):
     assert page.url == f"{live_server.url}/onboarding/"
 
 
-def test_a_phone_gets_the_one_column_chart(page, live_server, chart):
+def test_a_phone_gets_the_chart_as_numbered_steps(page, live_server, chart):
     page.set_viewport_size({"width": 390, "height": 800})
     page.goto(f"{live_server.url}/onboarding/?path=cloud-no")
-    wide, vertical = (
+    wide, steps = (
         page.locator(".flow-diagram.flow-wide"),
         page.locator(".flow-diagram.flow-vertical"),
     )
-    assert not wide.is_visible() and vertical.is_visible()
-    box = vertical.bounding_box()
-    assert box["width"] <= 390
-    # Drawn near its own scale (about 360 px of viewBox in the width): nodes stay readable.
-    view_width = float(vertical.get_attribute("viewBox").split()[2])
-    assert box["width"] / view_width >= 0.85
+    assert not wide.is_visible() and steps.is_visible()
+    assert steps.bounding_box()["width"] <= 390
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    # One step per question, numbered in the order asked; each answer says where it leads.
+    assert steps.locator(":scope > li .flow-question").all_inner_texts() == [
+        "1 Do I need cloud?",
+        "2 Who pays for it?",
+        "3 How sensitive is the data?",
+        "4 Am I using notebooks?",
+        "5 Are V100s sufficient?",
+    ]
+    no = steps.locator('[data-edge="cloud:cloud-no"]')
+    assert "on-path" in no.get_attribute("class")
+    assert no.locator(".flow-next").inner_text() == "3 How sensitive is the data?"
+    maybe = steps.locator('[data-edge="cloud:cloud-maybe"] [data-node="o:azure-trial"]')
+    assert maybe.inner_text() == "Get an Azure trial credit"
+    # The highlight follows the walk on the phone's layout too.
+    page.get_by_label("Internal", exact=True).check()
+    page.get_by_role("button", name="Next").click()
+    page.get_by_role("heading", name="Am I using notebooks?").wait_for()
+    assert "current" in steps.locator('[data-node="q:notebooks"]').get_attribute("class")
+    assert "on-path" in steps.locator('[data-edge="sensitivity:data-internal"]').get_attribute(
+        "class"
+    )
     page.set_viewport_size({"width": 1280, "height": 800})
-    assert wide.is_visible() and not vertical.is_visible()
+    assert wide.is_visible() and not steps.is_visible()
