@@ -60,7 +60,10 @@ def _predicted_wall_time(form: LaunchForm | SweepForm, params: dict[str, Any]) -
 
 
 def _dataset() -> forms.ChoiceField:
+    # "wide": two columns of the form where it has them (templates/includes/field.html), so
+    # the choice reads whole ("synthetic-ct (generated)" was cut at 1280 px).
     return forms.ChoiceField(
+        widget=forms.Select(attrs={"class": "wide"}),
         initial=P.DEFAULT_JOB["dataset"],
         help_text=(
             "A synthetic set, or one of the project's registered datasets (register them on the "
