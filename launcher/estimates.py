@@ -272,18 +272,54 @@ def capacity_note(facility: Facility, *, concurrency: int | None = None) -> str:
     return sentence + ' Runs beyond the free slots wait, each saying "waiting for a free slot".'
 
 
-def gpus_refusal(facility: Facility, gpus: int) -> str | None:
-    """Why a run needing `gpus` can never start on `facility` (more than all its slots), or
-    None when it can, or when the facility's backend does not know its slots."""
-    capacity = _capacity(facility)
-    if capacity is None or gpus <= capacity.slots:
+def _per_job(node: NodeType) -> int:
+    """The most accelerators one job may use on a node type: one node's, or the catalogue's
+    `max_accelerators` where that is lower (a workstation's 1)."""
+    most = node.accelerators_per_node
+    return min(most, node.max_accelerators) if node.max_accelerators else most
+
+
+def _catalogue_limit(facility: Facility) -> tuple[int, str] | None:
+    """The most GPUs one job may use on the facility by its catalogue (its most generous node
+    type: a job runs on one node, Slurm's `--gres=gpu:N`, one cloud instance), with why; None
+    when the catalogue lists no node with accelerators."""
+    nodes = [n for n in facility.node_types.all() if n.accelerators_per_node > 0]
+    if not nodes:
         return None
-    slots = capacity.slots
-    return (
-        f"{facility.name} runs at most {slots} GPU{'s' if slots != 1 else ''} (or CPU "
-        f"slot{'s' if slots != 1 else ''}) at a time, so a run needing {gpus} could never "
-        f"start there: ask for at most {slots}."
-    )
+    node = max(nodes, key=lambda n: (_per_job(n), n.name))
+    most = _per_job(node)
+    if most < node.accelerators_per_node:
+        return most, f"{node.name} allows {most} per job"
+    return most, f"a job runs on one node, and its largest, {node.name}, has {most}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def gpus_refusal(facility: Facility, gpus: int) -> str | None:
+    """Why a run needing `gpus` can never start on `facility`, or None when it can (or nothing
+    says): more than all its slots where the backend knows them (the local backend), or more
+    than its catalogue allows one job (`_catalogue_limit`), whichever is lower. The first thing
+    said about too many GPUs, before any rule that depends on the GPU count (a batch size per
+    GPU)."""
+    capacity = _capacity(facility)
+    catalogue = _catalogue_limit(facility)
+    if catalogue is not None and gpus > catalogue[0]:
+        if capacity is None or catalogue[0] < capacity.slots or gpus <= capacity.slots:
+            most, why = catalogue
+            return (
+                f"{facility.name} offers at most {_plural(most, 'GPU')} per job ({why}), so a "
+                f"run needing {gpus} could never start there: ask for at most {most}."
+            )
+    if capacity is not None and gpus > capacity.slots:
+        slots = capacity.slots
+        return (
+            f"{facility.name} runs at most {_plural(slots, 'GPU')} (or CPU "
+            f"slot{'s' if slots != 1 else ''}) at a time, so a run needing {gpus} could never "
+            f"start there: ask for at most {slots}."
+        )
+    return None
 
 
 def check_gpus_fit(facility: Facility, gpus: int) -> None:

@@ -17,6 +17,7 @@ from core.bounds import ID_MAX, ID_MIN
 
 from .. import params as P
 from .. import sweepgrid
+from ..estimates import gpus_refusal
 from ..heartbeat import last_beat, queue_notice
 from ..models import Job, Sweep
 from ..placement.rank import PREFER
@@ -153,7 +154,20 @@ class SweepInput(_AllocationScoped):
         return _validate_sweep(self._wall_time(self._placed(attrs)))
 
 
+def _check_gpus(attrs: dict[str, Any]) -> None:
+    """More GPUs than the named allocation's facility can run is said first, on `gpus`, in the
+    facility's terms: the rules below that divide by the GPU count (training images per GPU
+    against the batch size) would otherwise blame the batch size for 64 GPUs on a workstation.
+    The launch service checks it again (`check_gpus_fit`), as placement does for "auto"."""
+    allocation = attrs.get("allocation")
+    if isinstance(allocation, Allocation):
+        refusal = gpus_refusal(allocation.facility, attrs["gpus"])
+        if refusal:
+            raise serializers.ValidationError({"gpus": [refusal]})
+
+
 def _validate_sweep(attrs: dict[str, Any]) -> dict[str, Any]:
+    _check_gpus(attrs)
     if attrs["params"].get("dataset", P.DEFAULT_JOB["dataset"]) in P.SYNTHETIC:
         attrs["params"] = {**P.DEFAULT_SWEEP_PARAMS, **attrs["params"]}
     spec = sweepgrid.validate(attrs["grid"])
@@ -184,6 +198,7 @@ class LaunchInput(_AllocationScoped):
                 )
             return _validate_sweep(self._wall_time(attrs))
         attrs = self._wall_time(attrs)
+        _check_gpus(attrs)
         attrs["params"] = P.with_defaults(attrs["params"])
         errors = P.combination_errors(attrs["params"], gpus=attrs["gpus"])
         if errors:

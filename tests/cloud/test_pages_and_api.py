@@ -114,8 +114,9 @@ def test_spot_refresh_keeps_real_prices_when_the_endpoint_answers_dummies(cloud_
 
 @pytest.mark.parametrize("page", ["launch", "sweep"])
 def test_more_gpus_than_any_instance_has_is_a_form_error_not_a_500(allocation, researcher, page):
-    """No instance type offers 64 GPUs, so no price: PriceUnknown, the API's 400, on the form
-    (it was a 500 on both pages)."""
+    """No instance type offers 64 GPUs: the API's 400 on `gpus`, saying what the facility
+    offers, under the form's field (it was a 500 on both pages, then a price error for the
+    whole form)."""
     client = Client()
     client.force_login(researcher)
     form = {
@@ -149,8 +150,12 @@ def test_more_gpus_than_any_instance_has_is_a_form_error_not_a_500(allocation, r
         }
     response = client.post(f"/allocations/{allocation.pk}/{page}/", form)
     assert response.status_code == 400
+    facility = allocation.facility.name
     assert response.context["form"].errors == {
-        "__all__": ["The facility has no instance type with 64 GPUs."]
+        "gpus": [
+            f"{facility} offers at most 4 GPUs per job (a job runs on one node, and its largest, "
+            "g5.12xlarge, has 4), so a run needing 64 could never start there: ask for at most 4."
+        ]
     }
     assert not allocation.jobs.exists()
 

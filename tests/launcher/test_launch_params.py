@@ -22,7 +22,14 @@ pytestmark = [pytest.mark.django_db]
 
 @pytest.fixture
 def allocation(project):
-    facility = FacilityFactory(slug="local-params", backend="local", gpu_hour_rate=Decimal("0.50"))
+    # 8 slots: the 8-GPU case below is about the batch per GPU, not about the facility's size
+    # (tests/launcher/test_launch_gpu_limit.py).
+    facility = FacilityFactory(
+        slug="local-params",
+        backend="local",
+        backend_settings={"slots": 8},
+        gpu_hour_rate=Decimal("0.50"),
+    )
     today = timezone.localdate()
     return Allocation.objects.create(
         project=project,
