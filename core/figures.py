@@ -4,10 +4,11 @@ Every page (through the template filters in portal/templatetags/portal_tags.py a
 launcher/templatetags/launcher_format.py) rounds a figure with `rounded`: `places` decimals,
 half up, with thousands separators, unless that would print a non-zero value as 0; then two
 significant digits (0.0025 -> "0.0025", 1/3600 -> "0.00028"). GPU-hours and money take 2
-places everywhere, so one fact reads as one figure on every page. CSV files and the API carry
-`exact` values: every digit of a Decimal, and a float (a GPU-hours figure derived from whole
+places everywhere, so one fact reads as one figure on every page. CSV files carry `exact`
+values: every digit of a Decimal, and a float (a GPU-hours figure derived from whole
 GPU-seconds) to 6 decimals, which is finer than one GPU-second (0.000278 h), never an
-artefact like 0.05388888888888889. Pure Python, no Django.
+artefact like 0.05388888888888889. The API writes hours as JSON numbers, unrounded, and money
+as decimal strings (core/figure_fields.py, docs/api.md "Figures"). Pure Python, no Django.
 """
 
 from __future__ import annotations

@@ -149,7 +149,8 @@ def sweep_schedule(sweep: Sweep) -> dict[str, Any] | None:
         "epochs": epochs,
         "metric": sweep.sort_by,
         "configurations": configs_out,
-        "gpu_hours_charged": round(float(charged), 6),
-        "saved_gpu_hours_estimate": round(saved / 3600, 6) if known else None,
+        # Hours as the API writes them: numbers, unrounded (core/figure_fields.py).
+        "gpu_hours_charged": float(charged),
+        "saved_gpu_hours_estimate": saved / 3600 if known else None,
         "saved_basis": SAVED_BASIS,
     }

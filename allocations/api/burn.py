@@ -10,7 +10,8 @@ from django.db.models.manager import BaseManager
 from rest_framework import serializers
 
 from core import strict
-from core.figures import FILE_PLACES, MONEY_PLACES, money_text
+from core.figure_fields import HoursField, MoneyField
+from core.figures import money_text
 
 from ..burn import Burn, allocation_burn, burns_of
 from ..models import Allocation
@@ -19,18 +20,14 @@ _BURN = "_burn"  # where a list keeps each allocation's burn, on the row
 
 
 class BurnRateSerializer(serializers.Serializer):
-    """Use per day (allocations/burn.py): GPU-hours as numbers (to 6 decimals, finer than a
-    GPU-second), money as decimal strings; null before the first whole day, money null without
-    a budget."""
+    """Use per day (allocations/burn.py): GPU-hours as numbers (unrounded), money as decimal
+    strings (core/figure_fields.py); null before the first whole day, money null without a
+    budget."""
 
-    gpu_hours_per_day_7d = serializers.FloatField(allow_null=True)
-    gpu_hours_per_day_30d = serializers.FloatField(allow_null=True)
-    cost_per_day_7d = serializers.DecimalField(
-        max_digits=18, decimal_places=MONEY_PLACES, allow_null=True
-    )
-    cost_per_day_30d = serializers.DecimalField(
-        max_digits=18, decimal_places=MONEY_PLACES, allow_null=True
-    )
+    gpu_hours_per_day_7d = HoursField(allow_null=True)
+    gpu_hours_per_day_30d = HoursField(allow_null=True)
+    cost_per_day_7d = MoneyField(allow_null=True)
+    cost_per_day_30d = MoneyField(allow_null=True)
     basis = strict.CharField()
 
 
@@ -45,7 +42,7 @@ class RunsOutSerializer(serializers.Serializer):
 
 
 def _hours(value: Decimal | None) -> float | None:
-    return None if value is None else round(float(value), FILE_PLACES)
+    return None if value is None else float(value)
 
 
 def _money(value: Decimal | None) -> str | None:

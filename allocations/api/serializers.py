@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from core import strict
 from core.bounds import as_id
-from core.figures import MONEY_PLACES
+from core.figure_fields import HoursField, MoneyField
 
 from ..burn import Burn
 from ..ledger import Ledger, ledger_of
@@ -36,15 +36,18 @@ from .burn import (
     burn_rate_of,
     runs_out_of,
 )
+from .units import UNIT_HELP, UnitSerializer
 
-# Money in the API is a decimal string ("12.3400"; OpenAPI: string, format decimal), never a float.
-MONEY = serializers.DecimalField(max_digits=18, decimal_places=MONEY_PLACES, read_only=True)
-MONEY_OR_NULL = serializers.DecimalField(
-    max_digits=18, decimal_places=MONEY_PLACES, read_only=True, allow_null=True
-)
+# Money in the API is a decimal string ("12.3400"; OpenAPI: string, format decimal), never a
+# float; hours are numbers, unrounded (core/figure_fields.py).
+MONEY = MoneyField(read_only=True)
+MONEY_OR_NULL = MoneyField(read_only=True, allow_null=True)
 
 
 class NodeTypeSerializer(strict.ModelSerializer):
+    # A figure that is not money is a number (core/figure_fields.py); prices stay decimal strings.
+    accelerator_memory_gb = strict.FloatField(read_only=True)
+
     class Meta:
         model = NodeType
         fields = [
@@ -72,6 +75,13 @@ class NodeTypeSerializer(strict.ModelSerializer):
 
 class FacilitySerializer(strict.ModelSerializer):
     node_types = NodeTypeSerializer(many=True, read_only=True)
+    unit = UnitSerializer(read_only=True, help_text=UNIT_HELP)
+    trial_gpu_hours_cap = HoursField(
+        read_only=True, help_text="The most GPU-hours a trial may ask for (whole hours)"
+    )
+    full_gpu_hours_max = HoursField(
+        read_only=True, help_text="The most GPU-hours a full request may ask for (whole hours)"
+    )
     alert_thresholds = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=100),
         source="thresholds",
@@ -99,6 +109,7 @@ class FacilitySerializer(strict.ModelSerializer):
             "offers_root",
             "offers_public_web",
             "alert_thresholds",
+            "unit",
             "node_types",
         ]
 
@@ -164,6 +175,12 @@ class RequestOutputSerializer(strict.ModelSerializer):
     project_code = strict.CharField(source="project.code", read_only=True)
     requested_by = strict.CharField(source="requested_by.username", read_only=True)
     reviewed_by = strict.CharField(source="reviewed_by.username", default=None, read_only=True)
+    # Hours are numbers in every answer (core/figure_fields.py); a request asks for whole hours.
+    gpu_hours = HoursField(read_only=True, help_text="GPU-hours asked for")
+    cpu_hours = HoursField(read_only=True, help_text="CPU-hours asked for")
+    granted_gpu_hours = HoursField(
+        read_only=True, allow_null=True, help_text="GPU-hours granted (null until approved)"
+    )
 
     class Meta:
         model = AllocationRequest
@@ -277,14 +294,22 @@ _LEDGER = "_ledger"  # where AllocationSerializer keeps an allocation's ledger, 
 
 class AllocationSerializer(strict.ModelSerializer):
     """An allocation with its ledger, exact (allocations/ledger.py): charged GPU-seconds as an
-    integer; GPU-hours derived from seconds, unrounded; money to the cent-hundredth it is
-    recorded in. `*_remaining` is granted less charged less reserved by unfinished work."""
+    integer; GPU-hours (granted, and derived from seconds) as numbers, unrounded; money to the
+    cent-hundredth it is recorded in. `*_remaining` is granted less charged less reserved by
+    unfinished work."""
 
     facility: serializers.SlugRelatedField[Facility] = serializers.SlugRelatedField(
         slug_field="slug", read_only=True
     )
     node_type = strict.CharField(source="node_type.name", default=None, read_only=True)
     project_code = strict.CharField(source="project.code", read_only=True)
+    unit = UnitSerializer(source="facility.unit", read_only=True, help_text=UNIT_HELP)
+    gpu_hours = HoursField(
+        read_only=True,
+        help_text="Granted GPU-hours (CPU-hours where `unit` is CPUs, as for every `gpu_*` "
+        "figure here)",
+    )
+    cpu_hours = HoursField(read_only=True, help_text="Granted CPU-hours")
     gpu_seconds_used = serializers.SerializerMethodField()
     gpu_seconds_reserved = serializers.SerializerMethodField()
     gpu_hours_used = serializers.SerializerMethodField()
@@ -305,6 +330,7 @@ class AllocationSerializer(strict.ModelSerializer):
             "project_code",
             "facility",
             "node_type",
+            "unit",
             "kind",
             "status",
             "status_reason",
@@ -374,3 +400,16 @@ class AllocationSerializer(strict.ModelSerializer):
     @extend_schema_field(RunsOutSerializer)
     def get_runs_out_on(self, obj: Allocation) -> dict[str, Any]:
         return runs_out_of(self._burn(obj))
+
+
+class UsageDaySerializer(serializers.Serializer):
+    date = serializers.DateField()
+    gpu_hours = HoursField(help_text="GPU-hours charged that day, unrounded")
+    cost = MoneyField(help_text="Money charged that day")
+
+
+class UsageSeriesSerializer(serializers.Serializer):
+    """allocations/{id}/usage/: what was charged per day, from the usage records."""
+
+    allocation = strict.IntegerField()
+    daily = UsageDaySerializer(many=True)

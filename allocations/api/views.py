@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TYPE_CHECKING, cast
 
 from django.contrib.auth import get_user_model
@@ -12,8 +13,6 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
-
-from core.figures import money_text
 
 from .. import selectors, services
 from ..models import Facility, UsageRecord
@@ -223,10 +222,13 @@ class AllocationViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = AllocationFilter
 
     def get_queryset(self):
-        # The ledger is columns of the row (allocations/ledger.py): nothing to annotate.
-        return selectors.visible_allocation_rows(self.request.user)
+        # The ledger is columns of the row (allocations/ledger.py): nothing to annotate. The
+        # facilities' node types say each one's unit (`unit`), one query for the page.
+        return selectors.visible_allocation_rows(self.request.user).prefetch_related(
+            "facility__node_types"
+        )
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: s.UsageSeriesSerializer})
     @action(detail=True, methods=["get"])
     def usage(self, request, pk=None):
         allocation = self.get_object()
@@ -239,10 +241,12 @@ class AllocationViewSet(viewsets.ReadOnlyModelViewSet):
         )
         series = [
             {
-                "date": row["day"].isoformat(),
-                "gpu_hours": round(row["gpu_seconds"] / 3600, 3),
-                "cost": money_text(row["cost"]),
+                "date": row["day"],
+                "gpu_hours": Decimal(row["gpu_seconds"]) / 3600,
+                "cost": row["cost"],
             }
             for row in rows
         ]
-        return Response({"allocation": allocation.pk, "daily": series})
+        return Response(
+            s.UsageSeriesSerializer({"allocation": allocation.pk, "daily": series}).data
+        )

@@ -13,6 +13,7 @@ from benchmarks.models import BenchmarkResult, Workload
 from benchmarks.recommender import NEEDS, PRECISIONS, SENSITIVITY_TIERS, STRATEGIES
 from benchmarks.recommender.validation import LIMITS, SEQUENCE_LIMITS
 from core import strict
+from core.figure_fields import HoursField, MoneyField
 
 MAX_SOFTWARE_BYTES = 8_000
 
@@ -207,13 +208,16 @@ class RecommendationResultSerializer(serializers.Serializer):
     eligible = serializers.BooleanField()
     predicted_hours = strict.FloatField(allow_null=True)
     gpu_hours = strict.FloatField(allow_null=True)
-    cost = serializers.DecimalField(
-        max_digits=18, decimal_places=4, allow_null=True, help_text="Money as a decimal string"
+    cost = MoneyField(allow_null=True, help_text="Money as a decimal string")
+    cost_on_demand = MoneyField(
+        allow_null=True, help_text="The same at the on-demand price (cloud; else as `cost`)"
     )
     confidence = strict.CharField()
     reasons = serializers.ListField(child=strict.CharField())
     request_url = strict.CharField()
-    request_gpu_hours = strict.IntegerField(allow_null=True)
+    request_gpu_hours = HoursField(
+        allow_null=True, help_text="The whole GPU-hours `request_url` asks for"
+    )
 
 
 class RecommendationAnswerSerializer(serializers.Serializer):

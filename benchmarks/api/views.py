@@ -72,12 +72,18 @@ class RecommendationView(APIView):
             )
         outcome = selectors.recommendations_for(data=request.data)
         body = outcome.as_dict()
-        # Money is a decimal string in the API (docs/api.md), the recommender's float included.
-        body["results"] = [_money(row) for row in body["results"]]
-        body["pareto"] = [_money(row) for row in body["pareto"]]
+        # Money is a decimal string in the API, hours a number (docs/api.md, "Figures").
+        body["results"] = [_figures(row) for row in body["results"]]
+        body["pareto"] = [_figures(row) for row in body["pareto"]]
         return Response(body)
 
 
-def _money(row: dict) -> dict:
-    cost = row.get("cost")
-    return {**row, "cost": None if cost is None else money_text(str(cost))}
+def _figures(row: dict) -> dict:
+    """A row's money as decimal strings and its hours as numbers, unrounded."""
+    out = dict(row)
+    for key in ("cost", "cost_on_demand"):
+        if out.get(key) is not None:
+            out[key] = money_text(str(out[key]))
+    if out.get("request_gpu_hours") is not None:
+        out["request_gpu_hours"] = float(out["request_gpu_hours"])
+    return out

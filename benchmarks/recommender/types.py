@@ -156,11 +156,12 @@ class Recommendation:
     alike: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready dict, numbers rounded for display."""
+        """JSON-ready dict. Hours and money stay as predicted, unrounded (the API writes hours as
+        numbers and money as decimal strings: docs/api.md, "Figures"; pages round for display);
+        throughput and memory are rounded."""
         d = asdict(self)
         d.pop("alike")
-        for k in ("throughput", "predicted_hours", "gpu_hours", "cost", "cost_on_demand"):
-            if d[k] is not None:
-                d[k] = round(d[k], 3)
+        if d["throughput"] is not None:
+            d["throughput"] = round(d["throughput"], 3)
         d["memory_gb"] = round(d["memory_gb"], 2)
         return d

@@ -154,7 +154,7 @@ def launch(
         found = api.post("jobs/estimate/", body)
         show_estimate(
             found,
-            f"{found['gpu_hours']} GPU-hours, {found['cost']} {found['currency']}",
+            f"{hours(found['gpu_hours'])} GPU-hours, {found['cost']} {found['currency']}",
             as_json=as_json,
         )
         raise typer.Exit(OK if found["fits"] else REFUSED)
@@ -166,7 +166,7 @@ def launch(
         return
     if not as_json:
         err.print(
-            f"Launched job {job['id']}: estimate {job['estimate_gpu_hours']} GPU-hours "
+            f"Launched job {job['id']}: estimate {hours(job['estimate_gpu_hours'])} GPU-hours "
             f"({job['estimate_source']}); {api.settings.url}{job['url']}",
             highlight=False,
         )
@@ -179,7 +179,7 @@ def _summary(job: dict, url: str) -> None:
     reason = f" ({job['state_reason']})" if job.get("state_reason") else ""
     typer.echo(f"job {job['id']}: {job['state']}{reason}  {job_detail(job)}")
     typer.echo(
-        f"estimate {job['estimate_gpu_hours']} GPU-hours ({job['estimate_source']}); "
+        f"estimate {hours(job['estimate_gpu_hours'])} GPU-hours ({job['estimate_source']}); "
         f"{url}{job['url']}"
     )
 

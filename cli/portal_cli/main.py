@@ -176,9 +176,11 @@ def usage(
     allocation: Annotated[int, typer.Argument(help="The allocation's id.")],
     as_json: JsonOpt = False,
 ) -> None:
-    """An allocation's ledger and its GPU-hours charged per day."""
+    """An allocation's ledger and its GPU-hours (CPU-hours on a facility without GPUs)
+    charged per day."""
     api = client()
     detail = api.get(f"allocations/{allocation}/")
+    unit = detail.get("unit") or {"singular": "GPU", "hours": "GPU-hours"}  # the facility's
     daily = api.get(f"allocations/{allocation}/usage/")
     if as_json:
         print_json({"allocation": detail, "usage": daily})
@@ -187,7 +189,7 @@ def usage(
         f"Allocation {detail['id']} ({detail['project_code']} on {detail['facility']}, "
         f"{detail['status']}): granted {hours(detail['gpu_hours'], 1)}, used "
         f"{hours(detail['gpu_hours_used'])}, reserved {hours(detail['gpu_hours_reserved'])}, "
-        f"left {hours(detail['gpu_hours_remaining'])} GPU-hours"
+        f"left {hours(detail['gpu_hours_remaining'])} {unit['hours']}"
     )
     if detail.get("budget") is not None:
         typer.echo(
@@ -196,7 +198,7 @@ def usage(
         )
     table(
         "Usage per day",
-        ["date", "GPU-h", "cost"],
+        ["date", f"{unit['singular']}-h", "cost"],
         [(d["date"], hours(d["gpu_hours"]), money(d["cost"])) for d in daily["daily"]],
     )
 

@@ -81,18 +81,31 @@ def grant(value: Any) -> str:
     return f"{number:,.0f}" if number == number.to_integral_value() else f"{number:,.2f}"
 
 
+def _rounded(number: Decimal, places: int) -> str:
+    """`number` to `places`, half up, with thousands separators; never a figure other than
+    zero shown as zero: below half the last place, two significant digits."""
+    step = Decimal(1).scaleb(-places)
+    if number and abs(number) < step / 2:
+        digits = 1 - number.adjusted()  # two significant digits
+        small = number.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+        return f"{small.normalize():f}"
+    return f"{number.quantize(step, rounding=ROUND_HALF_UP):,f}"
+
+
 def hours(value: Any, places: int = 3) -> str:
+    """Hours as the API gives them (a number, unrounded) for a person (one GPU-second is
+    0.00028 GPU-hours, not 0.000)."""
     if value is None or value == "":
         return "-"
-    return f"{float(value):,.{places}f}"
+    return _rounded(Decimal(str(value)), places)
 
 
 def money(value: Any, places: int = 2) -> str:
-    """Money as the API gives it (a decimal string, "12.3400"), rounded half up for a table;
-    read as a Decimal, never through a float."""
+    """Money as the API gives it (a decimal string, "12.3400"), rounded half up for a table
+    ("0.0003" stays 0.0003); read as a Decimal, never through a float."""
     if value is None or value == "":
         return "-"
-    return f"{Decimal(str(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP):,f}"
+    return _rounded(Decimal(str(value)), places)
 
 
 def duration(seconds: Any) -> str:
@@ -113,6 +126,6 @@ def show_estimate(found: dict[str, Any], headline: str, *, as_json: bool) -> Non
     fits = "fits" if found["fits"] else "does NOT fit"
     typer.echo(
         f"Estimate: {headline} ({found['source']}); "
-        f"{found['remaining_gpu_hours']} GPU-hours left: it {fits}."
+        f"{hours(found['remaining_gpu_hours'])} GPU-hours left: it {fits}."
     )
     typer.echo(found["basis"])

@@ -12,7 +12,7 @@ import yaml
 from .client import OK, REFUSED
 from .common import JsonOpt, client
 from .follow import follow_sweep, sweep_outcome
-from .output import err, print_json, show_estimate, table
+from .output import err, hours, print_json, show_estimate, table
 
 app = typer.Typer(
     help="Sweeps (grids of training runs): launch (and follow), show, cancel.", no_args_is_help=True
@@ -206,8 +206,8 @@ def launch(
     sweep = api.post("sweeps/", body)
     if not follow:
         print_json(sweep) if as_json else typer.echo(
-            f"sweep {sweep['id']}: {sweep['size']} cells, estimate {sweep['estimate_gpu_hours']} "
-            f"GPU-hours; {api.settings.url}{sweep['url']}"
+            f"sweep {sweep['id']}: {sweep['size']} cells, estimate "
+            f"{hours(sweep['estimate_gpu_hours'])} GPU-hours; {api.settings.url}{sweep['url']}"
         )
         return
     if not as_json:
@@ -225,9 +225,9 @@ def _estimate_headline(found: dict[str, Any]) -> str:
     the end), so its expected case from the rung schedule follows it."""
     expected = found.get("expected_gpu_hours")
     total = (
-        f"{found['total_gpu_hours']} GPU-hours"
+        f"{hours(found['total_gpu_hours'])} GPU-hours"
         if expected is None
-        else f"{found['total_gpu_hours']} GPU-hours at most, {expected} expected"
+        else f"{hours(found['total_gpu_hours'])} GPU-hours at most, {hours(expected)} expected"
     )
     return f"{found['cells']} cells, {total}, {found['total_cost']} {found['currency']}"
 
@@ -271,7 +271,7 @@ def _board(sweep: dict) -> None:
     saved = (sweep.get("schedule") or {}).get("saved_gpu_hours_estimate")
     if saved:
         typer.echo(
-            f"Early stopping saved about {saved} GPU-hours (an estimate: the epochs not run x "
+            f"Early stopping saved about {hours(saved)} GPU-hours (an estimate: the epochs not run x "
             "each configuration's measured seconds per epoch)."
         )
 

@@ -4,15 +4,36 @@ kept at launch)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from core import strict
+from core.figure_fields import HoursField, MoneyField
+from core.figures import money_text
+
+# An option's figures: hours as numbers, money as decimal strings (core/figure_fields.py).
+HOURS = ("gpu_hours", "reserve_gpu_hours", "left_gpu_hours")
+MONEY = ("cost", "reserve_cost", "left_budget")
 
 
-def _decimal(help_text: str, *, allow_null: bool = False) -> serializers.DecimalField:
-    return serializers.DecimalField(
-        max_digits=20, decimal_places=4, allow_null=allow_null, help_text=help_text
-    )
+def _money(help_text: str, *, allow_null: bool = False) -> serializers.DecimalField:
+    return MoneyField(max_digits=20, allow_null=allow_null, help_text=help_text)
+
+
+def placement_json(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A job's kept placement as the API writes it: its options' hours as numbers and money as
+    decimal strings, whatever form the record was kept in (before issue 39, hours were kept as
+    strings; a kept record is never rewritten)."""
+    if record is None:
+        return None
+    options = []
+    for option in record.get("options") or []:
+        fixed = dict(option)
+        fixed.update({k: float(fixed[k]) for k in HOURS if fixed.get(k) is not None})
+        fixed.update({k: money_text(fixed[k]) for k in MONEY if fixed.get(k) is not None})
+        options.append(fixed)
+    return {**record, "options": options}
 
 
 class PlacementRunOut(serializers.Serializer):
@@ -58,12 +79,14 @@ class PlacementOptionOut(serializers.Serializer):
     wall_time_minutes = strict.IntegerField()
     runs = strict.IntegerField()
     rounds = strict.IntegerField(help_text="A sweep's rounds of runs at once")
-    gpu_hours = _decimal("GPU-hours it would be charged (predicted)")
-    cost = _decimal("What it would be charged, in `currency` (predicted)")
-    reserve_gpu_hours = _decimal("What the launch reserves: wall time x GPUs x runs")
-    reserve_cost = _decimal("The reservation in money")
-    left_gpu_hours = _decimal("GPU-hours left after the predicted charge", allow_null=True)
-    left_budget = _decimal("Money left after the predicted charge (budgets only)", allow_null=True)
+    gpu_hours = HoursField(help_text="GPU-hours it would be charged (predicted)")
+    cost = _money("What it would be charged, in `currency` (predicted)")
+    reserve_gpu_hours = HoursField(help_text="What the launch reserves: wall time x GPUs x runs")
+    reserve_cost = _money("The reservation in money")
+    left_gpu_hours = HoursField(
+        allow_null=True, help_text="GPU-hours left after the predicted charge"
+    )
+    left_budget = _money("Money left after the predicted charge (budgets only)", allow_null=True)
     currency = strict.CharField()
     interruption_rate = serializers.FloatField(
         allow_null=True, help_text="Share of recent spot workers interrupted (cloud)"

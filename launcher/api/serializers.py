@@ -9,11 +9,13 @@ import re
 from typing import Any, cast
 
 from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from allocations.models import Allocation
 from core import strict
 from core.bounds import ID_MAX, ID_MIN
+from core.figure_fields import HoursField, MoneyField
 
 from .. import params as P
 from .. import sweepgrid
@@ -23,6 +25,7 @@ from ..models import Job, Sweep
 from ..placement.rank import PREFER
 from .fields import AUTO, AllocationOrAuto
 from .grid import SweepGrid, param_field
+from .placement_out import PlacementOut, placement_json
 
 # A dataset reference: a synthetic set, or one of the project's datasets by id or name (the
 # service looks it up and resolves its path). Never a path: nothing with a slash gets here.
@@ -207,24 +210,24 @@ class LaunchInput(_AllocationScoped):
 
 
 class SweepEstimateOut(serializers.Serializer):
+    """Hours are numbers, money decimal strings (core/figure_fields.py)."""
+
     cells = strict.IntegerField()
-    per_cell_gpu_hours = serializers.DecimalField(max_digits=12, decimal_places=3)
-    total_gpu_hours = serializers.DecimalField(max_digits=14, decimal_places=3)
-    total_cost = serializers.DecimalField(max_digits=14, decimal_places=4)
+    per_cell_gpu_hours = HoursField()
+    total_gpu_hours = HoursField()
+    total_cost = MoneyField()
     currency = strict.CharField()
     # A field named like Field.source: DRF takes declared fields off the class; the
     # stubs see the attribute.
     source = strict.CharField(help_text="measured, recommender or wall-time")  # type: ignore[assignment]
     basis = strict.CharField()
-    remaining_gpu_hours = serializers.DecimalField(max_digits=14, decimal_places=3)
+    remaining_gpu_hours = HoursField(help_text="The allocation's GPU-hours left, exact")
     fits = serializers.BooleanField(
         help_text="Whether what launching reserves fits what is left: the whole grid, or for a "
         "staged sweep (early stopping, a search) its first `concurrency` cells"
     )
     staged = serializers.BooleanField()
-    expected_gpu_hours = serializers.DecimalField(
-        max_digits=14,
-        decimal_places=3,
+    expected_gpu_hours = HoursField(
         allow_null=True,
         help_text="With early stopping: the rung schedule's expected case (total_gpu_hours is "
         "the worst case, every cell to its last epoch)",
@@ -233,20 +236,19 @@ class SweepEstimateOut(serializers.Serializer):
 
 
 class JobEstimateOut(serializers.Serializer):
-    gpu_hours = serializers.DecimalField(max_digits=12, decimal_places=3)
-    cost = serializers.DecimalField(max_digits=14, decimal_places=4)
+    """Hours are numbers, money decimal strings (core/figure_fields.py)."""
+
+    gpu_hours = HoursField()
+    cost = MoneyField()
     currency = strict.CharField()
     # A field named like Field.source: DRF takes declared fields off the class; the
     # stubs see the attribute.
     source = strict.CharField(help_text="measured, recommender or wall-time")  # type: ignore[assignment]
     basis = strict.CharField()
-    predicted_hours = serializers.DecimalField(
-        max_digits=14,
-        decimal_places=6,
-        allow_null=True,
-        help_text="One run's predicted wall hours, if any",
+    predicted_hours = HoursField(
+        allow_null=True, help_text="One run's predicted wall hours, if any"
     )
-    remaining_gpu_hours = serializers.DecimalField(max_digits=14, decimal_places=3)
+    remaining_gpu_hours = HoursField(help_text="The allocation's GPU-hours left, exact")
     fits = serializers.BooleanField()
 
 
@@ -266,6 +268,15 @@ PLACEMENT_FIELDS = ["placement", "predicted_wait_seconds", "predicted_finish_at"
 
 
 class JobOut(strict.ModelSerializer):
+    # Hours are numbers (the held value, unrounded), money decimal strings: core/figure_fields.py.
+    estimate_gpu_hours = HoursField(read_only=True, help_text="What the launch reserved")
+    predicted_hours = HoursField(
+        read_only=True, allow_null=True, help_text="One run's predicted wall hours, if any"
+    )
+    placement = serializers.SerializerMethodField(
+        help_text='With "allocation": "auto": the ranking the launch chose from (the shape '
+        "POST placements/ answers); else null."
+    )
     percent = strict.FloatField(read_only=True)
     images_per_s = strict.FloatField(
         read_only=True,
@@ -323,6 +334,10 @@ class JobOut(strict.ModelSerializer):
     def get_url(self, job: Job) -> str:
         return f"/jobs/{job.pk}/"
 
+    @extend_schema_field(PlacementOut(allow_null=True))
+    def get_placement(self, job: Job) -> dict[str, Any] | None:
+        return placement_json(job.placement)
+
     def get_queue_notice(self, job: Job) -> str | None:
         return queue_notice(job, seen=self._last_beat)
 
@@ -340,6 +355,12 @@ class JobListOut(JobOut):
 
 
 class SweepOut(strict.ModelSerializer):
+    estimate_gpu_hours = HoursField(read_only=True)
+    expected_gpu_hours = HoursField(
+        read_only=True,
+        allow_null=True,
+        help_text="With early stopping: the rung schedule's expected case",
+    )
     grid = serializers.JSONField(help_text="The grid as launched (see SweepGrid).")
     url = serializers.SerializerMethodField()
 

@@ -13,6 +13,11 @@ def _money(value: Decimal | None) -> str | None:
     return None if value is None else str(value)
 
 
+def _hours(value: Decimal | None) -> float | None:
+    """Hours as the API writes them: a number, unrounded (core/figure_fields.py)."""
+    return None if value is None else float(value)
+
+
 def option_record(ranked: Ranked, option: Option) -> dict[str, Any]:
     """One allocation's verdict: eligible or the refusals, the predicted run (with its
     interval), wait, start and finish, the charge, what would be left, and why it ranks there."""
@@ -53,11 +58,11 @@ def option_record(ranked: Ranked, option: Option) -> dict[str, Any]:
         "wall_time_minutes": option.wall_time_minutes,
         "runs": option.runs,
         "rounds": option.waves,
-        "gpu_hours": _money(option.gpu_hours),
+        "gpu_hours": _hours(option.gpu_hours),
         "cost": _money(option.cost),
-        "reserve_gpu_hours": _money(option.reserve_gpu_hours),
+        "reserve_gpu_hours": _hours(option.reserve_gpu_hours),
         "reserve_cost": _money(option.reserve_cost),
-        "left_gpu_hours": _money(option.left_gpu_hours),
+        "left_gpu_hours": _hours(option.left_gpu_hours),
         "left_budget": _money(option.left_budget),
         "currency": option.currency,
         "interruption_rate": option.interruption_rate,

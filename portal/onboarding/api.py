@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import strict
+from core.figure_fields import HoursField
 
 from . import selectors
 
@@ -48,7 +49,9 @@ class _Outcome(serializers.Serializer):
     node_type = strict.CharField(allow_null=True)
     kind = serializers.ChoiceField(choices=["trial", "full"], help_text="Request kind")
     track = strict.CharField()
-    gpu_hours = strict.IntegerField(allow_null=True)
+    gpu_hours = HoursField(
+        allow_null=True, help_text="The whole GPU-hours `request_url` asks for, if any"
+    )
     explanation = strict.CharField()
     request_url = strict.URLField(
         help_text="The request form, pre-filled; add the "
@@ -79,4 +82,8 @@ class FlowView(APIView):
         if flowchart is None:
             return Response({"detail": "No onboarding chart is published."}, status=404)
         chart = selectors.chart_load(flowchart)
-        return Response(selectors.flow_payload(chart, absolute=request.build_absolute_uri))
+        flow = selectors.flow_payload(chart, absolute=request.build_absolute_uri)
+        for outcome in flow["outcomes"]:  # hours are numbers in every answer (docs/api.md)
+            if outcome["gpu_hours"] is not None:
+                outcome["gpu_hours"] = float(outcome["gpu_hours"])
+        return Response(flow)

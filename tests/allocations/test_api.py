@@ -70,7 +70,7 @@ def test_create_submit_and_approve_a_full_request(api, researcher, reviewer, pro
     assert approved.json()["status"] == "approved"
     allocation_id = approved.json()["allocation"]
     allocation = api.get(f"/api/v1/allocations/{allocation_id}/").json()
-    assert allocation["gpu_hours"] == "800.00"
+    assert allocation["gpu_hours"] == 800 and isinstance(allocation["gpu_hours"], float)
     assert allocation["gpu_hours_used"] == 0 and allocation["gpu_hours_remaining"] == 800
 
 

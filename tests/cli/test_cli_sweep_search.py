@@ -33,16 +33,17 @@ folds: 3
 fixed: {epochs: 9}
 """
 
+# As the API writes them: hours numbers, money decimal strings (docs/api.md, "Figures").
 ESTIMATE = {
     "cells": 12,
-    "per_cell_gpu_hours": "0.500",
-    "total_gpu_hours": "6.000",
-    "expected_gpu_hours": "2.300",
-    "total_cost": "0.00",
+    "per_cell_gpu_hours": 0.5,
+    "total_gpu_hours": 6.0,
+    "expected_gpu_hours": 2.3,
+    "total_cost": "0.0000",
     "currency": "USD",
     "source": "wall-time",
     "basis": "12 cells x 0.500 GPU-hours per cell (1 GPU x 30 min wall time)",
-    "remaining_gpu_hours": "10.000",
+    "remaining_gpu_hours": 10.0,
     "fits": True,
 }
 
@@ -52,7 +53,7 @@ SWEEP = {
     "size": 12,
     "sort_by": "accuracy",
     "counts": {"succeeded": 3, "stopped_early": 9, "failed": 0},
-    "schedule": {"saved_gpu_hours_estimate": "1.250"},
+    "schedule": {"saved_gpu_hours_estimate": 1.25},
     "leaderboard": [
         {
             "rank": 1,

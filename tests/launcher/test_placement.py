@@ -104,10 +104,9 @@ def test_every_allocation_is_answered_with_its_prediction_wait_finish_and_charge
     assert option["wait"]["source"] == "slots" and option["wait"]["seconds"] == 0
     assert option["run"]["seconds"] == 30 * 60 and option["run"]["source"] == "wall-time"
     assert option["finish_at"] and option["start_at"] and option["wall_time_minutes"] == 30
-    assert Decimal(option["gpu_hours"]) == Decimal("0.5") and Decimal(option["cost"]) == Decimal(
-        "0.25"
-    )
-    assert Decimal(option["left_gpu_hours"]) == Decimal("19.5")
+    # Hours are numbers, money decimal strings (docs/api.md, "Figures").
+    assert (option["gpu_hours"], option["cost"]) == (0.5, "0.2500")
+    assert option["left_gpu_hours"] == 19.5 and option["reserve_cost"] == "0.2500"
     # A minute apart is a tie: the cheaper goes first, and both say so in words.
     assert option["reason"].startswith("Finishes first: finish predicted")
     assert "which costs less" in by_facility(body)["dear-local"]["reason"]
@@ -238,7 +237,7 @@ def test_a_sweep_is_placed_in_rounds_of_what_runs_at_once(api, researcher, dear)
 
     option = by_facility(body)["dear-local"]
     assert option["runs"] == 2 and option["rounds"] == 1  # two slots: both at once
-    assert Decimal(option["reserve_gpu_hours"]) == Decimal("1.0")
+    assert option["reserve_gpu_hours"] == 1.0
 
 
 def test_auto_launches_on_the_first_ranked_and_the_job_keeps_the_ranking(
