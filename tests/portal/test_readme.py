@@ -18,6 +18,7 @@ import re
 import subprocess
 import textwrap
 import uuid
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from django.utils import timezone
 from allocations import services
 from allocations.models import Allocation, Facility, Project
 from launcher.models import Job
+from tests.factories import AllocationFactory, charge
 
 pytestmark = [pytest.mark.django_db(transaction=True, reset_sequences=True)]
 ROOT = Path(settings.BASE_DIR)
@@ -300,3 +302,44 @@ def test_the_notebooks_docs_example_runs_verbatim(after_the_browser_loop):
     assert opened["reserved_gpu_seconds"] == 2 * 3600 and "/nb-1/" in opened["url"], opened
     assert seen["state"] == "starting" and seen["gpu_seconds_so_far"] == 0, seen
     assert stopped["state"] == "stopping" and stopped["reason"], stopped
+
+
+def cli_block() -> str:
+    """The README's block of `portal` commands."""
+    blocks = [b for b in code_blocks(README.read_text()) if ".venv/bin/portal login" in b]
+    assert len(blocks) == 1, "the README has one command-line block"
+    return blocks[0]
+
+
+def test_the_readme_cli_reads_the_loops_allocation_not_the_newest(after_the_browser_loop, tmp_path):
+    """The README's `portal login`, `portal allocations` and `allocations --json | jq` lines,
+    verbatim, with a newer allocation of the researcher's listed first: the jq line gives the
+    loop's allocation's GPU-hours left (a number, unrounded), not the newest one's. (The block's
+    job lines train for real; tests/cli/test_cli_loop.py runs them.)"""
+    trial = Allocation.objects.get(pk=1)
+    charge(allocation=trial, source="local", external_id="readme-1", gpu_seconds=2829)
+    AllocationFactory(
+        project=trial.project, facility=Facility.objects.get(slug="local-slurm"), gpu_hours=50
+    )
+    lines = [
+        line for line in cli_block().splitlines() if "portal login" in line or "allocations" in line
+    ]
+    assert len(lines) == 3 and "jq" in lines[-1]
+    home = (
+        f"export HOME={tmp_path} XDG_CONFIG_HOME={tmp_path}/config; unset PORTAL_URL PORTAL_TOKEN\n"
+    )
+
+    done = run_verbatim("\n".join(lines), after_the_browser_loop, before=home)
+
+    left = float(done.stdout.strip().splitlines()[-1])
+    assert left == float(trial.gpu_hours - Decimal(2829) / 3600)  # 400 - 0.78583...: not rounded
+    listed = json.loads(
+        subprocess.run(
+            [str(ROOT / ".venv/bin/portal"), "allocations", "--json"],
+            env={**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": f"{tmp_path}/config"},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert listed[0]["id"] != 1 and listed[0]["gpu_hours_remaining"] != left  # `.[0]` was wrong
