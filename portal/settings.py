@@ -317,6 +317,10 @@ NOTEBOOK_RECORD_GRACE_SECONDS = float(os.environ.get("PORTAL_NOTEBOOK_RECORD_GRA
 NOTEBOOK_SPAWN_TIMEOUT_SECONDS = float(
     os.environ.get("PORTAL_NOTEBOOK_SPAWN_TIMEOUT_SECONDS", "900")
 )
+# A hub still starting (make run's first seconds) is waited for this long before a start fails.
+NOTEBOOK_HUB_START_WAIT_SECONDS = int(
+    os.environ.get("PORTAL_NOTEBOOK_HUB_START_WAIT_SECONDS", "90")
+)
 # Submissions that survive outages (launcher/services/submission.py, docs/operations.md): a job's
 # submission is owned by one worker at a time (a lease), retried with exponential backoff
 # (base, cap), and failed with its last error, staff told by email, once the deadline passed.

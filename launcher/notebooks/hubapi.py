@@ -5,7 +5,10 @@ The portal is the hub's control plane: it creates users, starts and stops one na
 notebook session, and reads the servers' state. Plain arguments and dataclasses, no Django
 state, so it is tested against a real hub. Every method either returns or raises `HubError`
 (a BackendError): connection failures, timeouts and 5xx are transient (retry), other refusals
-permanent. Never call it inside a database transaction.
+permanent. A hub still starting (`HubStarting`, transient) is told apart from the hub's own
+answers: nothing listens yet (connection refused), or its proxy answers for it (404, 502 or
+503 that is not the hub's JSON: configurable-http-proxy before the hub registered its routes).
+Never call it inside a database transaction.
 """
 
 from __future__ import annotations
@@ -29,6 +32,30 @@ class HubError(BackendError):
     def __init__(self, message: str, *, permanent: bool, status: int = 0) -> None:
         super().__init__(message, permanent=permanent)
         self.status = status
+
+
+class HubStarting(HubError):
+    """The hub is not answering its API yet: still starting (or down). Always transient, and
+    `status` 0 (the hub itself said nothing: a proxy's 404 is no "no such user"); the caller
+    waits it out for a bounded time (settings.NOTEBOOK_HUB_START_WAIT_SECONDS)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, permanent=False, status=0)
+
+
+# What a proxy (or nothing at all) answers in the hub's place while the hub starts.
+_STARTING_STATUSES = (404, 502, 503)
+
+
+def _hub_json(response: requests.Response) -> dict[str, Any] | None:
+    """The body when it is JSON (the hub's API always answers JSON, errors included)."""
+    if "json" not in response.headers.get("Content-Type", ""):
+        return None
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -94,16 +121,24 @@ class HubClient:
             response = self.http.request(
                 method, f"{self.api}{path}", json=json, timeout=self.timeout
             )
+        except requests.ConnectionError as error:
+            why = "connection refused" if "refused" in str(error) else "no connection"
+            raise HubStarting(
+                f"the notebook hub is not answering at {self.base_url} yet ({why})"
+            ) from error
         except requests.RequestException as error:
             raise HubError(
                 f"the notebook hub cannot be reached: {error}", permanent=False
             ) from error
         if response.status_code in ok:
             return response
-        try:
-            message = response.json().get("message") or response.text
-        except ValueError:
-            message = response.text
+        body = _hub_json(response)
+        if body is None and response.status_code in _STARTING_STATUSES:
+            raise HubStarting(
+                f"the notebook hub is still starting: its proxy answered "
+                f"{response.status_code} to {method} {path}"
+            )
+        message = (body or {}).get("message") or response.text
         raise HubError(
             f"the notebook hub answered {response.status_code} to {method} {path}: "
             f"{str(message)[:200]}",

@@ -9,16 +9,17 @@ the owner (or staff) stops one; everyone else gets 404 (launcher.selectors).
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.conf import settings
+from django.contrib.contenttypes.models import ContentType
 from django.db import transaction
-from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
-from allocations.models import Allocation
+from allocations.models import Allocation, Event
 from allocations.selectors import allocation_ledger, is_member, visible_allocation_rows
 from allocations.services import ledger_jobs_change, ledger_reserve
 from allocations.transitions import record_event
@@ -33,7 +34,7 @@ from ..idempotency import record as idempotency_record
 from ..models import IdempotencyKey
 from ..selectors import NotVisible
 from ..services.errors import LaunchConflict
-from .hubapi import HubClient, HubError
+from .hubapi import HubClient, HubError, HubStarting
 from .ledger import reserved_cost
 from .models import NotebookSession
 from .selectors import may_stop, session_for
@@ -42,6 +43,7 @@ from .states import session_move
 log = logging.getLogger(__name__)
 S = NotebookSession.State
 SPAWN_TASK, STOP_TASK = "notebooks.spawn", "notebooks.stop"
+WAITING_FOR_HUB = "Waiting for the notebook hub to start."
 
 
 class NotebookConflict(LaunchConflict):
@@ -259,10 +261,39 @@ def user_options(
     }
 
 
+def _hub_wait_over(session: NotebookSession) -> bool:
+    """Whether this session has waited long enough for a hub still starting: the first time it
+    finds the hub so, its history says it waits (and its reason); it waits on until
+    `NOTEBOOK_HUB_START_WAIT_SECONDS` after that (90 s: `make run` starts the hub beside the
+    portal, and a notebook opened in its first seconds must not fail for good)."""
+    kind = ContentType.objects.get_for_model(NotebookSession)
+    first = (
+        Event.objects.filter(content_type=kind, object_id=session.pk, comment=WAITING_FOR_HUB)
+        .order_by("created_at")
+        .values_list("created_at", flat=True)
+        .first()
+    )
+    if first is None:
+        record_event(
+            session, actor=None, from_state=S.STARTING, to_state=S.STARTING, comment=WAITING_FOR_HUB
+        )
+        NotebookSession.objects.filter(pk=session.pk, state=S.STARTING).update(
+            reason="waiting for the notebook hub to start"
+        )
+        return False
+    return timezone.now() - first >= dt.timedelta(seconds=hub_start_wait_seconds())
+
+
+def hub_start_wait_seconds() -> int:
+    return int(settings.NOTEBOOK_HUB_START_WAIT_SECONDS)
+
+
 def notebook_spawn(*, session_id: int, last_try: bool = False) -> str:
     """Start the session's server on the hub (the task notebooks.spawn; idempotent: the hub
     finds a server already started). A permanent refusal (or a transient one on the last
-    try) fails the session with the reason; a transient one propagates for a retry."""
+    try) fails the session with the reason; a transient one propagates for a retry. A hub
+    still starting (`HubStarting`) propagates too, for a bounded time (`_hub_wait_over`), then
+    fails the session saying the hub did not start."""
     session = NotebookSession.objects.select_related(
         "allocation__facility", "allocation__project", "user"
     ).get(pk=session_id)
@@ -276,6 +307,16 @@ def notebook_spawn(*, session_id: int, last_try: bool = False) -> str:
             options=sent, workdir=sent["workdir"], run_dir=sent["run_dir"]
         )
         started = hub_client().start_server(session.user.get_username(), session.server_name, sent)
+    except HubStarting as error:
+        if not _hub_wait_over(session) and not last_try:
+            raise
+        notebook_fail(
+            session=session,
+            reason=f"could not start: the notebook hub did not start within "
+            f"{hub_start_wait_seconds()} s ({error.message}). Ask the portal's operators to "
+            "check that it runs, then open the notebook again.",
+        )
+        return S.FAILED
     except BackendError as error:
         if not error.permanent and not last_try:
             raise
