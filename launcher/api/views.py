@@ -15,6 +15,7 @@ from .. import selectors, services, sweep_selectors, sweepgrid
 from ..idempotency import Idempotency, launch_once
 from ..models import IdempotencyKey, Job, Sweep
 from ..services import placement as placing
+from ..services.logs import job_log_fresh
 from .fields import AUTO
 from .idempotent import IDEMPOTENCY_KEY, created, idempotency_of
 from .placement import work_of
@@ -190,6 +191,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @action(detail=True, methods=["get"])
     def log(self, request, pk=None):
         job = selectors.job_log(job_id=self.get_object().pk, by=request.user)
+        job = job_log_fresh(job=job)  # a running job's lines as the trainer wrote them
         return Response({"id": job.pk, "state": job.state, "log": job.log_tail})
 
 

@@ -10,6 +10,16 @@
   var FINAL = ['succeeded', 'failed', 'cancelled', 'timeout'];
   var final = root.dataset.final === 'true';
   function text(id, value) { var el = document.getElementById(id); if (el) { el.textContent = value; } }
+  // The log's newest lines stay in view while it grows, unless the reader scrolled up.
+  function showLog(value) {
+    var el = document.getElementById('job-log');
+    if (!el || el.textContent === value) { return; }
+    var atEnd = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
+    el.textContent = value;
+    if (atEnd) { el.scrollTop = el.scrollHeight; }
+  }
+  var shown = document.getElementById('job-log');
+  if (shown) { shown.scrollTop = shown.scrollHeight; }
   function get(url, type) {
     return fetch(url, {credentials: 'same-origin', headers: {'Accept': type || 'application/json'}})
       .then(function (r) { if (!r.ok) { throw new Error(r.status); } return type ? r.text() : r.json(); });
@@ -55,7 +65,7 @@
     get(root.dataset.apiUrl).then(function (job) {
       var done = render(job);
       return get(root.dataset.logUrl).then(function (log) {
-        if (log.log) { text('job-log', log.log); }
+        if (log.log) { showLog(log.log); }
         if (done) { return settle().then(function () { final = true; }); }
       });
     }).catch(function () { /* a missed poll is retried on the next tick */ })

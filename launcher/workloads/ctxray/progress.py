@@ -147,6 +147,41 @@ class Progress:
             data[EPOCH_METRICS] = self._epochs
         data.update(extra)
         write_json(self.path, data)
+        # The same report as one line of the job's log: the portal shows the log's tail while the
+        # run goes on (stderr: stdout's last line is the run's JSON summary).
+        print(log_line(data), file=sys.stderr, flush=True)
+
+
+def _number(value: object, digits: int) -> str | None:
+    return f"{value:.{digits}f}" if isinstance(value, int | float) else None
+
+
+def log_line(data: dict) -> str:
+    """One progress report as a line of the job's log, e.g.
+    `12:01:02 epoch 3/8 step 10/15: loss 0.6931, 12.4 images/s, about 40 s of training left`."""
+    where = f"epoch {data['epoch']}/{data['epochs']}"
+    state, loss = data["state"], _number(data.get("loss"), 4)
+    val_loss = _number(data.get("val_loss"), 4)
+    if state == "validating":
+        said = f"{where}: validating" + (f" (training loss {loss})" if loss else "")
+    elif state == "succeeded":
+        early = " (stopped early: no better validation loss)" if data.get("stopped_early") else ""
+        said = f"finished at {where}{early}" + (f": validation loss {val_loss}" if val_loss else "")
+    elif state == "preempted":
+        said = f"stopped at {where}, step {data['step']}: checkpoint saved, a resume continues here"
+    elif val_loss is not None:
+        said = f"{where} done: training loss {loss}, validation loss {val_loss}"
+    elif loss is None:
+        said = f"{where}: training"
+    else:
+        parts = [f"loss {loss}"]
+        speed = _number(data.get("images_per_s"), 1)
+        if speed:
+            parts.append(f"{speed} images/s")
+        if isinstance(data.get("eta_s"), int | float):
+            parts.append(f"about {round(data['eta_s'])} s of training left")
+        said = f"{where} step {data['step']}/{data['steps_per_epoch']}: {', '.join(parts)}"
+    return f"{time.strftime('%H:%M:%S')} {said}"
 
 
 def peak_memory_gb(device: torch.device) -> float:
