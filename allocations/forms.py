@@ -91,7 +91,7 @@ class RequestForm(forms.ModelForm):
         labels = {
             "facility": "Which facility?",
             "cpu_hours": "CPU hours requested",
-            "gpu_hours": "GPU hours requested",
+            "gpu_hours": "GPU-hours requested",
             "justification": "Platform justification",
             "extends": "Existing allocation",
             "cloud_budget": "Cloud budget (cloud facilities)",
@@ -127,21 +127,40 @@ class RequestForm(forms.ModelForm):
             # The facility field is keyed by slug: an instance's initial value is its pk, which
             # matches no option and came back empty after "changes requested".
             self.initial["facility"] = self.instance.facility.slug
-        self._state_trial_cap()
+        self._state_units()
         if not self.is_bound and not self.initial.get("start_date"):
             self.initial["start_date"] = timezone.localdate()
             self.initial["end_date"] = timezone.localdate() + dt.timedelta(days=90)
 
-    def _state_trial_cap(self) -> None:
-        """On a trial for a known facility, say what the policy allows beside the hours."""
+    def _state_units(self) -> None:
+        """For a known facility, the hours in its unit (GPU-hours, or CPU-hours where it has no
+        GPUs: allocations/units.py) and, on a trial, what the policy allows beside them. The
+        page's script does the same when another facility is chosen (`units_data`)."""
         slug = self.data.get("facility") if self.is_bound else self.initial.get("facility")
         kind = self.data.get("kind") if self.is_bound else self.initial.get("kind")
-        facility = Facility.objects.filter(slug=slug or "").first() if kind == "trial" else None
-        if facility is not None:
-            self.fields["gpu_hours"].help_text = (
-                f"A trial on {facility.name} is capped at {facility.trial_gpu_hours_cap} GPU-hours "
-                f"and {facility.trial_days} days."
-            )
+        facility = (
+            Facility.objects.prefetch_related("node_types").filter(slug=slug or "").first()
+            if slug
+            else None
+        )
+        if facility is None:
+            return
+        said = _unit_texts(facility)
+        gpu_hours, cpu_hours = self.fields["gpu_hours"], self.fields["cpu_hours"]
+        gpu_hours.label = said["label"]
+        gpu_hours.help_text = " ".join(
+            t for t in (said["per"], kind == "trial" and said["cap"]) if t
+        )
+        if said["cpu"]:
+            cpu_hours.help_text = said["cpu_note"]
+
+    def units_data(self) -> dict[str, dict[str, Any]]:
+        """{facility slug: its unit's words} for the page's script (json_script): the hours'
+        label and help, and whether the separate CPU-hours field applies (one query)."""
+        return {
+            f.slug: _unit_texts(f)
+            for f in Facility.objects.filter(is_active=True).prefetch_related("node_types")
+        }
 
     def clean_start_date(self):
         value = self.cleaned_data["start_date"]
@@ -151,6 +170,20 @@ class RequestForm(forms.ModelForm):
 
     def sections(self):
         return [(title, [self[name] for name in names]) for title, names in SECTIONS]
+
+
+def _unit_texts(facility: Facility) -> dict[str, Any]:
+    unit = facility.unit
+    return {
+        "cpu": unit.is_cpu,
+        "label": f"{unit.hours} requested",
+        "per": unit.per,
+        "cap": f"A trial on {facility.name} is capped at {facility.trial_gpu_hours_cap} "
+        f"{unit.hours} and {facility.trial_days} days.",
+        "cpu_note": f"Not needed on {facility.name}: the CPU-hours above are what it counts."
+        if unit.is_cpu
+        else "",
+    }
 
 
 class NewRequestForm(RequestForm):

@@ -144,7 +144,8 @@ def _check_full(draft: RequestDraft, facility: Facility, add) -> None:
     if draft.gpu_hours > largest:
         add(
             "gpu_hours",
-            f"A full request on {facility.name} can ask for at most {largest:,} GPU-hours; you "
+            f"A full request on {facility.name} can ask for at most {largest:,} "
+            f"{facility.unit.hours}; you "
             f"asked for {draft.gpu_hours:,}. Ask for {largest:,} or fewer, or talk to the "
             "facility about a larger call.",
         )
@@ -235,7 +236,7 @@ def _check_change(draft: RequestDraft, facility: Facility, add) -> None:
             add(
                 "gpu_hours",
                 f"A trial on {facility.name} is capped at "
-                f"{facility.trial_gpu_hours_cap} GPU-hours in all.",
+                f"{facility.trial_gpu_hours_cap} {facility.unit.hours} in all.",
             )
 
 
@@ -244,7 +245,7 @@ def _check_trial(draft: RequestDraft, facility: Facility, add, exclude_id: int |
     if draft.gpu_hours > cap:
         add(
             "gpu_hours",
-            f"A trial on {facility.name} is capped at {cap} GPU-hours; you asked for "
+            f"A trial on {facility.name} is capped at {cap} {facility.unit.hours}; you asked for "
             f"{draft.gpu_hours}. Ask for {cap} or fewer, or make a full request.",
         )
     if not _SENTENCE.search(draft.justification):

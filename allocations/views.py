@@ -240,11 +240,12 @@ def allocation_page(request: HttpRequest, pk: int) -> dict[str, Any]:
             f"&facility={allocation.facility.slug}&project={allocation.project_id}"
             + (f"&node_type={allocation.node_type_id}" if allocation.node_type_id else "")
         )
+    unit = allocation.facility.unit  # GPU-hours, or CPU-hours where it has no GPUs
     change_urls = {}
     if selectors.is_member(request.user, allocation.project_id):
         purposes = {
             "extension": "Extend the end date",
-            "top_up": "Ask for more GPU-hours",
+            "top_up": f"Ask for more {unit.hours}",
             "renewal": "Renew for a new period",
             "closure": "Close early",
         }
@@ -267,5 +268,6 @@ def allocation_page(request: HttpRequest, pk: int) -> dict[str, Any]:
         "charts": cached_allocation_charts(allocation, burn),
         "convert_url": convert_url,
         "ledger": ledger_of(allocation),
+        "unit": unit,
     }
     return context

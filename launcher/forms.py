@@ -10,6 +10,7 @@ from typing import Any, cast
 from django import forms
 
 from allocations.models import Dataset
+from allocations.units import GPU, Unit
 
 from . import params as P
 from . import sweepgrid
@@ -34,6 +35,17 @@ def _gpus() -> forms.IntegerField:
     return forms.IntegerField(
         label="GPUs", initial=P.DEFAULT_GPUS, min_value=P.GPUS[0], max_value=P.GPUS[1]
     )
+
+
+def _in_units(form: LaunchForm | SweepForm) -> None:
+    """The `gpus` field in the facility's unit: GPUs, or CPUs where it has no GPUs (the field
+    keeps its name: it is the API's `gpus`; allocations/units.py)."""
+    unit = form.allocation.facility.unit if form.allocation is not None else GPU
+    form.unit = unit
+    gpus = form.fields["gpus"]
+    gpus.label = unit.many
+    if unit.is_cpu:
+        gpus.help_text = unit.brief
 
 
 def _wall_time(label: str) -> forms.IntegerField:
@@ -123,6 +135,8 @@ def _number_list(text: str, kind: type) -> list:
 class LaunchForm(forms.Form):
     """One training job; POST /api/v1/jobs/ is the same launch."""
 
+    unit: Unit  # the facility's (GPUs or CPUs): `_in_units`
+
     model = forms.ChoiceField(
         choices=[(m, m) for m in sweepgrid.MODELS], initial=P.DEFAULT_JOB["model"]
     )
@@ -155,6 +169,7 @@ class LaunchForm(forms.Form):
     def __init__(self, *args: Any, allocation: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.allocation = allocation
+        _in_units(self)
         cast(forms.ChoiceField, self.fields["dataset"]).choices = _dataset_choices(allocation)
         _predicted_wall_time(
             self,
@@ -193,6 +208,8 @@ class LaunchForm(forms.Form):
 
 class SweepForm(forms.Form):
     """A grid of training runs; POST /api/v1/sweeps/ is the same launch."""
+
+    unit: Unit  # the facility's (GPUs or CPUs): `_in_units`
 
     name = forms.CharField(max_length=120, required=False)
     models = forms.MultipleChoiceField(
@@ -298,6 +315,7 @@ class SweepForm(forms.Form):
         kwargs.setdefault("auto_id", "sweep_%s")
         super().__init__(*args, **kwargs)
         self.allocation = allocation
+        _in_units(self)
         cast(forms.ChoiceField, self.fields["dataset"]).choices = _dataset_choices(allocation)
         self.capacity_note = capacity_note(allocation.facility) if allocation is not None else ""
         first = lambda k: self.get_initial_for_field(self.fields[k], k)  # noqa: E731

@@ -58,6 +58,7 @@ def allocation_sections(allocation: Allocation, user: Any) -> list[dict[str, Any
             "template": "launcher/allocation_sections.html",
             "data": {
                 "allocation_id": allocation.pk,
+                "unit": allocation.facility.unit,  # GPU-hours, or CPU-hours without GPUs
                 "can_launch": launch,
                 "forms_key": forms_key(allocation) if launch else None,
                 "launch_form": SimpleLazyObject(lambda: LaunchForm(allocation=allocation)),

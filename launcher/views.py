@@ -62,6 +62,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "can_rerun": selectors.can_act(request.user, job.allocation),
             "queue_notice": queue_notice(job),
             "wall_time_rule": {"margin": P.WALL_TIME_MARGIN, "floor": P.WALL_TIME_FLOOR_MINUTES},
+            "unit": job.allocation.facility.unit,  # GPUs, or CPUs where it has no GPUs
         },
     )
 

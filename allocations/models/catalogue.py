@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import cached_property
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
 from ..backend_names import DEFAULT_BACKEND, facility_backend_choices
+from ..units import Unit, unit_of
 
 
 class Sensitivity(models.TextChoices):
@@ -134,6 +136,12 @@ class Facility(models.Model):
     def accepts(self, tier: str) -> bool:
         return tier in (self.allowed_sensitivity or [])
 
+    @cached_property
+    def unit(self) -> Unit:
+        """What its hours are counted in: GPU-hours, or CPU-hours where every node type is a
+        CPU one (allocations/units.py). Reads the node types (prefetched, or one query)."""
+        return unit_of(self.node_types.all())
+
 
 class NodeType(models.Model):
     facility = models.ForeignKey(Facility, on_delete=models.CASCADE, related_name="node_types")
@@ -168,3 +176,8 @@ class NodeType(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.accelerator})" if self.accelerator else self.name
+
+    @property
+    def unit(self) -> Unit:
+        """GPU, or CPU for a CPU node type (allocations/units.py)."""
+        return unit_of([self])

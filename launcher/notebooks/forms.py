@@ -34,7 +34,11 @@ class NotebookForm(forms.Form):
         gpus.max_value = top
         gpus.initial = 1 if top else 0
         gpus.widget.attrs.update({"min": 1 if top else 0, "max": top})
-        gpus.help_text = f"Up to {top} (one node)." if top else "No GPUs here."
+        unit = allocation.facility.unit  # GPUs, or CPUs where it has no GPUs
+        gpus.label = unit.many
+        gpus.help_text = f"Up to {top} (one node)." if top else f"No {unit.many} here."
+        if unit.is_cpu:
+            gpus.help_text += " " + unit.brief
         limit = Decimal(str(settings.NOTEBOOK_MAX_HOURS))
         hours = cast(forms.DecimalField, self.fields["hours"])
         # A DecimalField's bound is a Decimal; the stubs give it IntegerField's int.

@@ -12,7 +12,6 @@ from decimal import Decimal
 from typing import Any, cast
 
 from django.conf import settings
-from django.template.defaultfilters import pluralize
 from django.utils.functional import SimpleLazyObject
 from django.utils.translation import get_language
 
@@ -59,6 +58,7 @@ def decorate(sessions: list[NotebookSession], user: Any) -> list[NotebookSession
 
 def timeline(allocation: Allocation, sessions: list[NotebookSession]) -> list[Use]:
     """Jobs and notebook sessions of the allocation, newest first, as one list of its use."""
+    unit = allocation.facility.unit  # GPUs, or CPUs where it has no GPUs
     jobs = latest_jobs(allocation)[:SHOWN]  # shared with the jobs table (one query)
     rows = [
         Use(
@@ -79,7 +79,8 @@ def timeline(allocation: Allocation, sessions: list[NotebookSession]) -> list[Us
             "notebook",
             s.pk,
             f"/notebooks/{s.pk}/",
-            f"notebook #{s.pk} ({s.gpus} GPU{pluralize(s.gpus)}, {s.hours.normalize():f} h, {s.user.username})",
+            f"notebook #{s.pk} ({s.gpus} {unit.of(s.gpus)}, {s.hours.normalize():f} h, "
+            f"{s.user.username})",
             s.state,
             s.get_state_display(),
             s.created_at,
@@ -122,6 +123,7 @@ def notebook_sections(allocation: Allocation, user: Any) -> list[dict[str, Any]]
             "template": "notebooks/allocation_section.html",
             "data": {
                 "allocation_id": allocation.pk,
+                "unit": allocation.facility.unit,
                 "sessions": sessions,
                 "show_form": show_form,
                 "form": form,

@@ -92,17 +92,17 @@ def notebook_check(*, allocation: Allocation, gpus: Any, hours: Any) -> tuple[in
     message per field: gpus a whole number within one node (0 only where it has no GPUs),
     hours > 0, at most settings.NOTEBOOK_MAX_HOURS, to 0.01 h."""
     errors: dict[str, list[str]] = {}
-    top = max_gpus(allocation)
+    top, unit = max_gpus(allocation), allocation.facility.unit
     try:
         n = int(gpus)
         if isinstance(gpus, bool) or n != gpus and str(n) != str(gpus).strip():
             raise ValueError
     except (TypeError, ValueError):
-        errors["gpus"], n = ["Give a whole number of GPUs."], 0
+        errors["gpus"], n = [f"Give a whole number of {unit.many}."], 0
     else:
         low = 1 if top > 0 else 0
         if not low <= n <= top:
-            errors["gpus"] = [f"Ask for {low} to {top} GPUs (one node of this allocation)."]
+            errors["gpus"] = [f"Ask for {low} to {top} {unit.many} (one node of this allocation)."]
     limit = Decimal(str(settings.NOTEBOOK_MAX_HOURS))
     try:
         h = Decimal(str(hours).strip())
@@ -172,15 +172,16 @@ def _session_create(
         raise NotebookConflict(refusal, status=locked.status)
     seconds = NotebookSession.reservation_for(gpus=gpus, hours=hours)
     cost = reserved_cost(seconds, locked.facility.gpu_hour_rate)
+    unit = locked.facility.unit  # GPUs, or CPUs where it has no GPUs
     ledger = allocation_ledger(locked.pk)
     need = Decimal(seconds) / 3600
     if need > ledger.gpu_hours_remaining:
         short = need - ledger.gpu_hours_remaining
         raise NotebookConflict(
-            f"This notebook reserves {hours_text(need)} GPU-hours ({gpus} GPU{pluralize(gpus)} x {hours_text(hours)} h) "
-            f"but only {hours_text(ledger.gpu_hours_remaining)} are left on the allocation "
-            f"({hours_text(ledger.gpu_hours_reserved)} reserved by unfinished work): "
-            f"{hours_text(short)} GPU-hours short. Ask for fewer GPUs or hours.",
+            f"This notebook reserves {hours_text(need)} {unit.hours} ({gpus} {unit.of(gpus)} x "
+            f"{hours_text(hours)} h) but only {hours_text(ledger.gpu_hours_remaining)} are left "
+            f"on the allocation ({hours_text(ledger.gpu_hours_reserved)} reserved by unfinished "
+            f"work): {hours_text(short)} {unit.hours} short. Ask for fewer {unit.many} or hours.",
             reserve_gpu_hours=need,
             remaining_gpu_hours=ledger.gpu_hours_remaining,
             reserved_gpu_hours=ledger.gpu_hours_reserved,
@@ -218,8 +219,8 @@ def _session_create(
         actor=actor,
         from_state="",
         to_state=session.state,
-        comment=f"Opened: {gpus} GPU{pluralize(gpus)} for {hours_text(hours)} h, reserving "
-        f"{hours_text(need)} GPU-hours.",
+        comment=f"Opened: {unit.count(gpus)} for {hours_text(hours)} h, reserving "
+        f"{hours_text(need)} {unit.hours}.",
     )
     enqueue(SPAWN_TASK, session.pk)
     return session

@@ -62,7 +62,12 @@ def notebook_detail(request: HttpRequest, pk: int) -> HttpResponse:
         .select_related("actor")
         .order_by("created_at")[:50]
     )
-    return render(request, "notebooks/detail.html", {"session": session, "events": events})
+    return render(
+        request,
+        "notebooks/detail.html",
+        # The unit: GPUs, or CPUs where the facility has no GPUs (allocations/units.py).
+        {"session": session, "events": events, "unit": session.allocation.facility.unit},
+    )
 
 
 @login_required

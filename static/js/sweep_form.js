@@ -42,6 +42,9 @@
       return Array.isArray(v) ? name + ': ' + v.join(' ') : (typeof v === 'object' ? flat(v, name) : name + ': ' + v);
     }).join('; ');
   }
+  // The facility's unit: GPU-hours, or CPU-hours where it has no GPUs (the API's fields keep
+  // their names).
+  var hoursWord = form.getAttribute('data-unit-hours') || 'GPU-hours';
   function update() {
     fetch(form.getAttribute('data-estimate-url'), {method: 'POST', credentials: 'same-origin',
       headers: {'Content-Type': 'application/json', 'Accept': 'application/json',
@@ -53,11 +56,11 @@
         if (!res.ok) { show('Not launchable yet: ' + flat(e, ''), true); return; }
         var expected = e.expected_gpu_hours === null || e.expected_gpu_hours === undefined ? '' :
           ': the worst case, every cell to its last epoch. Expected with early stopping: ' + e.expected_gpu_hours +
-          ' GPU-hours (' + e.expected_basis + ', an estimate)';
-        show(e.total_gpu_hours + ' GPU-hours in total, ' + e.currency + ' ' + Number(e.total_cost).toFixed(2) +
+          ' ' + hoursWord + ' (' + e.expected_basis + ', an estimate)';
+        show(e.total_gpu_hours + ' ' + hoursWord + ' in total, ' + e.currency + ' ' + Number(e.total_cost).toFixed(2) +
              ': ' + e.basis + ' (' + e.source + ')' + expected + '. ' +
              (e.staged ? 'Launching reserves only the cells that run at once. ' : '') +
-             e.remaining_gpu_hours + ' GPU-hours are left on the allocation' +
+             e.remaining_gpu_hours + ' ' + hoursWord + ' are left on the allocation' +
              (e.fits ? '.' : ': this sweep does not fit.'), !e.fits);
       }).catch(function () { /* keep the last estimate; the Estimate button still works */ });
   }

@@ -159,9 +159,10 @@ def test_the_readmes_browser_loop_word_for_word_on_make_run(embedded_portal, chr
         # "Submit request". Pre-filled: the trial cap (stated under the field) and local-cpu.
         login(page, server, "researcher", password="demo")
         page.goto(base + re.search(r"open `([^`]+)`", step1).group(1))
-        hours = page.get_by_label("GPU hours requested")
+        # `local` has no GPU: its hours are CPU-hours (allocations/units.py).
+        hours = page.get_by_label("CPU-hours requested")
         cap = re.search(
-            r"capped at (\d+(?:\.\d+)?) GPU-hours", page.locator("#id_gpu_hours_help").inner_text()
+            r"capped at (\d+(?:\.\d+)?) CPU-hours", page.locator("#id_gpu_hours_help").inner_text()
         ).group(1)
         assert float(hours.input_value()) == float(cap)
         assert "local-cpu" in page.locator("#id_node_type option:checked").inner_text()
@@ -225,9 +226,9 @@ def test_the_readmes_browser_loop_word_for_word_on_make_run(embedded_portal, chr
         )
         assert accuracy >= 0.8
         page.wait_for_function(
-            "() => !document.getElementById('job-charged').textContent.startsWith('0 GPU')"
+            "() => !document.getElementById('job-charged').textContent.startsWith('0 CPU')"
         )
-        assert "GPU-hours" in page.locator("#job-charged").inner_text()
+        assert "CPU-hours" in page.locator("#job-charged").inner_text()
         job = page.request.get(job_api).json()
         charged_s = job["gpu_seconds"]
         # Reserved: the limit, wall time x GPUs (exactly). The prediction beside it set the
@@ -235,8 +236,8 @@ def test_the_readmes_browser_loop_word_for_word_on_make_run(embedded_portal, chr
         # quiet machine) is printed, not asserted: the charge is the wall time, which the
         # machine's load stretches; bench/bench_readme_defaults.py reports it.
         limit = Decimal(job["wall_time_minutes"] * job["gpus"]) / 60
-        assert Decimal(job["estimate_gpu_hours"]) == limit.quantize(
-            Decimal("0.001"), rounding=ROUND_UP
+        assert job["estimate_gpu_hours"] == float(
+            limit.quantize(Decimal("0.001"), rounding=ROUND_UP)
         )
         predicted_s = float(job["predicted_hours"]) * job["gpus"] * 3600
         print(
@@ -256,10 +257,10 @@ def test_the_readmes_browser_loop_word_for_word_on_make_run(embedded_portal, chr
         # (the server's rendering, then sweep_form.js's: the same numbers from the API)
         page.wait_for_function(
             "() => document.getElementById('sweep-estimate').textContent"
-            ".includes('GPU-hours in total')"
+            ".includes('CPU-hours in total')"
         )
         assert re.search(
-            r"[\d.]+ GPU-hours in total, \w+ [\d.]+: .+ \(\w[\w-]*\)",
+            r"[\d.]+ CPU-hours in total, \w+ [\d.]+: .+ \(\w[\w-]*\)",
             page.locator("#sweep-estimate").inner_text(),
         )
         assert page.request.get(f"{base}/api/v1/sweeps/").json()["count"] == 0  # nothing launched

@@ -18,7 +18,7 @@ def test_researcher_submits_and_reviewer_approves(
     page.goto(f"{live_server.url}/requests/new/?facility=baskerville&node_type=B-A100-40")
     assert page.get_by_label("Which facility?").input_value() == "baskerville"
     page.get_by_label("Full").check()
-    page.get_by_label("GPU hours requested").fill("1200")
+    page.get_by_label("GPU-hours requested").fill("1200")
     page.get_by_label("Platform justification").fill(JUSTIFICATION)
     page.get_by_role("button", name="Submit request").click()
     page.get_by_text("Request submitted").wait_for()

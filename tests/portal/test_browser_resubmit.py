@@ -40,7 +40,7 @@ def test_changes_requested_then_resubmitted_in_the_browser(
     page.goto(f"{live_server.url}/requests/{req.pk}/edit/")
     assert page.locator("#id_facility").input_value() == "jade2"
     assert page.locator("#id_node_type").input_value() == str(node.pk)
-    page.get_by_label("GPU hours requested").fill("600")
+    page.get_by_label("GPU-hours requested").fill("600")
     page.get_by_role("button", name="Submit request").click()
     page.get_by_text("Request submitted").wait_for()
 

@@ -62,7 +62,7 @@ def test_a_new_user_signs_in_lands_on_the_dashboard_and_can_ask_for_a_trial(
 
     page.goto(f"{live_server.url}/requests/new/?facility=baskerville&node_type=B-A100-40")
     page.get_by_label("Trial").check()
-    page.get_by_label("GPU hours requested").fill("100")
+    page.get_by_label("GPU-hours requested").fill("100")
     page.get_by_label("Platform justification").fill("Trying CT classification on A100s.")
     page.get_by_role("button", name="Submit request").click()
     page.get_by_text("Your trial was approved automatically").wait_for()
