@@ -36,15 +36,17 @@ def stop_process(proc: subprocess.Popen, timeout: float = 15) -> None:
 
 
 @contextlib.contextmanager
-def running_worker(extra_env: dict[str, str] | None = None):
+def running_worker(extra_env: dict[str, str] | None = None, queue: str | None = None):
     """Start `celery worker`, wait until it answers a ping, stop it afterwards.
 
     The worker listens on a queue of its own, and this process sends every task there, so
     test runs sharing one Redis (several checkouts, CI beside a developer) never take each
-    other's tasks."""
+    other's tasks. Several workers share one `queue` when given the same one (the production
+    shape: any worker may take any task)."""
     from portal.celery import app
 
-    name = f"test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    node_name = f"test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    name = queue or node_name
     env = {
         **os.environ,
         "DATABASE_URL": database_url(),
@@ -55,7 +57,7 @@ def running_worker(extra_env: dict[str, str] | None = None):
     old = (app.conf.task_always_eager, app.conf.task_default_queue)
     app.conf.task_always_eager, app.conf.task_default_queue = False, name
     (ROOT / "var").mkdir(exist_ok=True)
-    log = open(ROOT / "var" / f"{name}.log", "w")
+    log = open(ROOT / "var" / f"{node_name}.log", "w")
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -71,7 +73,7 @@ def running_worker(extra_env: dict[str, str] | None = None):
             "-Q",
             name,
             "-n",
-            f"{name}@%h",
+            f"{node_name}@%h",
             "--without-gossip",
             "--without-mingle",
         ],
@@ -80,9 +82,10 @@ def running_worker(extra_env: dict[str, str] | None = None):
         stdout=log,
         stderr=subprocess.STDOUT,
     )
+    proc.log_path = Path(log.name)  # type: ignore[attr-defined]
     try:
         deadline = time.monotonic() + 90
-        node = f"{name}@{socket.gethostname()}"
+        node = f"{node_name}@{socket.gethostname()}"
         while not app.control.ping(destination=[node], timeout=0.5):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"worker did not start; see {log.name}")
