@@ -2,7 +2,8 @@
 
 Beat schedule (settings.CELERY_BEAT_SCHEDULE, see docs/launcher.md):
     launcher.poll_jobs every 10 s, launcher.ingest_usage every 10 s, launcher.heartbeat every
-    15 s (launcher/heartbeat.py), launcher.prune_idempotency_keys hourly.
+    15 s (launcher/heartbeat.py), launcher.prune_idempotency_keys and launcher.roll_job_months
+    hourly.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from core.locks import exclusive
 from . import heartbeat as worker_heartbeat
 from . import idempotency, services
 from .backends.contract import BackendError
+from .job_months import job_months_rebuild
 from .provisioning import allocation_provision
 
 log = logging.getLogger(__name__)
@@ -119,6 +121,14 @@ def poll_jobs() -> dict[str, int]:
 def ingest_usage() -> int:
     """Beat: charge every allocation owing usage (services.usage_ingest_all)."""
     return services.usage_ingest_all()
+
+
+@shared_task(name="launcher.roll_job_months")
+@exclusive("launcher.roll_job_months")
+def roll_job_months() -> int:
+    """Beat (hourly): the usage report's job figures of settled months (launcher/job_months.py).
+    Returns the rows written."""
+    return job_months_rebuild()
 
 
 @shared_task(name="launcher.heartbeat", ignore_result=True)

@@ -342,6 +342,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     # The launcher polls Slurm job states and ingests sacct records (docs/launcher.md).
     "launcher-poll-jobs": {"task": "launcher.poll_jobs", "schedule": 10.0},
     "launcher-ingest-usage": {"task": "launcher.ingest_usage", "schedule": 10.0},
+    "launcher-roll-job-months": {"task": "launcher.roll_job_months", "schedule": 3600.0},
     # Cloud clusters: interruptions within 15 s, cost as it accrues, idle stop; orphans.
     "cloud-sync": {"task": "cloud.sync_all", "schedule": 5.0},
     "cloud-reconcile": {"task": "cloud.reconcile", "schedule": 60.0},
@@ -460,3 +461,7 @@ if PORTAL_OOD_BALANCE_KEY and (
 # The job poll reads the progress and log of at most this many running jobs of a facility per
 # cycle, those read least recently first (launcher/services/monitor.py; docs/performance.md).
 PORTAL_POLL_FILES_PER_CYCLE = int(os.environ.get("PORTAL_POLL_FILES_PER_CYCLE", "100"))
+
+# The usage report page shows this many groups, those with the most GPU-hours; its CSV downloads
+# and the API have every one (portal/reports/tables.py).
+PORTAL_REPORT_PAGE_GROUPS = int(os.environ.get("PORTAL_REPORT_PAGE_GROUPS", "50"))

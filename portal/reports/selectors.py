@@ -29,7 +29,6 @@ from decimal import Decimal
 from typing import Any
 
 from django.db.models import (
-    Avg,
     Count,
     DurationField,
     ExpressionWrapper,
@@ -48,7 +47,8 @@ from allocations.roles import sees_all_projects
 from core.errors import NotFound
 from launcher.models import Job
 
-from . import monthly
+from . import job_rollups, monthly
+from .job_rollups import JobScope
 
 GROUPS = ("pi", "project", "facility", "user")
 PERIODS = ("month", "week")
@@ -76,6 +76,8 @@ class Report:
     wait: dict = field(default_factory=dict)
     sizes: list[dict] = field(default_factory=list)
     efficiency: list[dict] = field(default_factory=list)
+    # When the job figures of settled months were rolled up (None: every job counted live).
+    jobs_rolled_at: dt.datetime | None = None
     # The totals' GPU-hours by what charged them: jobs, notebook sessions, other (records of
     # no portal job or session: work on the accounts outside the portal).
     split: dict = field(default_factory=dict)
@@ -132,12 +134,10 @@ def _usage_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, 
 RAN = ~Q(state=Job.State.CANCELLED, started_at__isnull=True)
 
 
-def _job_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, dict]:
-    """(group, period) -> jobs, failed, short. One query."""
+def _job_cells(group_by: str, period: str, project_ids, scope: JobScope) -> dict[tuple, dict]:
+    """(group, period) -> jobs, failed, short. One query (two with rollups)."""
     run = ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
-    qs = _scoped(Job.objects.filter(RAN), project_ids)
-    if since:
-        qs = qs.filter(created_at__gte=since)
+    qs = _scoped(Job.objects.filter(RAN).filter(scope.live), project_ids)
     qs = (
         qs.annotate(g=F(_JOB_KEY[group_by]), p=_TRUNC[period]("created_at"), run=run)
         .values("g", "p")
@@ -152,7 +152,10 @@ def _job_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, di
             ),
         )
     )
-    return {(r["g"], _day(r["p"])): r for r in qs.order_by()}
+    return {
+        **job_rollups.rolled_cells(scope, group_by),
+        **{(r["g"], _day(r["p"])): r for r in qs.order_by()},
+    }
 
 
 def _day(value) -> dt.date:
@@ -188,23 +191,27 @@ def _sum_rows(rows: list[dict], group: str) -> dict:
     return total
 
 
-def wait_times(project_ids, since) -> dict:
-    """Mean and p90 of submit -> start over jobs that started. Three queries (count, mean,
-    the p90 row by offset), so it works the same on PostgreSQL and SQLite."""
+def wait_times(project_ids, since, scope: JobScope, rolled: dict) -> dict:
+    """Mean and p90 of submit -> start over jobs that started. The count and mean from the
+    rollups and the live rows (`scope`, `rolled`: job_rollups), the p90 (a percentile does not
+    add up) by offset over every started job of the period, so it works the same on PostgreSQL
+    and SQLite."""
     wait = ExpressionWrapper(F("started_at") - F("submitted_at"), output_field=DurationField())
-    qs = _scoped(
+    started = _scoped(
         Job.objects.filter(submitted_at__isnull=False, started_at__isnull=False), project_ids
-    )
-    if since:
-        qs = qs.filter(created_at__gte=since)
-    qs = qs.annotate(wait=wait)
-    n = qs.count()
+    ).annotate(wait=wait)
+    every = started.filter(created_at__gte=since) if since else started
+    sums = started.filter(scope.live).aggregate(n=Count("id"), total=Sum("wait"))
+    n = sums["n"] + rolled["waited"]
     if not n:
         return {"jobs": 0, "mean_seconds": None, "p90_seconds": None}
-    mean = qs.aggregate(mean=Avg("wait"))["mean"]
-    # Nearest-rank p90: the ceil(0.9 n)-th smallest wait.
-    p90 = qs.order_by("wait").values_list("wait", flat=True)[math.ceil(0.9 * n) - 1]
-    return {"jobs": n, "mean_seconds": mean.total_seconds(), "p90_seconds": p90.total_seconds()}
+    total = (sums["total"] or dt.timedelta()).total_seconds()
+    mean = (total + rolled["wait_seconds"]) / n
+    # Nearest-rank p90: the ceil(0.9 n)-th smallest wait, taken from the top (the n - ceil(0.9 n)
+    # + 1-th largest), so the database keeps a tenth of the waits in its sort, not all of them.
+    rank = n - math.ceil(0.9 * n)
+    p90 = every.order_by("-wait").values_list("wait", flat=True)[rank]
+    return {"jobs": n, "mean_seconds": mean, "p90_seconds": p90.total_seconds()}
 
 
 def usage_split(project_ids, since) -> dict[str, float]:
@@ -214,47 +221,52 @@ def usage_split(project_ids, since) -> dict[str, float]:
     return monthly.usage_split(project_ids, since)
 
 
-def job_sizes(project_ids, since) -> list[dict]:
-    qs = _scoped(Job.objects.filter(RAN), project_ids)
-    if since:
-        qs = qs.filter(created_at__gte=since)
-    rows = (
-        qs.values("gpus")
-        .annotate(jobs=Count("id"), gpu_seconds=Coalesce(Sum("gpu_seconds"), 0))
-        .order_by("gpus")
-    )
+def job_sizes(project_ids, scope: JobScope, rolled: dict) -> list[dict]:
+    qs = _scoped(Job.objects.filter(RAN).filter(scope.live), project_ids)
+    sizes: dict[int, list[int]] = {k: list(v) for k, v in rolled["sizes"].items()}
+    for r in qs.values("gpus").annotate(jobs=Count("id"), s=Coalesce(Sum("gpu_seconds"), 0)):
+        old = sizes.setdefault(r["gpus"], [0, 0])
+        old[0], old[1] = old[0] + r["jobs"], old[1] + r["s"]
     return [
-        {"gpus": r["gpus"], "jobs": r["jobs"], "gpu_hours": r["gpu_seconds"] / 3600} for r in rows
+        {"gpus": gpus, "jobs": n, "gpu_hours": seconds / 3600}
+        for gpus, (n, seconds) in sorted(sizes.items())
     ]
 
 
-def efficiency(group_by: str, project_ids, since) -> list[dict]:
-    """Mean utilisation per group, weighted by GPU-seconds, over jobs that reported one."""
-    qs = _scoped(Job.objects.filter(utilisation_mean__isnull=False), project_ids)
-    if since:
-        qs = qs.filter(created_at__gte=since)
+def efficiency(group_by: str, project_ids, scope: JobScope, rolled: dict) -> list[dict]:
+    """Mean utilisation per group, weighted by GPU-seconds, over jobs that reported one (the
+    plain mean where they used no GPU-seconds)."""
+    qs = _scoped(Job.objects.filter(utilisation_mean__isnull=False).filter(scope.live), project_ids)
     weighted = ExpressionWrapper(
         F("utilisation_mean") * F("gpu_seconds"), output_field=FloatField()
     )
-    rows = (
+    # (group, source) -> [jobs, weighted sum, GPU-seconds, sum of the plain means]
+    cells: dict[tuple, list] = {
+        k: list(v) for k, v in (rolled or {}).get("utilisation", {}).items()
+    }
+    for r in (
         qs.annotate(g=F(_JOB_KEY[group_by]))
         .values("g", "utilisation_source")
         .annotate(
             jobs=Count("id"),
             weighted=Sum(weighted),
             seconds=Sum("gpu_seconds"),
-            plain=Avg("utilisation_mean"),
+            plain=Sum("utilisation_mean"),
         )
-        .order_by("g", "utilisation_source")
-    )
+    ):
+        old = cells.setdefault((r["g"], r["utilisation_source"]), [0, 0.0, 0, 0.0])
+        for i, key in enumerate(("jobs", "weighted", "seconds", "plain")):
+            old[i] += r[key] or 0
     return [
         {
-            "group": r["g"] or "-",
-            "source": r["utilisation_source"],
-            "jobs": r["jobs"],
-            "mean_percent": (r["weighted"] / r["seconds"]) if r["seconds"] else r["plain"],
+            "group": group or "-",
+            "source": source,
+            "jobs": n,
+            "mean_percent": (w / seconds) if seconds else plain / n,
         }
-        for r in rows
+        for (group, source), (n, w, seconds, plain) in sorted(
+            cells.items(), key=lambda item: (str(item[0][0]), item[0][1])
+        )
     ]
 
 
@@ -266,7 +278,9 @@ def usage_report(
         raise ValueError("group_by or period not allowed")
     project_ids = report_project_ids(user)
     usage = _usage_cells(group_by, period, project_ids, since)
-    jobs = _job_cells(group_by, period, project_ids, since)
+    scope = job_rollups.job_scope(group_by, period, project_ids, since)
+    rolled = job_rollups.rolled_facts(scope, group_by)
+    jobs = _job_cells(group_by, period, project_ids, scope)
     keys = sorted(set(usage) | set(jobs), key=lambda k: (str(k[0]), k[1] or dt.date.min))
     report = Report(
         group_by=group_by, period=period, rows=[_row(k, usage.get(k), jobs.get(k)) for k in keys]
@@ -278,8 +292,9 @@ def usage_report(
         (_sum_rows(rows, g) for g, rows in by_group.items()), key=lambda r: -r["gpu_seconds"]
     )
     report.totals = _sum_rows(report.rows, "all")
-    report.wait = wait_times(project_ids, since)
-    report.sizes = job_sizes(project_ids, since)
+    report.wait = wait_times(project_ids, since, scope, rolled)
+    report.sizes = job_sizes(project_ids, scope, rolled)
     report.split = usage_split(project_ids, since)
-    report.efficiency = efficiency(group_by, project_ids, since)
+    report.efficiency = efficiency(group_by, project_ids, scope, rolled)
+    report.jobs_rolled_at = scope.rolled_at
     return report

@@ -16,7 +16,7 @@ from core import strict
 
 from .charts import report_charts
 from .selectors import GROUPS, PERIODS, usage_report
-from .tables import tables, to_csv
+from .tables import GROUPS_WORD, for_page, tables, to_csv
 
 
 class ReportQuery(serializers.Serializer):
@@ -48,17 +48,19 @@ def usage_report_page(request: HttpRequest) -> HttpResponse:
     report = usage_report(
         request.user, group_by=q["group_by"], period=q["period"], since=q.get("since")
     )
-    all_tables = tables(report)
     if request.GET.get("format") == "csv":
-        return _csv_response(all_tables[q["table"]], q["table"])
+        return _csv_response(tables(report)[q["table"]], q["table"])
+    shown, hidden = for_page(report)
     params = f"group_by={q['group_by']}&period={q['period']}" + (
         f"&since={q['since'].isoformat()}" if q.get("since") else ""
     )
     context = {
-        "report": report,
-        "tables": all_tables.values(),
+        "report": shown,
+        "hidden_groups": hidden,
+        "groups_word": GROUPS_WORD[report.group_by],
+        "tables": tables(shown).values(),
         "params": params,
-        "charts": report_charts(report),
+        "charts": report_charts(shown),
         "groups": GROUPS,
         "periods": PERIODS,
         "since": q.get("since"),
@@ -132,6 +134,11 @@ class UsageReportSerializer(serializers.Serializer):
     sizes = SizeSerializer(many=True)
     efficiency = EfficiencySerializer(many=True)
     split = SplitSerializer(help_text="The totals' GPU-hours by what charged them")
+    jobs_rolled_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When the job figures of settled months were rolled up (hourly); null when "
+        "every job was counted from its row",
+    )
 
 
 class UsageReportView(APIView):
