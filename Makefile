@@ -23,7 +23,7 @@ UNIT_ENV := DATABASE_URL=sqlite:///$(UNIT_VAR)/portal.sqlite3 CELERY_BROKER_URL=
 	DJANGO_ALLOW_ASYNC_UNSAFE=true PORTAL_VAR_DIR=$(UNIT_VAR)
 SERVICE_MARKS := browser or slurm or aws or worker or hub or oidc or postgres or members or root
 
-.PHONY: install services run worker unit test bench fuzz check lint types imports clean
+.PHONY: install services run worker unit test bench bench-scale fuzz check lint types imports clean
 
 install: $(STAMP)
 
@@ -93,6 +93,12 @@ test: check services
 
 bench: install services
 	$(TEST_ENV) $(PY) bench/run_all.py
+
+# A national centre's scale (docs/performance.md): builds the centre world once into the
+# database portal_scale (about 7 minutes; BENCH_SCALE_REBUILD=1 builds it again) and prints
+# every page's and list's cost at demo and centre scale side by side. Also part of `make bench`.
+bench-scale: install services
+	$(TEST_ENV) $(PY) bench/bench_scale.py
 
 # The API fuzzer with a random seed, every phase (coverage and stateful too) and a time budget,
 # beyond the suite's (seed 1, examples and fuzzing, 15 cases an operation), as every role (PI,

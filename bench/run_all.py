@@ -20,6 +20,7 @@ ORDER = [
     "bench_sweeps.py",
     "bench_placement.py",
     "bench_reports.py",
+    "bench_scale.py",
     "notebooks.py",
 ]
 

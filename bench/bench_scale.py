@@ -1,0 +1,277 @@
+"""How the portal's cost grows from the demo to a national centre (issue: a centre's year).
+
+Two PostgreSQL databases on the `make services` server:
+- `portal_scale_demo`: the demo (`seed_demo`) plus the same world at a hundredth of the size
+  (100 users, 30 projects, 120 allocations, 10,000 jobs), rebuilt every run;
+- `portal_scale`: the demo plus `bench/scale_world.py`'s centre (10,000 users, 3,000 projects,
+  12,000 allocations, 1,000,000 jobs, 5,000,000 usage records), built once and kept
+  (`BENCH_SCALE_REBUILD=1` builds it again), so the portal can be served on it as it is.
+
+Each page and API list is requested through Django's test client (the whole middleware stack,
+no server) as the role that sees most of it: staff (`admin`), the PI of 20 projects (`pi`), the
+researcher with 5,000 jobs (`researcher`); warm-up 2, then N timed (BENCH_N, default 15), and the
+queries of one request counted. The table gives each scale's p50, their ratio (aim: 1.5x) and
+the query counts. Each scale is measured in a process of its own (one database per process).
+
+    python bench/bench_scale.py          # make bench-scale
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+N = int(os.environ.get("BENCH_N", "15"))
+BASE = os.environ.get("DATABASE_URL", "postgres://portal:portal@127.0.0.1:5432/portal")
+AIM = 1.5
+
+
+def _url(db: str) -> str:
+    return urllib.parse.urlparse(BASE)._replace(path=f"/{db}").geturl()
+
+
+def _exists(db: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(_url("postgres"), autocommit=True) as conn:
+        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db]).fetchone()
+    return found is not None
+
+
+def _env(db: str) -> dict:
+    return {
+        **os.environ,
+        "DATABASE_URL": _url(db),
+        "DEBUG": "false",
+        "SECRET_KEY": os.environ.get("SECRET_KEY", "bench"),
+        "EMAIL_URL": "locmem://",
+        "CELERY_TASK_ALWAYS_EAGER": "true",
+        "CACHE_URL": "",
+        "DJANGO_SETTINGS_MODULE": "portal.settings",
+        "DB_CONN_MAX_AGE": "600",
+    }
+
+
+def _manage(db: str, *args: str) -> None:
+    subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=_env(db), check=True)
+
+
+def _fresh(db: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(_url("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db)))
+    _manage(db, "migrate", "--noinput", "-v", "0")
+    _manage(db, "seed_demo", "--password", "demo")
+
+
+def _built(db: str) -> bool:
+    if not _exists(db):
+        return False
+    import psycopg
+
+    with psycopg.connect(_url(db)) as conn:
+        try:
+            return conn.execute("SELECT count(*) FROM launcher_job").fetchone()[0] >= 1_000_000
+        except psycopg.errors.UndefinedTable:
+            return False
+
+
+def ensure_worlds() -> None:
+    _fresh("portal_scale_demo")
+    subprocess.run(
+        [sys.executable, "bench/scale_world.py", "0.01"],
+        cwd=ROOT,
+        env=_env("portal_scale_demo"),
+        check=True,
+    )
+    if os.environ.get("BENCH_SCALE_REBUILD") or not _built("portal_scale"):
+        _fresh("portal_scale")
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "bench/scale_world.py"], cwd=ROOT, env=_env("portal_scale"), check=True
+        )
+        print(f"centre world built in {time.perf_counter() - started:.0f} s")
+    else:
+        _manage("portal_scale", "migrate", "--noinput", "-v", "0")
+
+
+def _targets() -> list[tuple[str, str, str]]:
+    """(row, role, path) for the current database: the objects the role sees most of."""
+    from django.db.models import Count
+
+    from allocations.models import Allocation, Project
+    from launcher.models import Job, Sweep
+
+    pi_project = (
+        Project.objects.filter(pi__username="pi")
+        .annotate(n=Count("allocations"))
+        .order_by("-n")
+        .first()
+    )
+    allocation = (
+        Allocation.objects.filter(project__memberships__user__username="researcher")
+        .annotate(n=Count("jobs"))
+        .order_by("-n", "pk")
+        .first()
+    )
+    job = Job.objects.filter(created_by__username="researcher").order_by("-pk").first()
+    sweep = Sweep.objects.order_by("-pk").first()
+    month, year = "2026-10-01", "2025-11-01"
+    rows = [
+        ("dashboard", "pi", "/"),
+        ("dashboard", "researcher", "/"),
+        ("project page", "pi", f"/projects/{pi_project.pk}/" if pi_project else ""),
+        ("allocation page", "researcher", f"/allocations/{allocation.pk}/" if allocation else ""),
+        ("job page", "researcher", f"/jobs/{job.pk}/" if job else ""),
+        ("sweep page", "admin", f"/sweeps/{sweep.pk}/" if sweep else ""),
+        ("request list", "pi", "/requests/"),
+        ("allocation list", "pi", "/allocations/"),
+        ("review queue", "reviewer", "/review/"),
+        ("staff home", "admin", "/staff/"),
+    ]
+    for group in ("pi", "project", "facility"):
+        rows.append(
+            (
+                f"report by {group}, month",
+                "admin",
+                f"/reports/usage/?group_by={group}&since={month}",
+            )
+        )
+        rows.append(
+            (f"report by {group}, year", "admin", f"/reports/usage/?group_by={group}&since={year}")
+        )
+    rows += [
+        ("report, PI's year", "pi", f"/reports/usage/?group_by=project&since={year}"),
+        (
+            "report CSV, year",
+            "admin",
+            f"/reports/usage/?group_by=project&since={year}&format=csv&table=usage",
+        ),
+        ("API allocations", "admin", "/api/v1/allocations/"),
+        ("API allocations", "pi", "/api/v1/allocations/"),
+        ("API jobs", "researcher", "/api/v1/jobs/"),
+        (
+            "API jobs, allocation filter",
+            "researcher",
+            f"/api/v1/jobs/?allocation={allocation.pk}" if allocation else "",
+        ),
+        ("API jobs, page 50", "researcher", "/api/v1/jobs/?page=50"),
+        ("API jobs", "admin", "/api/v1/jobs/"),
+    ]
+    return [row for row in rows if row[2]]
+
+
+def _beat_passes() -> dict[str, float]:
+    """Seconds of the beat's passes whose cost grows with the data: the job rollup, full and
+    hourly (run first: the reports read it), the ledger's full daily reconcile and an hourly
+    one."""
+    from allocations.reconcile import ledger_reconcile
+    from launcher.job_months import job_months_rebuild
+
+    timings = {}
+    for name, run in (
+        ("job rollup, full (daily)", lambda: job_months_rebuild(full=True)),
+        ("job rollup (hourly)", job_months_rebuild),
+        ("ledger reconcile, full (daily)", lambda: ledger_reconcile(full=True)),
+        ("ledger reconcile, incremental (hourly)", ledger_reconcile),
+    ):
+        started = time.perf_counter()
+        run()
+        timings[name] = time.perf_counter() - started
+    return timings
+
+
+def measure() -> dict:
+    """In this process's database: p50 ms and queries per (row, role)."""
+    import django
+
+    django.setup()
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    out: dict[str, dict] = {"beat": _beat_passes()}
+    clients: dict[str, Client] = {}
+    only = os.environ.get("BENCH_ONLY", "")
+    for row, role, path in _targets():
+        if only not in row:
+            continue
+        if role not in clients:
+            clients[role] = Client()
+            assert clients[role].login(username=role, password="demo"), role
+        client = clients[role]
+        times = []
+        for i in range(N + 2):
+            started = time.perf_counter()
+            response = client.get(path)
+            elapsed = time.perf_counter() - started
+            assert response.status_code == 200, (path, role, response.status_code)
+            if i >= 2:
+                times.append(elapsed * 1000)
+        with CaptureQueriesContext(connection) as queries:
+            client.get(path)
+        out[f"{row} | {role}"] = {"p50": statistics.median(times), "queries": len(queries)}
+    return out
+
+
+def _measure_in(db: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, __file__, "--measure"],
+        cwd=ROOT,
+        env=_env(db),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ensure_worlds()
+    demo = _measure_in("portal_scale_demo")
+    centre = _measure_in("portal_scale")
+    beats = demo.pop("beat"), centre.pop("beat")
+    print("\nBeat passes that read the whole ledger or every job (seconds)")
+    print("| pass | demo | centre |")
+    print("|---|---|---|")
+    for name in beats[1]:
+        print(f"| {name} | {beats[0][name]:.2f} | {beats[1][name]:.2f} |")
+    print(f"\nPages and lists, demo vs centre (N={N}, p50 ms, queries per request); aim {AIM}x")
+    print("| row | role | demo p50 | centre p50 | ratio | queries demo | queries centre |")
+    print("|---|---|---|---|---|---|---|")
+    worst = 0.0
+    for key, c in centre.items():
+        d = demo.get(key)
+        row, role = key.split(" | ")
+        if d is None:
+            print(f"| {row} | {role} | - | {c['p50']:.1f} | - | - | {c['queries']} |")
+            continue
+        ratio = c["p50"] / d["p50"]
+        worst = max(worst, ratio)
+        flag = "" if ratio <= AIM else " (over)"
+        print(
+            f"| {row} | {role} | {d['p50']:.1f} | {c['p50']:.1f} | {ratio:.2f}x{flag} | "
+            f"{d['queries']} | {c['queries']} |"
+        )
+    print(f"\nworst ratio {worst:.2f}x; load average {os.getloadavg()[0]:.1f}")
+    out = ROOT / "bench" / "out"
+    out.mkdir(exist_ok=True)
+    (out / "scale.json").write_text(json.dumps({"demo": demo, "centre": centre}, indent=1))
+
+
+if __name__ == "__main__":
+    if "--measure" in sys.argv:
+        print(json.dumps(measure()))
+    else:
+        main()
