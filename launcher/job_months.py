@@ -25,7 +25,7 @@ from django.db.models import Count, DurationField, ExpressionWrapper, F, FloatFi
 from django.db.models.functions import TruncMonth
 from django.utils import timezone
 
-from .models import Job, JobMonth
+from .models import Job, JobMonth, RolledMonth
 
 SETTLE = dt.timedelta(days=1)
 RECENT_MONTHS = 3  # an hourly pass rewrites these settled months (and any newly settled)
@@ -127,8 +127,8 @@ def job_months_rebuild(*, now: dt.datetime | None = None, full: bool = False) ->
     within a day. Returns the rows written."""
     now = now or timezone.now()
     months = settled_months(now)
-    have = set(JobMonth.objects.order_by().values_list("month", flat=True).distinct())
-    oldest = JobMonth.objects.aggregate(at=Min("rolled_at"))["at"]
+    have = set(RolledMonth.objects.values_list("month", flat=True))
+    oldest = RolledMonth.objects.aggregate(at=Min("rolled_at"))["at"]
     if full or oldest is None or oldest < now - FULL_EVERY:
         redo = months
     else:
@@ -151,4 +151,6 @@ def job_months_rebuild(*, now: dt.datetime | None = None, full: bool = False) ->
     with transaction.atomic():
         JobMonth.objects.filter(month__in=stale).delete()
         JobMonth.objects.bulk_create(rows, batch_size=5000)
+        RolledMonth.objects.filter(month__in=stale).delete()
+        RolledMonth.objects.bulk_create([RolledMonth(month=m, rolled_at=now) for m in redo])
     return len(rows)

@@ -48,3 +48,14 @@ class JobMonth(models.Model):
 
     def __str__(self) -> str:
         return f"allocation {self.allocation_id} {self.month:%Y-%m} {self.gpus} GPUs: {self.jobs}"
+
+
+class RolledMonth(models.Model):
+    """A month whose jobs `JobMonth` holds, and when they were rolled up: the report reads which
+    months to take from the rollups here (one small row a month), not from its rows."""
+
+    month = models.DateField(primary_key=True)
+    rolled_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.month:%Y-%m} rolled at {self.rolled_at:%Y-%m-%d %H:%M}"

@@ -13,10 +13,10 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import F, Max, Q, QuerySet, Sum
+from django.db.models import F, Q, QuerySet, Sum
 from django.utils import timezone
 
-from launcher.models import JobMonth
+from launcher.models import JobMonth, RolledMonth
 
 from .monthly import first_whole_month
 
@@ -51,12 +51,14 @@ def job_scope(group_by: str, period: str, project_ids, since: dt.date | None) ->
     if period != "month" or group_by not in KEY:
         return everything
     whole = first_whole_month(since)
-    rows = JobMonth.objects.all()
+    rolled = RolledMonth.objects.all()
     if whole is not None:
-        rows = rows.filter(month__gte=whole)
-    months = sorted(set(rows.order_by().values_list("month", flat=True).distinct()))
-    if not months:
+        rolled = rolled.filter(month__gte=whole)
+    found = dict(rolled.values_list("month", "rolled_at"))
+    if not found:
         return everything
+    months = sorted(found)
+    rows = JobMonth.objects.filter(month__in=months)
     # The live part: from `since` (or the beginning) to the first rolled month, between rolled
     # months, and from the last one on; positive ranges, so each is an index range scan.
     live, start = Q(), _at(since) if since else None
@@ -70,8 +72,7 @@ def job_scope(group_by: str, period: str, project_ids, since: dt.date | None) ->
     live |= Q(created_at__gte=start)
     if project_ids is not None:
         rows = rows.filter(allocation__project_id__in=project_ids)
-    rolled_at = JobMonth.objects.aggregate(at=Max("rolled_at"))["at"]
-    return JobScope(live=live, rolled=rows.order_by(), rolled_at=rolled_at, months=months)
+    return JobScope(live=live, rolled=rows.order_by(), rolled_at=max(found.values()), months=months)
 
 
 def rolled_cells(scope: JobScope, group_by: str) -> dict[tuple, dict[str, Any]]:
