@@ -25,9 +25,15 @@ Key = tuple[int, dt.date]
 Sums = tuple[int, int, Decimal, int, int]
 
 
-def month_of(moment: dt.datetime) -> dt.date:
-    """The first day of `moment`'s month in the portal's time zone (TruncMonth's)."""
-    return timezone.localtime(moment).date().replace(day=1)
+def month_of(moment: dt.datetime | str) -> dt.date:
+    """The first day of `moment`'s month in the portal's time zone (TruncMonth's). A record
+    built with its time as text (as the database would take it) is read as the field reads it."""
+    when: dt.datetime = (
+        UsageRecord._meta.get_field("period_start").to_python(moment)
+        if isinstance(moment, str)
+        else moment
+    )
+    return timezone.localtime(when).date().replace(day=1)
 
 
 def _sums(record: UsageRecord) -> Sums:

@@ -51,7 +51,7 @@ def test_the_trial_form_prefills_the_cap_and_the_only_node_type(client, research
     assert f'name="gpu_hours" value="{local.trial_gpu_hours_cap}"' in page
     assert f'<option value="{only.pk}" selected>' in page
     assert (
-        f"A trial on {local.name} is capped at {local.trial_gpu_hours_cap} GPU-hours and "
+        f"A trial on {local.name} is capped at {local.trial_gpu_hours_cap} CPU-hours and "
         f"{local.trial_days} days."
     ) in page
 
