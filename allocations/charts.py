@@ -110,6 +110,7 @@ def burn_down_figure(
     horizontal line, even use to the end date for reference, and, when `run_out` is known, the
     projection at the 7-day rate as a dashed line from today to the run-out date or the end
     date, whichever is first. y runs from 0 to at least the grant."""
+    hours = allocation.facility.unit.hours  # GPU-hours, or CPU-hours on a CPU facility
     today = today or timezone.localdate()
     granted = float(allocation.gpu_hours)
     start, end = allocation.start_date, allocation.end_date
@@ -126,7 +127,7 @@ def burn_down_figure(
         {
             "type": "scatter",
             "mode": "lines+markers+text",
-            "name": "Used GPU-hours",
+            "name": f"Used {hours}",
             "x": days,
             "y": used,
             "line": {"color": "#1f5fa8"},
@@ -138,12 +139,12 @@ def burn_down_figure(
             # a line on the axis; its number is what the reader wants.
             "text": [""] * (len(days) - 1) + [f"{rounded(total)} used"],
             "textposition": "top left" if (last - start) > (end - last) else "top right",
-            "hovertemplate": "%{x|%d %b %Y}: %{y} GPU-hours used<extra></extra>",
+            "hovertemplate": "%{x|%d %b %Y}: %{y} " + hours + " used<extra></extra>",
         },
         {
             "type": "scatter",
             "mode": "lines",
-            "name": f"Granted: {rounded(allocation.gpu_hours)} GPU-hours",
+            "name": f"Granted: {rounded(allocation.gpu_hours)} {hours}",
             "x": [start.isoformat(), end.isoformat()],
             "y": [_num(granted), _num(granted)],
             "line": {"color": "#444"},
@@ -177,7 +178,7 @@ def burn_down_figure(
         "data": data,
         "layout": {
             **LAYOUT,
-            "title": {"text": "GPU-hours used against granted"},
+            "title": {"text": f"{hours} used against granted"},
             "xaxis": {
                 **GRID,
                 "type": "date",
@@ -188,7 +189,7 @@ def burn_down_figure(
             },
             "yaxis": {
                 **GRID,
-                "title": {"text": "GPU-hours"},
+                "title": {"text": hours},
                 "rangemode": "tozero",
                 "range": [0, _num(max(granted, total) * 1.05) or 1],
             },
@@ -216,6 +217,7 @@ def daily_figure(allocation: Allocation, series: list[dict[str, Any]]) -> dict[s
     and each bar most of a day wide, so a single day of use is a bar, neither a hairline nor
     the plot's whole width. Days before the start (a young allocation's week) are shaded.
     Ticks fall on whole days whatever the span."""
+    hours = allocation.facility.unit.hours  # GPU-hours, or CPU-hours on a CPU facility
     days = [r["day"] for r in series]
     start = min([allocation.start_date] + days)
     end = max([min(allocation.end_date, timezone.localdate())] + days)
@@ -256,12 +258,12 @@ def daily_figure(allocation: Allocation, series: list[dict[str, Any]]) -> dict[s
         "data": [
             {
                 "type": "bar",
-                "name": "GPU-hours",
+                "name": hours,
                 "x": [r["day"].isoformat() for r in series],
                 "y": [_num(r["gpu_hours"]) for r in series],
                 "width": [DAY_BAR_MS] * len(series),
                 "marker": {"color": "#1f5fa8"},
-                "hovertemplate": "%{x|%d %b %Y}: %{y} GPU-hours<extra></extra>",
+                "hovertemplate": "%{x|%d %b %Y}: %{y} " + hours + "<extra></extra>",
             }
         ],
         "layout": {
@@ -269,7 +271,7 @@ def daily_figure(allocation: Allocation, series: list[dict[str, Any]]) -> dict[s
             "title": {"text": "Daily usage"},
             "showlegend": False,
             "xaxis": axis,
-            "yaxis": {**GRID, "title": {"text": "GPU-hours"}, "rangemode": "tozero"},
+            "yaxis": {**GRID, "title": {"text": hours}, "rangemode": "tozero"},
             "shapes": shapes,
             "annotations": notes,
         },

@@ -175,3 +175,15 @@ def test_a_gpu_allocations_page_counts_gpus_and_gpu_hours(client, researcher, pr
     assert client.get(f"/api/v1/allocations/{allocation.pk}/").json()["unit"]["key"] == "gpu"
     facilities = {f["slug"]: f for f in client.get("/api/v1/facilities/").json()["results"]}
     assert facilities["gpu-cluster"]["unit"]["hours"] == "GPU-hours"
+
+
+def test_the_usage_charts_count_the_facilitys_hours(project, workstation, gpu_cluster):
+    from allocations.charts import burn_down_figure, daily_figure
+
+    for facility, hours in ((workstation, "CPU-hours"), (gpu_cluster, "GPU-hours")):
+        allocation = _allocation(project, facility)
+        burn = burn_down_figure(allocation, [], None)
+        daily = daily_figure(allocation, [])
+        assert burn["layout"]["title"]["text"] == f"{hours} used against granted"
+        assert burn["layout"]["yaxis"]["title"]["text"] == hours
+        assert daily["layout"]["yaxis"]["title"]["text"] == hours
