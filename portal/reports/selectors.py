@@ -42,7 +42,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
 
-from allocations.models import ProjectMembership, UsageRecord
+from allocations.models import Facility, ProjectMembership, UsageRecord
 from allocations.roles import sees_all_projects
 from core.errors import NotFound
 from launcher.models import Job
@@ -78,6 +78,10 @@ class Report:
     efficiency: list[dict] = field(default_factory=list)
     # When the job figures of settled months were rolled up (None: every job counted live).
     jobs_rolled_at: dt.datetime | None = None
+    # The totals' hours by each facility's unit ({"GPU-hours": ..., "CPU-hours": ...}: a CPU-only
+    # facility's ledger counts CPU-seconds), and the word for the hours columns.
+    units: dict[str, float] = field(default_factory=dict)
+    hours_word: str = "GPU-hours"
     # The totals' GPU-hours by what charged them: jobs, notebook sessions, other (records of
     # no portal job or session: work on the accounts outside the portal).
     split: dict = field(default_factory=dict)
@@ -270,6 +274,21 @@ def efficiency(group_by: str, project_ids, scope: JobScope, rolled: dict) -> lis
     ]
 
 
+def hours_by_unit(project_ids, since) -> tuple[dict[str, float], str]:
+    """The charged hours by unit (GPU-hours, CPU-hours: each facility's, allocations/units.py)
+    and the word the hours columns take: the one unit, or "Hours (GPU or CPU)" when both are
+    in the report. Two queries, and the facilities' node types."""
+    seconds = monthly.seconds_by_facility(project_ids, since)
+    facilities = Facility.objects.filter(pk__in=seconds).prefetch_related("node_types")
+    units: dict[str, float] = {}
+    for facility in facilities:
+        hours = facility.unit.hours
+        units[hours] = units.get(hours, 0.0) + seconds[facility.pk] / 3600
+    used = sorted(units, key=lambda unit: unit != "GPU-hours")
+    word = used[0] if len(used) == 1 else ("Hours (GPU or CPU)" if used else "GPU-hours")
+    return {unit: units[unit] for unit in used}, word
+
+
 def usage_report(
     user, *, group_by: str = "project", period: str = "month", since: dt.date | None = None
 ) -> Report:
@@ -297,4 +316,5 @@ def usage_report(
     report.split = usage_split(project_ids, since)
     report.efficiency = efficiency(group_by, project_ids, scope, rolled)
     report.jobs_rolled_at = scope.rolled_at
+    report.units, report.hours_word = hours_by_unit(project_ids, since)
     return report

@@ -39,8 +39,16 @@ def tables(report: Report) -> dict[str, Table]:
     result = [
         Table(
             "usage",
-            f"GPU-hours, cost and jobs by {label.lower()} and {report.period}",
-            [label, report.period.title(), "GPU-hours", "Cost", "Jobs", "Failed", "Short (<1 min)"],
+            f"{report.hours_word}, cost and jobs by {label.lower()} and {report.period}",
+            [
+                label,
+                report.period.title(),
+                report.hours_word,
+                "Cost",
+                "Jobs",
+                "Failed",
+                "Short (<1 min)",
+            ],
             [
                 [
                     r["group"],
@@ -53,13 +61,13 @@ def tables(report: Report) -> dict[str, Table]:
                 ]
                 for r in report.rows
             ],
-            f"GPU-hours and cost from {ledger}; jobs from Job rows, by the {report.period} "
+            f"{report.hours_word} and cost from {ledger}; jobs from Job rows, by the {report.period} "
             "they were created (a job cancelled before it started is not counted).",
         ),
         Table(
             "groups",
             f"Totals by {label.lower()}",
-            [label, "GPU-hours", "Cost", "Jobs", "Short or failed share"],
+            [label, report.hours_word, "Cost", "Jobs", "Short or failed share"],
             [
                 [g["group"], g["gpu_hours"], g["cost"], g["jobs"], g["short_or_failed_share"]]
                 for g in report.groups
@@ -77,10 +85,14 @@ def tables(report: Report) -> dict[str, Table]:
         Table(
             "sizes",
             "Job size distribution",
-            ["GPUs", "Jobs", "GPU-hours"],
+            [
+                "GPUs" if report.hours_word == "GPU-hours" else "GPUs or CPUs",
+                "Jobs",
+                report.hours_word,
+            ],
             [[s["gpus"], s["jobs"], s["gpu_hours"]] for s in report.sizes],
-            "GPUs each job asked for; GPU-hours those jobs were charged. Jobs only: "
-            f"notebook sessions ({rounded(report.split.get('notebooks', 0.0))} GPU-hours) and "
+            f"What each job asked for; {report.hours_word} those jobs were charged. Jobs only: "
+            f"notebook sessions ({rounded(report.split.get('notebooks', 0.0))} {report.hours_word}) and "
             f"other records ({rounded(report.split.get('other', 0.0))}) are in the totals, not "
             "here.",
         ),

@@ -134,6 +134,14 @@ class UsageReportSerializer(serializers.Serializer):
     sizes = SizeSerializer(many=True)
     efficiency = EfficiencySerializer(many=True)
     split = SplitSerializer(help_text="The totals' GPU-hours by what charged them")
+    units = serializers.DictField(
+        child=strict.FloatField(),
+        help_text="The totals' hours by unit: GPU-hours, and CPU-hours for facilities without "
+        "GPUs (their ledger counts CPU-seconds)",
+    )
+    hours_word = strict.CharField(
+        help_text="What the hours figures are: GPU-hours, CPU-hours, or both"
+    )
     jobs_rolled_at = serializers.DateTimeField(
         allow_null=True,
         help_text="When the job figures of settled months were rolled up (hourly); null when "

@@ -187,3 +187,25 @@ def test_the_usage_charts_count_the_facilitys_hours(project, workstation, gpu_cl
         assert burn["layout"]["title"]["text"] == f"{hours} used against granted"
         assert burn["layout"]["yaxis"]["title"]["text"] == hours
         assert daily["layout"]["yaxis"]["title"]["text"] == hours
+
+
+def test_the_usage_report_counts_each_facilitys_hours(
+    client, admin, project, workstation, gpu_cluster
+):
+    from decimal import Decimal
+
+    from tests.factories import charge
+
+    cpu = _allocation(project, workstation)
+    client.force_login(admin)
+    charge(allocation=cpu, source="local", external_id="c1", gpu_seconds=5400, cost=Decimal(0))
+    page = client.get("/reports/usage/").content.decode()
+    assert "1.50 CPU-hours" in page and "GPU-hours" not in page
+
+    gpu = _allocation(project, gpu_cluster)
+    charge(allocation=gpu, source="slurm", external_id="g1", gpu_seconds=1800, cost=Decimal(0))
+    body = client.get("/api/v1/reports/usage/").json()
+    assert body["units"] == {"GPU-hours": 0.5, "CPU-hours": 1.5}
+    assert body["hours_word"] == "Hours (GPU or CPU)"
+    page = client.get("/reports/usage/").content.decode()
+    assert "0.50 GPU-hours and 1.50 CPU-hours" in page
