@@ -45,7 +45,7 @@ def usage_figure(report: Report) -> dict:
     """GPU-hours per group and period, stacked; before anything is charged in the report's
     scope (rows of jobs that charged nothing yet) a sentence instead of bars of 0 on a -1..1
     axis."""
-    title = f"{report.hours_word} by {GROUP_LABELS[report.group_by].lower()} and {report.period}"
+    title = f"{report.unit_label} by {GROUP_LABELS[report.group_by].lower()} and {report.period}"
     if not any(row["gpu_seconds"] > 0 for row in report.rows):
         return not_enough_data(
             title,
@@ -61,7 +61,7 @@ def usage_figure(report: Report) -> dict:
     usage = go.Figure()
     for group, (xs, ys) in list(by_group.items())[:20]:
         usage.add_bar(x=xs, y=ys, name=group)
-    usage.update_layout(title=title, yaxis_title=report.hours_word, **LAYOUT)
+    usage.update_layout(title=title, yaxis_title=report.unit_label, **LAYOUT)
     usage.update_xaxes(
         type="category", categoryorder="category ascending", range=_category_range(len(periods))
     )

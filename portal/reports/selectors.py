@@ -81,7 +81,7 @@ class Report:
     # The totals' hours by each facility's unit ({"GPU-hours": ..., "CPU-hours": ...}: a CPU-only
     # facility's ledger counts CPU-seconds), and the word for the hours columns.
     units: dict[str, float] = field(default_factory=dict)
-    hours_word: str = "GPU-hours"
+    unit_label: str = "GPU-hours"
     # The totals' GPU-hours by what charged them: jobs, notebook sessions, other (records of
     # no portal job or session: work on the accounts outside the portal).
     split: dict = field(default_factory=dict)
@@ -316,5 +316,5 @@ def usage_report(
     report.split = usage_split(project_ids, since)
     report.efficiency = efficiency(group_by, project_ids, scope, rolled)
     report.jobs_rolled_at = scope.rolled_at
-    report.units, report.hours_word = hours_by_unit(project_ids, since)
+    report.units, report.unit_label = hours_by_unit(project_ids, since)
     return report

@@ -39,11 +39,11 @@ def tables(report: Report) -> dict[str, Table]:
     result = [
         Table(
             "usage",
-            f"{report.hours_word}, cost and jobs by {label.lower()} and {report.period}",
+            f"{report.unit_label}, cost and jobs by {label.lower()} and {report.period}",
             [
                 label,
                 report.period.title(),
-                report.hours_word,
+                report.unit_label,
                 "Cost",
                 "Jobs",
                 "Failed",
@@ -61,13 +61,13 @@ def tables(report: Report) -> dict[str, Table]:
                 ]
                 for r in report.rows
             ],
-            f"{report.hours_word} and cost from {ledger}; jobs from Job rows, by the {report.period} "
+            f"{report.unit_label} and cost from {ledger}; jobs from Job rows, by the {report.period} "
             "they were created (a job cancelled before it started is not counted).",
         ),
         Table(
             "groups",
             f"Totals by {label.lower()}",
-            [label, report.hours_word, "Cost", "Jobs", "Short or failed share"],
+            [label, report.unit_label, "Cost", "Jobs", "Short or failed share"],
             [
                 [g["group"], g["gpu_hours"], g["cost"], g["jobs"], g["short_or_failed_share"]]
                 for g in report.groups
@@ -86,13 +86,13 @@ def tables(report: Report) -> dict[str, Table]:
             "sizes",
             "Job size distribution",
             [
-                "GPUs" if report.hours_word == "GPU-hours" else "GPUs or CPUs",
+                "GPUs" if report.unit_label == "GPU-hours" else "GPUs or CPUs",
                 "Jobs",
-                report.hours_word,
+                report.unit_label,
             ],
             [[s["gpus"], s["jobs"], s["gpu_hours"]] for s in report.sizes],
-            f"What each job asked for; {report.hours_word} those jobs were charged. Jobs only: "
-            f"notebook sessions ({rounded(report.split.get('notebooks', 0.0))} {report.hours_word}) and "
+            f"What each job asked for; {report.unit_label} those jobs were charged. Jobs only: "
+            f"notebook sessions ({rounded(report.split.get('notebooks', 0.0))} {report.unit_label}) and "
             f"other records ({rounded(report.split.get('other', 0.0))}) are in the totals, not "
             "here.",
         ),

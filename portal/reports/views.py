@@ -139,7 +139,7 @@ class UsageReportSerializer(serializers.Serializer):
         help_text="The totals' hours by unit: GPU-hours, and CPU-hours for facilities without "
         "GPUs (their ledger counts CPU-seconds)",
     )
-    hours_word = strict.CharField(
+    unit_label = strict.CharField(
         help_text="What the hours figures are: GPU-hours, CPU-hours, or both"
     )
     jobs_rolled_at = serializers.DateTimeField(

@@ -206,6 +206,6 @@ def test_the_usage_report_counts_each_facilitys_hours(
     charge(allocation=gpu, source="slurm", external_id="g1", gpu_seconds=1800, cost=Decimal(0))
     body = client.get("/api/v1/reports/usage/").json()
     assert body["units"] == {"GPU-hours": 0.5, "CPU-hours": 1.5}
-    assert body["hours_word"] == "Hours (GPU or CPU)"
+    assert body["unit_label"] == "Hours (GPU or CPU)"
     page = client.get("/reports/usage/").content.decode()
     assert "0.50 GPU-hours and 1.50 CPU-hours" in page
