@@ -94,6 +94,12 @@ def cached_allocation_charts(allocation: Allocation, burn: Burn) -> dict[str, An
     return charts
 
 
+def _hours(allocation: Allocation) -> str:
+    """The facility's hours: GPU-hours, or CPU-hours on a CPU-only one (allocations/units.py);
+    GPU-hours for an allocation not tied to a facility yet (a figure drawn from a bare row)."""
+    return allocation.facility.unit.hours if allocation.facility_id else "GPU-hours"
+
+
 def _num(value: float) -> float:
     """Compact JSON: 6 significant digits is far below what a chart can show."""
     return float(f"{value:.6g}")
@@ -110,7 +116,7 @@ def burn_down_figure(
     horizontal line, even use to the end date for reference, and, when `run_out` is known, the
     projection at the 7-day rate as a dashed line from today to the run-out date or the end
     date, whichever is first. y runs from 0 to at least the grant."""
-    hours = allocation.facility.unit.hours  # GPU-hours, or CPU-hours on a CPU facility
+    hours = _hours(allocation)
     today = today or timezone.localdate()
     granted = float(allocation.gpu_hours)
     start, end = allocation.start_date, allocation.end_date
@@ -217,7 +223,7 @@ def daily_figure(allocation: Allocation, series: list[dict[str, Any]]) -> dict[s
     and each bar most of a day wide, so a single day of use is a bar, neither a hairline nor
     the plot's whole width. Days before the start (a young allocation's week) are shaded.
     Ticks fall on whole days whatever the span."""
-    hours = allocation.facility.unit.hours  # GPU-hours, or CPU-hours on a CPU facility
+    hours = _hours(allocation)
     days = [r["day"] for r in series]
     start = min([allocation.start_date] + days)
     end = max([min(allocation.end_date, timezone.localdate())] + days)
