@@ -30,7 +30,11 @@ from .models import Job, JobMonth, RolledMonth
 SETTLE = dt.timedelta(days=1)
 RECENT_MONTHS = 3  # an hourly pass rewrites these settled months (and any newly settled)
 FULL_EVERY = dt.timedelta(hours=24)  # and every settled month once a day
-SHORT = dt.timedelta(seconds=60)  # the report's short run (portal/reports/selectors.py)
+# The usage report's rules for jobs, defined once (the report counts live jobs by them too:
+# portal/reports/selectors.py). A job cancelled before it started (a sweep's held cells when the
+# sweep is cancelled, a queued job cancelled) ran nothing and charged nothing: not a job the
+# report counts. A short run is under a minute; failed is failed or timed out.
+SHORT = dt.timedelta(seconds=60)
 RAN = ~Q(state=Job.State.CANCELLED, started_at__isnull=True)
 FAILED = Q(state__in=[Job.State.FAILED, Job.State.TIMEOUT])
 

@@ -18,17 +18,13 @@ from django.utils import timezone
 
 from launcher.models import JobMonth, RolledMonth
 
-from .monthly import first_whole_month
+from .monthly import first_whole_month, next_month
 
 KEY = {
     "pi": "allocation__project__pi__username",
     "project": "allocation__project__code",
     "facility": "allocation__facility__name",
 }
-
-
-def _next(month: dt.date) -> dt.date:
-    return (month.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
 
 
 def _at(day: dt.date) -> dt.datetime:
@@ -68,7 +64,7 @@ def job_scope(group_by: str, period: str, project_ids, since: dt.date | None) ->
             live |= Q(created_at__lt=end)
         elif start < end:
             live |= Q(created_at__gte=start, created_at__lt=end)
-        start = _at(_next(month))
+        start = _at(next_month(month))
     live |= Q(created_at__gte=start)
     if project_ids is not None:
         rows = rows.filter(allocation__project_id__in=project_ids)

@@ -21,11 +21,16 @@ from allocations.rollups import NOTEBOOK
 KEY = {"pi": "project__pi__username", "project": "project__code", "facility": "facility__name"}
 
 
+def next_month(day: dt.date) -> dt.date:
+    """The first day of the month after `day`'s."""
+    return (day.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+
+
 def first_whole_month(since: dt.date | None) -> dt.date | None:
     """The first month wholly inside the report (None: all of them)."""
     if since is None or since.day == 1:
         return since
-    return (since.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+    return next_month(since)
 
 
 def _scoped(qs: QuerySet, project_ids, prefix: str) -> QuerySet:

@@ -45,6 +45,7 @@ from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
 from allocations.models import Facility, ProjectMembership, UsageRecord
 from allocations.roles import sees_all_projects
 from core.errors import NotFound
+from launcher.job_months import FAILED, RAN, SHORT
 from launcher.models import Job
 
 from . import job_rollups, monthly
@@ -52,7 +53,6 @@ from .job_rollups import JobScope
 
 GROUPS = ("pi", "project", "facility", "user")
 PERIODS = ("month", "week")
-SHORT_SECONDS = 60
 _USAGE_KEY = {
     "pi": "allocation__project__pi__username",
     "project": "allocation__project__code",
@@ -133,11 +133,6 @@ def _usage_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, 
     return {(r["g"], _day(r["p"])): r for r in qs.order_by()}
 
 
-# A job cancelled before it started (a sweep's held cells when the sweep is cancelled, a queued
-# job cancelled) ran nothing and charged nothing: not a job the report counts.
-RAN = ~Q(state=Job.State.CANCELLED, started_at__isnull=True)
-
-
 def _job_cells(group_by: str, period: str, project_ids, scope: JobScope) -> dict[tuple, dict]:
     """(group, period) -> jobs, failed, short. One query (two with rollups)."""
     run = ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
@@ -147,13 +142,9 @@ def _job_cells(group_by: str, period: str, project_ids, scope: JobScope) -> dict
         .values("g", "p")
         .annotate(
             jobs=Count("id"),
-            failed=Count("id", filter=Q(state__in=[Job.State.FAILED, Job.State.TIMEOUT])),
-            short=Count("id", filter=Q(run__lt=dt.timedelta(seconds=SHORT_SECONDS))),
-            short_or_failed=Count(
-                "id",
-                filter=Q(state__in=[Job.State.FAILED, Job.State.TIMEOUT])
-                | Q(run__lt=dt.timedelta(seconds=SHORT_SECONDS)),
-            ),
+            failed=Count("id", filter=FAILED),
+            short=Count("id", filter=Q(run__lt=SHORT)),
+            short_or_failed=Count("id", filter=FAILED | Q(run__lt=SHORT)),
         )
     )
     return {
