@@ -82,7 +82,8 @@ def usage_cells(group_by: str, project_ids, since: dt.date | None) -> dict[tuple
 
 
 def usage_split(project_ids, since: dt.date | None) -> dict[str, float]:
-    """GPU-hours by what charged them (jobs, notebooks, other). Two queries at most."""
+    """GPU-hours by what charged them: `jobs` (records of a portal job), `notebooks` (of a
+    notebook session) and `other`; they sum to the totals. Two queries at most."""
     sums = _months(project_ids, since).aggregate(
         total=Coalesce(Sum("gpu_seconds"), 0),
         jobs=Coalesce(Sum("job_gpu_seconds"), 0),

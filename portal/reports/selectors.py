@@ -209,13 +209,6 @@ def wait_times(project_ids, since, scope: JobScope, rolled: dict) -> dict:
     return {"jobs": n, "mean_seconds": mean, "p90_seconds": p90.total_seconds()}
 
 
-def usage_split(project_ids, since) -> dict[str, float]:
-    """GPU-hours of the ledger by what charged them: `jobs` (records of a portal job),
-    `notebooks` (of a notebook session) and `other`; they sum to the totals. From the monthly
-    rollups (portal/reports/monthly.py)."""
-    return monthly.usage_split(project_ids, since)
-
-
 def job_sizes(project_ids, scope: JobScope, rolled: dict) -> list[dict]:
     qs = _scoped(Job.objects.filter(RAN).filter(scope.live), project_ids)
     sizes: dict[int, list[int]] = {k: list(v) for k, v in rolled["sizes"].items()}
@@ -304,7 +297,7 @@ def usage_report(
     report.totals = _sum_rows(report.rows, "all")
     report.wait = wait_times(project_ids, since, scope, rolled)
     report.sizes = job_sizes(project_ids, scope, rolled)
-    report.split = usage_split(project_ids, since)
+    report.split = monthly.usage_split(project_ids, since)
     report.efficiency = efficiency(group_by, project_ids, scope, rolled)
     report.jobs_rolled_at = scope.rolled_at
     report.units, report.unit_label = hours_by_unit(project_ids, since)
