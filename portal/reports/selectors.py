@@ -261,13 +261,19 @@ def efficiency(group_by: str, project_ids, scope: JobScope, rolled: dict) -> lis
 def hours_by_unit(project_ids, since) -> tuple[dict[str, float], str]:
     """The charged hours by unit (GPU-hours, CPU-hours: each facility's, allocations/units.py)
     and the word the hours columns take: the one unit, or "Hours (GPU or CPU)" when both are
-    in the report. Two queries, and the facilities' node types."""
+    in the report. Before anything is charged, the units of the report's allocations'
+    facilities (0 of each). Two or three queries, and the facilities' node types."""
     seconds = monthly.seconds_by_facility(project_ids, since)
-    facilities = Facility.objects.filter(pk__in=seconds).prefetch_related("node_types")
+    facilities = Facility.objects.filter(pk__in=seconds)
+    if not seconds:
+        facilities = _scoped(Facility.objects.all(), project_ids, "allocations__").filter(
+            allocations__isnull=False
+        )
+    facilities = facilities.distinct().prefetch_related("node_types")
     units: dict[str, float] = {}
     for facility in facilities:
         hours = facility.unit.hours
-        units[hours] = units.get(hours, 0.0) + seconds[facility.pk] / 3600
+        units[hours] = units.get(hours, 0.0) + seconds.get(facility.pk, 0) / 3600
     used = sorted(units, key=lambda unit: unit != "GPU-hours")
     word = used[0] if len(used) == 1 else ("Hours (GPU or CPU)" if used else "GPU-hours")
     return {unit: units[unit] for unit in used}, word

@@ -209,3 +209,10 @@ def test_the_usage_report_counts_each_facilitys_hours(
     assert body["unit_label"] == "Hours (GPU or CPU)"
     page = client.get("/reports/usage/").content.decode()
     assert "0.50 GPU-hours and 1.50 CPU-hours" in page
+
+
+def test_a_report_before_any_charge_names_its_facilities_unit(client, pi, project, workstation):
+    _allocation(project, workstation)
+    client.force_login(pi)
+    header = client.get("/reports/usage/").content.decode().split('id="report-totals">')[1]
+    assert header.startswith("0.00 CPU-hours")
