@@ -104,10 +104,10 @@ def estimate_run(
     bound = Decimal(gpus * wall_time_minutes) / 60
     found = prediction if prediction is not None else predict(allocation, params, gpus)
     predicted = None if found.gpu_hours is None else Decimal(repr(found.gpu_hours))
+    unit = allocation.facility.unit  # GPUs, or CPUs on a facility without GPUs
     limit = (
-        f"Reserved: the limit, {wall_time_minutes} min wall time x {gpus} GPU"
-        f"{'s' if gpus != 1 else ''}; the run is stopped there and only what it uses is "
-        "charged."
+        f"Reserved: the limit, {wall_time_minutes} min wall time x {gpus} {unit.of(gpus)}; the "
+        "run is stopped there and only what it uses is charged."
     )
     # A prediction has both figures (benchmarks/estimates.py: job_prediction).
     if predicted is not None and found.hours is not None and predicted <= bound:

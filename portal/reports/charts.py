@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from core.charts import not_enough_data
 
 from .selectors import Report
-from .tables import GROUP_LABELS
+from .tables import GROUP_LABELS, size_word
 
 LAYOUT = dict(
     margin=dict(l=50, r=20, t=40, b=40),
@@ -70,8 +70,10 @@ def usage_figure(report: Report) -> dict:
 
 
 def sizes_figure(report: Report) -> dict:
-    """Jobs per size (GPUs); a sentence before any job has run in the report's scope."""
-    title = "Jobs by size (GPUs)"
+    """Jobs per size (GPUs, or CPUs on facilities without GPUs); a sentence before any job has
+    run in the report's scope."""
+    many = size_word(report.unit_label)
+    title = f"Jobs by size ({many})"
     if not any(s["jobs"] for s in report.sizes):
         return not_enough_data(
             title, "no job in this report has been launched. Jobs by size show from the first."
@@ -80,7 +82,7 @@ def sizes_figure(report: Report) -> dict:
     sizes.add_bar(
         x=[str(s["gpus"]) for s in report.sizes], y=[s["jobs"] for s in report.sizes], name="Jobs"
     )
-    sizes.update_layout(title=title, xaxis_title="GPUs", yaxis_title="Jobs", **LAYOUT)
+    sizes.update_layout(title=title, xaxis_title=many, yaxis_title="Jobs", **LAYOUT)
     sizes.update_xaxes(type="category", range=_category_range(len(report.sizes)))
     sizes.update_yaxes(rangemode="tozero")
     return json.loads(sizes.to_json())

@@ -19,6 +19,11 @@ GROUP_LABELS = {"pi": "PI", "project": "Project", "facility": "Facility", "user"
 GROUPS_WORD = {"pi": "PIs", "project": "projects", "facility": "facilities", "user": "users"}
 
 
+def size_word(unit_label: str) -> str:
+    """What a job's size counts, for the report's hours: GPUs, CPUs, or both."""
+    return {"GPU-hours": "GPUs", "CPU-hours": "CPUs"}.get(unit_label, "GPUs or CPUs")
+
+
 @dataclass(frozen=True)
 class Table:
     name: str
@@ -85,11 +90,7 @@ def tables(report: Report) -> dict[str, Table]:
         Table(
             "sizes",
             "Job size distribution",
-            [
-                "GPUs" if report.unit_label == "GPU-hours" else "GPUs or CPUs",
-                "Jobs",
-                report.unit_label,
-            ],
+            [size_word(report.unit_label), "Jobs", report.unit_label],
             [[s["gpus"], s["jobs"], s["gpu_hours"]] for s in report.sizes],
             f"What each job asked for; {report.unit_label} those jobs were charged. Jobs only: "
             f"notebook sessions ({rounded(report.split.get('notebooks', 0.0))} {report.unit_label}) and "

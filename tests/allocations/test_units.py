@@ -216,3 +216,15 @@ def test_a_report_before_any_charge_names_its_facilities_unit(client, pi, projec
     client.force_login(pi)
     header = client.get("/reports/usage/").content.decode().split('id="report-totals">')[1]
     assert header.startswith("0.00 CPU-hours")
+
+
+def test_a_cpu_facilitys_job_sizes_and_reservation_count_cpus(client, pi, project, workstation):
+    from launcher.estimates import estimate_run
+    from portal.reports.charts import sizes_figure
+    from portal.reports.selectors import usage_report
+
+    allocation = _allocation(project, workstation)
+    basis = estimate_run(allocation=allocation, params={}, gpus=1, wall_time_minutes=30).basis
+    assert "30 min wall time x 1 CPU;" in basis
+    report = usage_report(pi)
+    assert sizes_figure(report)["layout"]["title"]["text"] == "Jobs by size (CPUs)"
