@@ -19,7 +19,10 @@ from tests.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 S = Job.State
-EPOCHS = 3
+# Long enough that the judge, polling every second or so, sees the rung (epoch 1) well before the
+# second cell could finish: with 3 epochs a loaded machine once saw it only after its last epoch.
+# An eta above the epochs keeps one rung, at epoch 1.
+EPOCHS, ETA = 8, 9
 
 
 def grid(fixed: dict) -> dict:
@@ -27,11 +30,11 @@ def grid(fixed: dict) -> dict:
         "models": ["resnet18"],
         "lrs": [1e-3],
         # Steps past the last epoch: both configurations train identically up to the rung.
-        "lr_steps": [5, 6],
+        "lr_steps": [EPOCHS + 2, EPOCHS + 3],
         "weight_decays": [0.0],
         "folds": 1,
         "fixed": {**fixed, "epochs": EPOCHS, "deterministic": True},
-        "early_stopping": {"method": "asha", "eta": 3, "min_epochs": 1},
+        "early_stopping": {"method": "asha", "eta": ETA, "min_epochs": 1},
     }
 
 
@@ -84,7 +87,7 @@ def run(allocation: Allocation, researcher, params: dict, *, timeout: float) -> 
         assert record.gpu_seconds < first_record.gpu_seconds + 60
 
     board = {row["lr_step"]: row for row in services_board(sweep)}
-    assert board[6]["stopped_at_rung"] == 0 and board[5]["furthest_rung"] == 0
+    assert board[EPOCHS + 3]["stopped_at_rung"] == 0 and board[EPOCHS + 2]["furthest_rung"] == 0
 
 
 def services_board(sweep):
