@@ -30,7 +30,7 @@ def gpu_hours_so_far(job: dict, now: dt.datetime | None = None) -> float:
     return max(0.0, (now - started).total_seconds()) * (job.get("gpus") or 1) / 3600
 
 
-def job_detail(job: dict) -> str:
+def job_detail(job: dict, unit: dict) -> str:
     p = job.get("progress") or {}
     parts = []
     if p.get("epochs"):
@@ -39,7 +39,7 @@ def job_detail(job: dict) -> str:
         parts.append(f"loss {float(p['loss']):.4f}")
     if p.get("eta_s") is not None and not job.get("is_final"):
         parts.append(f"ETA {duration(p['eta_s'])}")
-    parts.append(f"{gpu_hours_so_far(job):.4f} GPU-h")
+    parts.append(f"{gpu_hours_so_far(job):.4f} {unit['singular']}-h")
     return "  ".join(parts)
 
 
@@ -47,7 +47,7 @@ def outcome(state: str) -> int:
     return OK if state == "succeeded" else FAILED
 
 
-def follow_job(client: Client, job_id: int) -> dict:
+def follow_job(client: Client, job_id: int, unit: dict) -> dict:
     """Draw the job's progress until it is final; return the last job object."""
     columns = (
         TextColumn("job {task.fields[id]} [bold]{task.fields[state]:<10}[/]"),
@@ -68,7 +68,7 @@ def follow_job(client: Client, job_id: int) -> dict:
                 task,
                 completed=float(job.get("percent") or 0),
                 state=job["state"],
-                detail=job_detail(job),
+                detail=job_detail(job, unit),
             )
             if job.get("is_final"):
                 return job

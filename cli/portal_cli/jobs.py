@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .client import OK, REFUSED
-from .common import JsonOpt, client
+from .common import GPU_UNIT, JsonOpt, client, size, unit_of, units_by_allocation
 from .follow import follow_job, follow_log, gpu_hours_so_far, job_detail, outcome
 from .output import err, hours, print_json, show_estimate, table
 
@@ -152,35 +152,41 @@ def launch(
         raise typer.Exit(OK if ranked["chosen"] is not None else REFUSED)
     if estimate:
         found = api.post("jobs/estimate/", body)
+        unit = GPU_UNIT if as_json else unit_of(api, int(ref))
         show_estimate(
             found,
-            f"{hours(found['gpu_hours'])} GPU-hours, {found['cost']} {found['currency']}",
+            f"{hours(found['gpu_hours'])} {unit['hours']}, {found['cost']} {found['currency']}",
             as_json=as_json,
+            unit=unit,
         )
         raise typer.Exit(OK if found["fits"] else REFUSED)
     job = api.post("jobs/", body)
     if job.get("placement") and not as_json:
         err.print(job["placement"]["summary"], highlight=False)
+    if as_json and not follow:
+        print_json(job)
+        return
+    unit = unit_of(api, job["allocation"])
     if not follow:
-        print_json(job) if as_json else _summary(job, api.settings.url)
+        _summary(job, api.settings.url, unit)
         return
     if not as_json:
         err.print(
-            f"Launched job {job['id']}: estimate {hours(job['estimate_gpu_hours'])} GPU-hours "
-            f"({job['estimate_source']}); {api.settings.url}{job['url']}",
+            f"Launched job {job['id']}: estimate {hours(job['estimate_gpu_hours'])} "
+            f"{unit['hours']} ({job['estimate_source']}); {api.settings.url}{job['url']}",
             highlight=False,
         )
-    final = follow_job(api, job["id"])
-    print_json(final) if as_json else _summary(final, api.settings.url)
+    final = follow_job(api, job["id"], unit)
+    print_json(final) if as_json else _summary(final, api.settings.url, unit)
     raise typer.Exit(outcome(final["state"]))
 
 
-def _summary(job: dict, url: str) -> None:
+def _summary(job: dict, url: str, unit: dict) -> None:
     reason = f" ({job['state_reason']})" if job.get("state_reason") else ""
-    typer.echo(f"job {job['id']}: {job['state']}{reason}  {job_detail(job)}")
+    typer.echo(f"job {job['id']}: {job['state']}{reason}  {job_detail(job, unit)}")
     typer.echo(
-        f"estimate {hours(job['estimate_gpu_hours'])} GPU-hours ({job['estimate_source']}); "
-        f"{url}{job['url']}"
+        f"estimate {hours(job['estimate_gpu_hours'])} {unit['hours']} "
+        f"({job['estimate_source']}); {url}{job['url']}"
     )
 
 
@@ -199,23 +205,37 @@ def list_jobs(
     if as_json:
         print_json(rows)
         return
+    units = units_by_allocation(api)
     table(
-        "Jobs",
-        ["id", "allocation", "sweep", "state", "model", "gpus", "estimate", "GPU-h", "created"],
+        "Jobs (hours in each one's unit: GPU-hours, or CPU-hours where a facility has no GPUs)",
         [
-            (
-                j["id"],
-                j["allocation"],
-                j["sweep"],
-                j["state"],
-                (j.get("params") or {}).get("model"),
-                j["gpus"],
-                hours(j["estimate_gpu_hours"]),
-                hours((j["gpu_seconds"] or 0) / 3600, 4),
-                (j["created_at"] or "")[:16].replace("T", " "),
-            )
-            for j in rows
+            "id",
+            "allocation",
+            "sweep",
+            "state",
+            "model",
+            "size",
+            "estimate",
+            "used",
+            "unit",
+            "created",
         ],
+        [_row(j, units.get(j["allocation"], GPU_UNIT)) for j in rows],
+    )
+
+
+def _row(j: dict, unit: dict) -> tuple:
+    return (
+        j["id"],
+        j["allocation"],
+        j["sweep"],
+        j["state"],
+        (j.get("params") or {}).get("model"),
+        size(j["gpus"], unit),
+        hours(j["estimate_gpu_hours"]),
+        hours((j["gpu_seconds"] or 0) / 3600, 4),
+        f"{unit['singular']}-h",
+        (j["created_at"] or "")[:16].replace("T", " "),
     )
 
 
@@ -229,7 +249,8 @@ def show(
     if as_json:
         print_json(data)
         return
-    _summary(data, api.settings.url)
+    unit = unit_of(api, data["allocation"])
+    _summary(data, api.settings.url, unit)
     metrics = data.get("metrics") or {}
     flat = {
         k: v for k, v in (metrics.get("patient") or metrics).items() if isinstance(v, (int, float))
@@ -237,7 +258,7 @@ def show(
     if flat:
         table("Metrics", ["metric", "value"], [(k, f"{v:.4f}") for k, v in flat.items()])
     typer.echo(
-        f"GPU-hours so far {gpu_hours_so_far(data):.4f}; params {json.dumps(data['params'])}"
+        f"{unit['hours']} so far {gpu_hours_so_far(data):.4f}; params {json.dumps(data['params'])}"
     )
 
 

@@ -10,7 +10,7 @@ import typer
 
 from . import config, jobs, notebooks, sweeps
 from .client import AUTH, Client, PortalError
-from .common import JsonOpt, client
+from .common import GPU_UNIT, JsonOpt, client
 from .output import err, grant, hours, money, print_json, table
 
 app = typer.Typer(
@@ -135,16 +135,26 @@ def whoami(as_json: JsonOpt = False) -> None:
 
 @app.command()
 def allocations(as_json: JsonOpt = False) -> None:
-    """Your allocations: GPU-hours granted, used and left (granted less used less reserved by
-    unfinished work: `portal usage ID` shows the reservations), the end date, and the day it
-    runs out at its 7-day rate ("-" with no projection). Fits 80 columns."""
+    """Your allocations: hours granted, used and left (granted less used less reserved by
+    unfinished work: `portal usage ID` shows the reservations), in their unit (GPU-hours, or
+    CPU-hours where a facility has no GPUs: in the title, or a column when they differ), the
+    end date, and the day it runs out at its 7-day rate ("-" with no projection). Fits 80
+    columns."""
     rows = client().all_pages("allocations/")
     if as_json:
         print_json(rows)
         return
+    units = [f"{(a.get('unit') or GPU_UNIT)['singular']}-h" for a in rows]
+    mixed = len(set(units)) > 1  # one unit goes in the title, two need a column
+    title = (
+        "Allocations"
+        if mixed or not rows
+        else f"Allocations ({(rows[0].get('unit') or GPU_UNIT)['hours']})"
+    )
+    columns = ["id", "project", "facility", "status", "granted", "used", "left"]
     table(
-        "Allocations",
-        ["id", "project", "facility", "status", "granted", "used", "left", "ends", "runs out"],
+        title,
+        [*columns, *(["unit"] if mixed else []), "ends", "runs out"],
         [
             (
                 a["id"],
@@ -154,10 +164,11 @@ def allocations(as_json: JsonOpt = False) -> None:
                 grant(a["gpu_hours"]),
                 hours(a["gpu_hours_used"], 1),
                 hours(a["gpu_hours_remaining"], 1),
+                *([unit] if mixed else []),
                 a["end_date"],
                 runs_out(a.get("runs_out_on")),
             )
-            for a in rows
+            for a, unit in zip(rows, units, strict=True)
         ],
         compact=True,
     )
@@ -180,7 +191,7 @@ def usage(
     charged per day."""
     api = client()
     detail = api.get(f"allocations/{allocation}/")
-    unit = detail.get("unit") or {"singular": "GPU", "hours": "GPU-hours"}  # the facility's
+    unit = detail.get("unit") or GPU_UNIT  # the facility's
     daily = api.get(f"allocations/{allocation}/usage/")
     if as_json:
         print_json({"allocation": detail, "usage": daily})

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .client import FAILED, Client
-from .common import JsonOpt, client
+from .common import GPU_UNIT, JsonOpt, client, size, unit_of, units_by_allocation
 from .output import err, hours, print_json, table
 
 app = typer.Typer(
@@ -19,16 +19,17 @@ POLL_SECONDS = 1.0
 ENDED = ("stopped", "failed")
 
 
-def _summary(nb: dict, base: str) -> None:
+def _summary(nb: dict, api: Client) -> None:
+    unit = unit_of(api, nb["allocation"])
     reason = f" ({nb['reason']})" if nb.get("reason") else ""
     typer.echo(
-        f"notebook {nb['id']}: {nb['state']}{reason}  {nb['gpus']} GPUs for "
+        f"notebook {nb['id']}: {nb['state']}{reason}  {size(nb['gpus'], unit)} for "
         f"{nb['hours']} h on allocation {nb['allocation']}"
     )
     charged = (
-        f"charged {nb['gpu_seconds']} GPU-seconds"
+        f"charged {nb['gpu_seconds']} {unit['singular']}-seconds"
         if nb.get("charged")
-        else f"reserves {hours(nb['reserved_gpu_seconds'] / 3600)} GPU-hours; "
+        else f"reserves {hours(nb['reserved_gpu_seconds'] / 3600)} {unit['hours']}; "
         f"{hours(nb['gpu_seconds_so_far'] / 3600, 4)} so far"
     )
     idle = (
@@ -36,7 +37,7 @@ def _summary(nb: dict, base: str) -> None:
         if nb.get("idle_for") is not None
         else ""
     )
-    typer.echo(f"{charged}{idle}; {base}{nb['page']}")
+    typer.echo(f"{charged}{idle}; {api.settings.url}{nb['page']}")
     if nb.get("url"):
         typer.echo(f"JupyterLab: {nb['url']}")
 
@@ -88,7 +89,7 @@ def start(
         if not as_json:
             err.print(f"Notebook {nb['id']} is starting...", highlight=False)
         nb = wait_running(api, nb["id"], timeout=wait)
-    print_json(nb) if as_json else _summary(nb, api.settings.url)
+    print_json(nb) if as_json else _summary(nb, api)
     if open_:
         if nb["state"] != "running" or not nb.get("url"):
             err.print(f"Notebook {nb['id']} is {nb['state']}: not opened.", style="red")
@@ -103,7 +104,7 @@ def stop(
     """Stop a session (yours; a stopped one is refused: exit 3). It is charged what it ran."""
     api = client()
     nb = api.post(f"notebooks/{notebook}/stop/")
-    print_json(nb) if as_json else _summary(nb, api.settings.url)
+    print_json(nb) if as_json else _summary(nb, api)
 
 
 @app.command("list")
@@ -123,22 +124,26 @@ def list_notebooks(
     if as_json:
         print_json(rows)
         return
+    units = units_by_allocation(api)
     table(
-        "Notebooks",
-        ["id", "allocation", "owner", "state", "gpus", "hours", "GPU-h", "started"],
-        [
-            (
-                n["id"],
-                n["allocation"],
-                n["owner"],
-                n["state"],
-                n["gpus"],
-                n["hours"],
-                hours(n["gpu_seconds_so_far"] / 3600, 4),
-                (n["started_at"] or "")[:16].replace("T", " "),
-            )
-            for n in rows
-        ],
+        "Notebooks (hours in each one's unit: GPU-hours, or CPU-hours where a facility has no "
+        "GPUs)",
+        ["id", "allocation", "owner", "state", "size", "hours", "used", "unit", "started"],
+        [_row(n, units.get(n["allocation"], GPU_UNIT)) for n in rows],
+    )
+
+
+def _row(n: dict, unit: dict) -> tuple:
+    return (
+        n["id"],
+        n["allocation"],
+        n["owner"],
+        n["state"],
+        size(n["gpus"], unit),
+        n["hours"],
+        hours(n["gpu_seconds_so_far"] / 3600, 4),
+        f"{unit['singular']}-h",
+        (n["started_at"] or "")[:16].replace("T", " "),
     )
 
 
@@ -149,4 +154,4 @@ def show(
     """One session: state, reservation or charge, idle time, and its URL (yours only)."""
     api = client()
     nb = api.get(f"notebooks/{notebook}/")
-    print_json(nb) if as_json else _summary(nb, api.settings.url)
+    print_json(nb) if as_json else _summary(nb, api)

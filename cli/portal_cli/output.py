@@ -117,15 +117,17 @@ def duration(seconds: Any) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
-def show_estimate(found: dict[str, Any], headline: str, *, as_json: bool) -> None:
+def show_estimate(
+    found: dict[str, Any], headline: str, *, as_json: bool, unit: dict[str, Any]
+) -> None:
     """An estimate from `jobs/estimate/` or `sweeps/estimate/`: the API's object, or the
-    headline, what is left, whether it fits, and the basis."""
+    headline, what is left (in the allocation's `unit`), whether it fits, and the basis."""
     if as_json:
         print_json(found)
         return
     fits = "fits" if found["fits"] else "does NOT fit"
     typer.echo(
         f"Estimate: {headline} ({found['source']}); "
-        f"{hours(found['remaining_gpu_hours'])} GPU-hours left: it {fits}."
+        f"{hours(found['remaining_gpu_hours'])} {unit['hours']} left: it {fits}."
     )
     typer.echo(found["basis"])

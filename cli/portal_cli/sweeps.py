@@ -10,7 +10,7 @@ import typer
 import yaml
 
 from .client import OK, REFUSED
-from .common import JsonOpt, client
+from .common import GPU_UNIT, JsonOpt, client, unit_of
 from .follow import follow_sweep, sweep_outcome
 from .output import err, hours, print_json, show_estimate, table
 
@@ -201,13 +201,15 @@ def launch(
     api = client()
     if estimate:
         found = api.post("sweeps/estimate/", body)
-        show_estimate(found, _estimate_headline(found), as_json=as_json)
+        unit = GPU_UNIT if as_json else unit_of(api, allocation)
+        show_estimate(found, _estimate_headline(found, unit), as_json=as_json, unit=unit)
         raise typer.Exit(OK if found["fits"] else REFUSED)
     sweep = api.post("sweeps/", body)
     if not follow:
         print_json(sweep) if as_json else typer.echo(
             f"sweep {sweep['id']}: {sweep['size']} cells, estimate "
-            f"{hours(sweep['estimate_gpu_hours'])} GPU-hours; {api.settings.url}{sweep['url']}"
+            f"{hours(sweep['estimate_gpu_hours'])} {unit_of(api, allocation)['hours']}; "
+            f"{api.settings.url}{sweep['url']}"
         )
         return
     if not as_json:
@@ -216,19 +218,17 @@ def launch(
             highlight=False,
         )
     final = follow_sweep(api, sweep["id"])
-    print_json(final) if as_json else _board(final)
+    print_json(final) if as_json else _board(final, unit_of(api, allocation))
     raise typer.Exit(sweep_outcome(final))
 
 
-def _estimate_headline(found: dict[str, Any]) -> str:
-    """Cells, GPU-hours and money; a staged sweep's total is its worst case (every cell to
-    the end), so its expected case from the rung schedule follows it."""
+def _estimate_headline(found: dict[str, Any], unit: dict[str, Any]) -> str:
+    """Cells, hours (in the allocation's unit) and money; a staged sweep's total is its worst
+    case (every cell to the end), so its expected case from the rung schedule follows it."""
     expected = found.get("expected_gpu_hours")
-    total = (
-        f"{hours(found['total_gpu_hours'])} GPU-hours"
-        if expected is None
-        else f"{hours(found['total_gpu_hours'])} GPU-hours at most, {hours(expected)} expected"
-    )
+    total = f"{hours(found['total_gpu_hours'])} {unit['hours']}"
+    if expected is not None:
+        total += f" at most, {hours(expected)} expected"
     return f"{found['cells']} cells, {total}, {found['total_cost']} {found['currency']}"
 
 
@@ -242,7 +242,7 @@ def _metric(cell: Any) -> str:
     return f"{cell['mean']:.3f}{interval} n={cell.get('n', 0)}"
 
 
-def _board(sweep: dict) -> None:
+def _board(sweep: dict, unit: dict[str, Any]) -> None:
     counts = "  ".join(f"{k} {v}" for k, v in (sweep.get("counts") or {}).items() if v)
     typer.echo(f"sweep {sweep['id']} {sweep.get('name') or ''}: {sweep['size']} cells ({counts})")
     metric = sweep.get("sort_by") or "accuracy"
@@ -271,7 +271,8 @@ def _board(sweep: dict) -> None:
     saved = (sweep.get("schedule") or {}).get("saved_gpu_hours_estimate")
     if saved:
         typer.echo(
-            f"Early stopping saved about {hours(saved)} GPU-hours (an estimate: the epochs not run x "
+            f"Early stopping saved about {hours(saved)} {unit['hours']} (an estimate: the epochs "
+            "not run x "
             "each configuration's measured seconds per epoch)."
         )
 
@@ -285,8 +286,9 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """A sweep's cells by state and its leaderboard."""
-    data = client().get(f"sweeps/{sweep}/", sort_by=sort_by)
-    print_json(data) if as_json else _board(data)
+    api = client()
+    data = api.get(f"sweeps/{sweep}/", sort_by=sort_by)
+    print_json(data) if as_json else _board(data, unit_of(api, data["allocation"]))
 
 
 @app.command()

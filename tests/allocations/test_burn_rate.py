@@ -272,6 +272,7 @@ def test_portal_allocations_has_a_runs_out_column_within_80_columns(monkeypatch,
     assert max(len(line.rstrip()) for line in lines) <= 80
     header = next(line for line in lines if "runs out" in line)
     assert header.split()[-2:] == ["runs", "out"]
+    assert lines[0].strip() == "Allocations (GPU-hours)"  # one unit: the title says it
     by_id = {
         line.split()[0]: line.split() for line in lines if line.split()[:1] in (["1234"], ["12"])
     }

@@ -5,10 +5,12 @@ runs here: the console script's functions are given the answers a portal gives."
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from rich.console import Console
 
-from portal_cli import main, output
+from portal_cli import common, jobs, main, notebooks, output
 
 DETAIL = {
     "id": 3,
@@ -76,7 +78,111 @@ def test_an_estimate_prints_its_numbers_to_three_places(capsys):
         "remaining_gpu_hours": 399.8330555555556,
         "fits": True,
     }
-    output.show_estimate(found, f"{output.hours(found['gpu_hours'])} GPU-hours", as_json=False)
+    output.show_estimate(
+        found, f"{output.hours(found['gpu_hours'])} GPU-hours", as_json=False, unit=common.GPU_UNIT
+    )
     assert capsys.readouterr().out.splitlines()[0] == (
         "Estimate: 0.167 GPU-hours (wall-time); 399.833 GPU-hours left: it fits."
     )
+
+
+CPU = {
+    "key": "cpu",
+    "singular": "CPU",
+    "plural": "CPUs",
+    "hours": "CPU-hours",
+    "seconds": "CPU-seconds",
+}
+
+
+class Portal:
+    """The answers a portal gives about one allocation on a CPU-only facility (3) and one on a
+    GPU facility (4), with a job and a notebook session on each."""
+
+    settings = SimpleNamespace(url="http://portal.example")
+
+    def __init__(self):
+        self.units = {3: CPU, 4: common.GPU_UNIT}
+
+    def get(self, path, **params):
+        allocations = [
+            {**DETAIL, "id": n, "unit": unit, "end_date": "2026-12-31", "runs_out_on": None}
+            for n, unit in self.units.items()
+        ]
+        return {
+            "allocations/": {"results": allocations, "next": None},
+            "jobs/": {"results": [job(3, 2), job(4, 1)], "next": None},
+            "notebooks/": {"results": [session(3), session(4)], "next": None},
+        }.get(path) or next(a for a in allocations if path == f"allocations/{a['id']}/")
+
+    def all_pages(self, path, **params):
+        return self.get(path)["results"]
+
+
+def job(allocation: int, gpus: int) -> dict:
+    return {
+        "id": 10 + allocation,
+        "allocation": allocation,
+        "sweep": None,
+        "state": "succeeded",
+        "params": {"model": "resnet18"},
+        "gpus": gpus,
+        "estimate_gpu_hours": 0.5,
+        "gpu_seconds": 1800,
+        "created_at": "2026-01-05T10:00:00Z",
+    }
+
+
+def session(allocation: int) -> dict:
+    return {
+        "id": 20 + allocation,
+        "allocation": allocation,
+        "owner": "rosalind",
+        "state": "stopped",
+        "gpus": 1,
+        "hours": 2,
+        "gpu_seconds_so_far": 3600,
+        "started_at": "2026-01-05T10:00:00Z",
+    }
+
+
+def line(printed: str, first: str) -> str:
+    return next(row for row in printed.splitlines() if row.strip("\u2502 ").startswith(first))
+
+
+@pytest.mark.parametrize(
+    "command,module,ids",
+    [
+        (lambda: main.allocations(as_json=False), main, ("3 ", "4 ")),
+        (lambda: jobs.list_jobs(allocation=None, limit=0, as_json=False), jobs, ("13", "14")),
+        (
+            lambda: notebooks.list_notebooks(allocation=None, limit=0, as_json=False),
+            notebooks,
+            ("23", "24"),
+        ),
+    ],
+)
+def test_lists_say_each_rows_unit_cpu_hours_where_the_facility_has_no_gpus(
+    monkeypatch, capsys, command, module, ids
+):
+    monkeypatch.setattr(module, "client", Portal)
+    monkeypatch.setattr(output, "out", Console(soft_wrap=False, width=160, no_color=True))
+    command()
+    printed = capsys.readouterr().out
+    on_cpu, on_gpu = (line(printed, first) for first in ids)
+    assert "CPU-h" in on_cpu and "GPU-h" not in on_cpu
+    assert "GPU-h" in on_gpu and "CPU-h" not in on_gpu
+    if module is not main:  # a size: "2 CPUs", "1 GPU"
+        assert ("2 CPUs" if module is jobs else "1 CPU") in on_cpu and "1 GPU" in on_gpu
+
+
+def test_a_job_on_a_cpu_facility_is_summed_up_in_cpu_hours(monkeypatch, capsys):
+    monkeypatch.setattr(jobs, "client", Portal)
+    shown = {**job(3, 2), "state_reason": "", "estimate_source": "wall-time", "url": "/jobs/13/"}
+    monkeypatch.setattr(
+        Portal, "get", lambda self, path, **q: shown if "jobs" in path else {"unit": CPU}
+    )
+    jobs.show(job=13, as_json=False)
+    printed = capsys.readouterr().out
+    assert "estimate 0.500 CPU-hours (wall-time)" in printed and "0.5000 CPU-h" in printed
+    assert "CPU-hours so far 0.5000" in printed and "GPU" not in printed

@@ -47,8 +47,12 @@ ESTIMATE = {
     "fits": True,
 }
 
+UNIT = {"key": "gpu", "singular": "GPU", "plural": "GPUs", "hours": "GPU-hours"}
+ALLOCATION = {"id": 1, "unit": UNIT}  # what the figures' words are read from
+
 SWEEP = {
     "id": 7,
+    "allocation": 1,
     "name": "asha",
     "size": 12,
     "sort_by": "accuracy",
@@ -83,8 +87,9 @@ SWEEP = {
 
 @pytest.fixture
 def portal_stand_in():
-    """A stand-in for the portal's API on a free port: answers the sweep estimate and a sweep's
-    detail with fixed objects, and records each request (method, path, JSON body)."""
+    """A stand-in for the portal's API on a free port: answers the sweep estimate, a sweep's
+    detail and its allocation with fixed objects, and records each request (method, path, JSON
+    body)."""
     seen: list[tuple[str, str, object]] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -103,7 +108,10 @@ def portal_stand_in():
 
         def do_GET(self):
             seen.append(("GET", self.path, None))
-            self._answer(SWEEP if self.path.startswith("/api/v1/sweeps/7/") else None)
+            if self.path.startswith("/api/v1/sweeps/7/"):
+                self._answer(SWEEP)
+            else:
+                self._answer(ALLOCATION if self.path == "/api/v1/allocations/1/" else None)
 
         def log_message(self, *args):  # quiet
             pass
@@ -135,7 +143,8 @@ def sent_grid(cli, stand_in, grid_file: Path, *options: str) -> dict:
         **env,
     )
     assert run.code == 0, run.err + run.out
-    (method, path, body), *rest = stand_in.seen[before:]
+    # One POST; the GET of the allocation reads its unit for the printed words.
+    (method, path, body), *rest = [s for s in stand_in.seen[before:] if s[0] == "POST"]
     assert (method, path, rest) == ("POST", "/api/v1/sweeps/estimate/", [])
     assert body["allocation"] == 1
     return body["grid"]
