@@ -146,6 +146,14 @@ class Job(models.Model):
             models.Index(fields=["created_at", "id"], name="job_created"),
             # Jobs that ended lately in a state: the staff home's failures, the poll's files due.
             models.Index(fields=["state", "finished_at"], name="job_state_finished"),
+            # The reports' p90 wait over a period: the waits of the jobs that started, read
+            # from the index alone (no heap pages of logs and progress).
+            models.Index(
+                fields=["created_at"],
+                include=["submitted_at", "started_at"],
+                condition=models.Q(started_at__isnull=False, submitted_at__isnull=False),
+                name="job_waits",
+            ),
         ]
 
     def __str__(self) -> str:
