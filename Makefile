@@ -23,7 +23,7 @@ UNIT_ENV := DATABASE_URL=sqlite:///$(UNIT_VAR)/portal.sqlite3 CELERY_BROKER_URL=
 	DJANGO_ALLOW_ASYNC_UNSAFE=true PORTAL_VAR_DIR=$(UNIT_VAR)
 SERVICE_MARKS := browser or slurm or aws or worker or hub or oidc or postgres or members or root
 
-.PHONY: install services run worker unit test bench bench-scale fuzz check lint types imports clean
+.PHONY: install services run worker unit test bench bench-scale bench-throughput fuzz check lint types imports clean
 
 install: $(STAMP)
 
@@ -99,6 +99,13 @@ bench: install services
 # every page's and list's cost at demo and centre scale side by side. Also part of `make bench`.
 bench-scale: install services
 	$(TEST_ENV) $(PY) bench/bench_scale.py
+
+# Throughput (docs/performance.md): launches per second through gunicorn and Celery with W = 1,
+# 2, 4 workers on the Slurm cluster (its partition DOWN meanwhile, every job cancelled, put back
+# as it was), and sacct records ingested per second with 1, 2, 4 processes. Its own database
+# and Redis DB; needs root; 6-7 minutes. Also part of `make bench`.
+bench-throughput: install services
+	$(TEST_ENV) $(PY) bench/bench_throughput.py
 
 # The API fuzzer with a random seed, every phase (coverage and stateful too) and a time budget,
 # beyond the suite's (seed 1, examples and fuzzing, 15 cases an operation), as every role (PI,

@@ -21,6 +21,7 @@ ORDER = [
     "bench_placement.py",
     "bench_reports.py",
     "bench_scale.py",
+    "bench_throughput.py",
     "notebooks.py",
 ]
 
