@@ -26,6 +26,24 @@ class SlurmAccounts(SlurmCommands):
         out = self._run(["sacctmgr", "-n", "-P", "show", *args]).stdout
         return [line.split("|") for line in out.splitlines() if line.strip()]
 
+    def _add_users(self, name: str, users: list[str]) -> None:
+        """Associate `users` with an account that exists (it was just listed or just added).
+        slurmdbd answers "doesn't exist" for an account added a moment before while other
+        accounts are being added at once (seen with four provisionings in parallel): that is
+        its cache catching up, so it is a transient failure, retried, not a permanent one."""
+        try:
+            self._sacctmgr(
+                "add",
+                "user",
+                f"name={','.join(users)}",
+                f"account={name}",
+                f"cluster={self.cluster}",
+            )
+        except BackendError as error:
+            if error.permanent and "doesn't exist" in error.message:
+                raise BackendError(error.message, permanent=False) from error
+            raise
+
     def account_state(self, name: str) -> AccountState | None:
         """The account's users, cap and block flag as slurmdbd holds them, or None if absent."""
         check_name(name, "account")
@@ -71,13 +89,7 @@ class SlurmAccounts(SlurmCommands):
             )
         missing = sorted(wanted - (state.users if state else frozenset()))
         if missing:
-            self._sacctmgr(
-                "add",
-                "user",
-                f"name={','.join(missing)}",
-                f"account={name}",
-                f"cluster={self.cluster}",
-            )
+            self._add_users(name, missing)
         if state is not None and state.gpu_minutes != gpu_minutes:
             self.set_cap(name=name, gpu_minutes=gpu_minutes)
         changed = state is None or bool(missing) or state.gpu_minutes != gpu_minutes
@@ -104,13 +116,7 @@ class SlurmAccounts(SlurmCommands):
         missing = sorted(wanted - state.users)
         extra = sorted(state.users - wanted)
         if missing:
-            self._sacctmgr(
-                "add",
-                "user",
-                f"name={','.join(missing)}",
-                f"account={name}",
-                f"cluster={self.cluster}",
-            )
+            self._add_users(name, missing)
         for user in extra:
             self._run(
                 ["scancel", f"--account={name}", f"--user={user}"], ok_markers=("Invalid user",)
