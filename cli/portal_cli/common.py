@@ -44,3 +44,10 @@ def size(n: int | None, unit: dict) -> str:
     if n is None:
         return "-"
     return f"{n} {unit['singular'] if n == 1 else unit['plural']}"
+
+
+def cpu_note(units: list[dict]) -> str | None:
+    """The line under a list whose rows' hours differ in unit, or None when none is CPUs."""
+    if all(u.get("key", "gpu") != "cpu" for u in units):
+        return None
+    return "Hours: GPU-hours; CPU-hours where the size is CPUs (a facility without GPUs)."

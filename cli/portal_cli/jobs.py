@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .client import OK, REFUSED
-from .common import GPU_UNIT, JsonOpt, client, size, unit_of, units_by_allocation
+from .common import GPU_UNIT, JsonOpt, client, cpu_note, size, unit_of, units_by_allocation
 from .follow import follow_job, follow_log, gpu_hours_so_far, job_detail, outcome
 from .output import err, hours, print_json, show_estimate, table
 
@@ -207,21 +207,13 @@ def list_jobs(
         return
     units = units_by_allocation(api)
     table(
-        "Jobs (hours in each one's unit: GPU-hours, or CPU-hours where a facility has no GPUs)",
-        [
-            "id",
-            "allocation",
-            "sweep",
-            "state",
-            "model",
-            "size",
-            "estimate",
-            "used",
-            "unit",
-            "created",
-        ],
+        "Jobs",
+        ["id", "alloc", "sweep", "state", "model", "size", "estimate", "used", "created"],
         [_row(j, units.get(j["allocation"], GPU_UNIT)) for j in rows],
+        compact=True,
     )
+    if note := cpu_note([units.get(j["allocation"], GPU_UNIT) for j in rows]):
+        typer.echo(note)
 
 
 def _row(j: dict, unit: dict) -> tuple:
@@ -234,7 +226,6 @@ def _row(j: dict, unit: dict) -> tuple:
         size(j["gpus"], unit),
         hours(j["estimate_gpu_hours"]),
         hours((j["gpu_seconds"] or 0) / 3600, 4),
-        f"{unit['singular']}-h",
         (j["created_at"] or "")[:16].replace("T", " "),
     )
 

@@ -136,25 +136,16 @@ def whoami(as_json: JsonOpt = False) -> None:
 @app.command()
 def allocations(as_json: JsonOpt = False) -> None:
     """Your allocations: hours granted, used and left (granted less used less reserved by
-    unfinished work: `portal usage ID` shows the reservations), in their unit (GPU-hours, or
-    CPU-hours where a facility has no GPUs: in the title, or a column when they differ), the
-    end date, and the day it runs out at its 7-day rate ("-" with no projection). Fits 80
-    columns."""
+    unfinished work: `portal usage ID` shows the reservations), in their unit (the title says
+    it: GPU-hours, and CPU-hours on the facilities without GPUs), the end date, and the day it
+    runs out at its 7-day rate ("-" with no projection). Fits 80 columns."""
     rows = client().all_pages("allocations/")
     if as_json:
         print_json(rows)
         return
-    units = [f"{(a.get('unit') or GPU_UNIT)['singular']}-h" for a in rows]
-    mixed = len(set(units)) > 1  # one unit goes in the title, two need a column
-    title = (
-        "Allocations"
-        if mixed or not rows
-        else f"Allocations ({(rows[0].get('unit') or GPU_UNIT)['hours']})"
-    )
-    columns = ["id", "project", "facility", "status", "granted", "used", "left"]
     table(
-        title,
-        [*columns, *(["unit"] if mixed else []), "ends", "runs out"],
+        f"Allocations ({hours_in(rows)})",
+        ["id", "project", "facility", "status", "granted", "used", "left", "ends", "runs out"],
         [
             (
                 a["id"],
@@ -164,14 +155,28 @@ def allocations(as_json: JsonOpt = False) -> None:
                 grant(a["gpu_hours"]),
                 hours(a["gpu_hours_used"], 1),
                 hours(a["gpu_hours_remaining"], 1),
-                *([unit] if mixed else []),
                 a["end_date"],
                 runs_out(a.get("runs_out_on")),
             )
-            for a, unit in zip(rows, units, strict=True)
+            for a in rows
         ],
         compact=True,
     )
+
+
+def hours_in(rows: list[dict]) -> str:
+    """The unit of the rows' hours, for the title: "GPU-hours", or where some facilities have
+    no GPUs, "GPU-hours; CPU-hours on local" (no column: the table still fits 80 columns)."""
+    by_unit: dict[str, list[str]] = {}
+    for a in rows:
+        facilities = by_unit.setdefault((a.get("unit") or GPU_UNIT)["hours"], [])
+        if a["facility"] not in facilities:
+            facilities.append(a["facility"])
+    if len(by_unit) <= 1:
+        return next(iter(by_unit), GPU_UNIT["hours"])
+    most = max(by_unit, key=lambda u: (len(by_unit[u]), u == GPU_UNIT["hours"]))
+    others = [f"{u} on {', '.join(by_unit[u])}" for u in by_unit if u != most]
+    return "; ".join([most, *others])
 
 
 def runs_out(projection: dict | None) -> str:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .client import FAILED, Client
-from .common import GPU_UNIT, JsonOpt, client, size, unit_of, units_by_allocation
+from .common import GPU_UNIT, JsonOpt, client, cpu_note, size, unit_of, units_by_allocation
 from .output import err, hours, print_json, table
 
 app = typer.Typer(
@@ -126,11 +126,13 @@ def list_notebooks(
         return
     units = units_by_allocation(api)
     table(
-        "Notebooks (hours in each one's unit: GPU-hours, or CPU-hours where a facility has no "
-        "GPUs)",
-        ["id", "allocation", "owner", "state", "size", "hours", "used", "unit", "started"],
+        "Notebooks",
+        ["id", "allocation", "owner", "state", "size", "hours", "used", "started"],
         [_row(n, units.get(n["allocation"], GPU_UNIT)) for n in rows],
+        compact=True,
     )
+    if note := cpu_note([units.get(n["allocation"], GPU_UNIT) for n in rows]):
+        typer.echo(note)
 
 
 def _row(n: dict, unit: dict) -> tuple:
@@ -142,7 +144,6 @@ def _row(n: dict, unit: dict) -> tuple:
         size(n["gpus"], unit),
         n["hours"],
         hours(n["gpu_seconds_so_far"] / 3600, 4),
-        f"{unit['singular']}-h",
         (n["started_at"] or "")[:16].replace("T", " "),
     )
 

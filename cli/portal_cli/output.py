@@ -53,6 +53,8 @@ def table(
 
 NUMERIC = {
     "id",
+    "alloc",
+    "sweep",
     "granted",
     "used",
     "reserved",
@@ -70,7 +72,7 @@ NUMERIC = {
 
 
 # Columns a compact table never folds: a date or a state cut in two reads as something else.
-WHOLE = {"ends", "runs out", "status", "state"}
+WHOLE = {"ends", "runs out", "status", "state", "created", "started", "size", "unit"}
 
 
 def grant(value: Any) -> str:

@@ -106,7 +106,14 @@ class Portal:
 
     def get(self, path, **params):
         allocations = [
-            {**DETAIL, "id": n, "unit": unit, "end_date": "2026-12-31", "runs_out_on": None}
+            {
+                **DETAIL,
+                "id": n,
+                "facility": "local" if unit is CPU else "jade2",
+                "unit": unit,
+                "end_date": "2026-12-31",
+                "runs_out_on": None,
+            }
             for n, unit in self.units.items()
         ]
         return {
@@ -150,10 +157,18 @@ def line(printed: str, first: str) -> str:
     return next(row for row in printed.splitlines() if row.strip("\u2502 ").startswith(first))
 
 
+def test_the_allocations_title_names_the_facilities_counted_in_cpu_hours(monkeypatch, capsys):
+    monkeypatch.setattr(main, "client", Portal)
+    monkeypatch.setattr(output, "out", Console(soft_wrap=False, width=80, no_color=True))
+    main.allocations(as_json=False)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].strip() == "Allocations (GPU-hours; CPU-hours on local)"
+    assert max(len(line.rstrip()) for line in lines) <= 80
+
+
 @pytest.mark.parametrize(
     "command,module,ids",
     [
-        (lambda: main.allocations(as_json=False), main, ("3 ", "4 ")),
         (lambda: jobs.list_jobs(allocation=None, limit=0, as_json=False), jobs, ("13", "14")),
         (
             lambda: notebooks.list_notebooks(allocation=None, limit=0, as_json=False),
@@ -162,18 +177,20 @@ def line(printed: str, first: str) -> str:
         ),
     ],
 )
-def test_lists_say_each_rows_unit_cpu_hours_where_the_facility_has_no_gpus(
+def test_lists_give_each_rows_size_in_cpus_where_the_facility_has_no_gpus(
     monkeypatch, capsys, command, module, ids
 ):
     monkeypatch.setattr(module, "client", Portal)
-    monkeypatch.setattr(output, "out", Console(soft_wrap=False, width=160, no_color=True))
+    monkeypatch.setattr(output, "out", Console(soft_wrap=False, width=80, no_color=True))
     command()
-    printed = capsys.readouterr().out
-    on_cpu, on_gpu = (line(printed, first) for first in ids)
-    assert "CPU-h" in on_cpu and "GPU-h" not in on_cpu
-    assert "GPU-h" in on_gpu and "CPU-h" not in on_gpu
-    if module is not main:  # a size: "2 CPUs", "1 GPU"
-        assert ("2 CPUs" if module is jobs else "1 CPU") in on_cpu and "1 GPU" in on_gpu
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == (
+        "Hours: GPU-hours; CPU-hours where the size is CPUs (a facility without GPUs)."
+    )
+    on_cpu, on_gpu = (line("\n".join(lines), first) for first in ids)
+    assert ("2 CPUs" if module is jobs else "1 CPU ") in on_cpu and "GPU" not in on_cpu
+    assert "1 GPU" in on_gpu and "CPU" not in on_gpu
+    assert max(len(row.rstrip()) for row in lines) <= 80
 
 
 def test_a_job_on_a_cpu_facility_is_summed_up_in_cpu_hours(monkeypatch, capsys):
