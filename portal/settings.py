@@ -329,6 +329,9 @@ SUBMIT_LEASE_SECONDS = int(os.environ.get("PORTAL_SUBMIT_LEASE_SECONDS", "300"))
 SUBMIT_RETRY_BASE_SECONDS = int(os.environ.get("PORTAL_SUBMIT_RETRY_BASE_SECONDS", "10"))
 SUBMIT_RETRY_MAX_SECONDS = int(os.environ.get("PORTAL_SUBMIT_RETRY_MAX_SECONDS", "300"))
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+# The queue web processes send tasks to and workers read by default (`celery worker -Q` names
+# another): a second portal on the same Redis, or a test run, keeps its own.
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
