@@ -1,14 +1,17 @@
 """The data each side of `bench_vs_coldfront.py` is loaded with, as scripts run by each side's
 own `manage.py shell -c` (so each is created through its own ORM, models and defaults).
 
-Two scales:
+Three scales:
 - demo: each side's own demo data. ColdFront: `load_test_data` (PI cgray). Ours: `seed_demo`
   plus two projects led by the demo PI, each with an approved trial (an active allocation with a
   few usage records) and a submitted full request.
-- large: the same shape on both sides on top of the demo data: 200 projects (the benchmark PI
-  leads 10 of them, as on a busy PI's page), 2,000 allocations (10 a project), 10,000 requests
-  (50 a project) and 100,000 usage rows (50 an allocation). ColdFront has no request object of
-  its own: a request is an Allocation in status "New", and usage history is the
+- large and centre: the same shape on both sides on top of the demo data (SHAPES): per project
+  10 allocations, 50 requests and 50 usage rows an allocation, the benchmark PI leading 10
+  projects (as on a busy PI's page), other PIs about 10 each (20 at large, 300 at centre). large:
+  200 projects, 2,000 allocations, 10,000 requests, 100,000 usage rows. centre: 3,000 projects
+  (a national centre's, as in bench/scale_world.py), 30,000 allocations, 150,000 requests and
+  1,500,000 usage rows. ColdFront has no request object of its own: a request is an Allocation
+  in status "New" (so it holds 180,000 allocations at centre scale), and usage history is the
   simple-history table of AllocationAttributeUsage; those are what its pages read.
 
 Each script prints one line `IDS {json}` with the objects the benchmark opens.
@@ -16,13 +19,19 @@ Each script prints one line `IDS {json}` with the objects the benchmark opens.
 
 from __future__ import annotations
 
-SHAPE = {
-    "projects": 200,
-    "pi_projects": 10,
+PER_PROJECT = {
+    "pi_projects": 10,  # led by the benchmark PI, the rest by other PIs (about 10 each)
     "allocations_per_project": 10,
     "requests_per_project": 50,
     "usage_per_allocation": 50,
 }
+SHAPES = {
+    "large": {"projects": 200, "other_pis": 20, **PER_PROJECT},
+    "centre": {"projects": 3000, "other_pis": 300, **PER_PROJECT},
+}
+# The loaders build and write the big tables this many rows at a time, so a centre's 1,500,000
+# usage rows never sit in memory at once; each bulk_create is one transaction.
+CHUNK = 20000
 
 OURS_DEMO = r"""
 import datetime as dt, json
@@ -78,15 +87,23 @@ S = SHAPE
 User = get_user_model()
 pi = User.objects.get(username="pi")
 others = [User.objects.get_or_create(username=f"bench-pi-{i}", defaults={
-    "email": f"bench-pi-{i}@example.org"})[0] for i in range(20)]
+    "email": f"bench-pi-{i}@example.org"})[0] for i in range(S["other_pis"])]
 facilities = list(Facility.objects.all())
 today, now = timezone.localdate(), timezone.now()
 words = ("We train DenseNet and ResNet classifiers on chest CT and X-ray images to detect "
          "COVID-19, sweeping learning rates and folds, then compare sensitivity, specificity "
          "and calibration across hospitals.")
+def write(model, rows):
+    batch = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == CHUNK:
+            model.objects.bulk_create(batch)
+            batch = []
+    model.objects.bulk_create(batch)
 projects = Project.objects.bulk_create([Project(code=f"BIG-{i:04d}", title=f"Project {i}",
-    research_area="AI", pi=pi if i < S["pi_projects"] else others[i % 20], pi_name="P I",
-    pi_email="pi@example.org") for i in range(S["projects"])])
+    research_area="AI", pi=pi if i < S["pi_projects"] else others[i % S["other_pis"]],
+    pi_name="P I", pi_email="pi@example.org") for i in range(S["projects"])])
 ProjectMembership.objects.bulk_create([ProjectMembership(project=p, user=p.pi, role="pi")
                                        for p in projects])
 allocs = Allocation.objects.bulk_create([Allocation(project=p,
@@ -95,15 +112,15 @@ allocs = Allocation.objects.bulk_create([Allocation(project=p,
     status="active", account_name=f"big-{i}-{j}")
     for i, p in enumerate(projects) for j in range(S["allocations_per_project"])])
 statuses = ["draft", "submitted", "approved", "rejected", "changes_requested", "withdrawn"]
-AllocationRequest.objects.bulk_create([AllocationRequest(project=p,
+write(AllocationRequest, (AllocationRequest(project=p,
     facility=facilities[(i + j) % len(facilities)], kind="full", gpu_hours=100 + j,
     start_date=today, end_date=today + dt.timedelta(days=90), justification=words,
     status=statuses[j % 6], requested_by=p.pi, submitted_at=now)
-    for i, p in enumerate(projects) for j in range(S["requests_per_project"])], batch_size=2000)
-UsageRecord.objects.bulk_create([UsageRecord(allocation=a, source="slurm",
+    for i, p in enumerate(projects) for j in range(S["requests_per_project"])))
+write(UsageRecord, (UsageRecord(allocation=a, source="slurm",
     external_id=f"big-{a.pk}-{k}", period_start=now - dt.timedelta(hours=20 * k),
     period_end=now - dt.timedelta(hours=20 * k - 1), gpu_seconds=3600 * (1 + k % 4))
-    for a in allocs for k in range(S["usage_per_allocation"])], batch_size=5000)
+    for a in allocs for k in range(S["usage_per_allocation"])))
 mine = [a for a in allocs if a.project.pi_id == pi.pk]
 ids = {"allocation": mine[0].pk, "project": projects[0].pk,
        "request": AllocationRequest.objects.filter(project=projects[0], status="submitted")
@@ -147,7 +164,7 @@ S = SHAPE
 User = get_user_model()
 cgray = User.objects.get(username="cgray")
 others = [User.objects.get_or_create(username=f"bench-pi-{i}", defaults={
-    "email": f"bench-pi-{i}@example.org"})[0] for i in range(20)]
+    "email": f"bench-pi-{i}@example.org"})[0] for i in range(S["other_pis"])]
 fos = FieldOfScience.objects.first()
 active_p = ProjectStatusChoice.objects.get(name="Active")
 manager = ProjectUserRoleChoice.objects.get(name="Manager")
@@ -158,37 +175,41 @@ au_active = AllocationUserStatusChoice.objects.get(name="Active")
 usage_type = AllocationAttributeType.objects.filter(has_usage=True).order_by("pk").first()
 resources = list(Resource.objects.filter(is_allocatable=True)) or list(Resource.objects.all())
 today, now = timezone.localdate(), timezone.now()
+def write(model, rows, keep=False):
+    batch, written = [], []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == CHUNK:
+            model.objects.bulk_create(batch)
+            written += batch if keep else []
+            batch = []
+    model.objects.bulk_create(batch)
+    return written + batch if keep else None
 projects = Project.objects.bulk_create([Project(title=f"Project {i}", description="Bench " * 20,
-    pi=cgray if i < S["pi_projects"] else others[i % 20], field_of_science=fos,
+    pi=cgray if i < S["pi_projects"] else others[i % S["other_pis"]], field_of_science=fos,
     status=active_p, force_review=False) for i in range(S["projects"])])
 ProjectUser.objects.bulk_create([ProjectUser(project=p, user=p.pi, role=manager,
                                              status=pu_active) for p in projects])
 def allocations(status, per, justification):
-    rows = Allocation.objects.bulk_create([Allocation(project=p, status=status, quantity=1,
+    rows = write(Allocation, keep=True, rows=(Allocation(project=p, status=status, quantity=1,
         start_date=today - dt.timedelta(days=60), end_date=today + dt.timedelta(days=120),
-        justification=justification, is_changeable=True) for p in projects for _ in range(per)],
-        batch_size=2000)
+        justification=justification, is_changeable=True) for p in projects for _ in range(per)))
     through = Allocation.resources.through
-    through.objects.bulk_create([through(allocation_id=a.pk,
-        resource_id=resources[k % len(resources)].pk) for k, a in enumerate(rows)],
-        batch_size=5000)
-    AllocationUser.objects.bulk_create([AllocationUser(allocation=a, user=a.project.pi,
-                                                       status=au_active) for a in rows],
-                                       batch_size=5000)
+    write(through, (through(allocation_id=a.pk, resource_id=resources[k % len(resources)].pk)
+                    for k, a in enumerate(rows)))
+    write(AllocationUser, (AllocationUser(allocation=a, user=a.project.pi, status=au_active)
+                           for a in rows))
     return rows
 granted = allocations(a_active, S["allocations_per_project"], "I need access to my nodes.")
 allocations(a_new, S["requests_per_project"], "I need more nodes for my project.")
-attrs = AllocationAttribute.objects.bulk_create([AllocationAttribute(
-    allocation_attribute_type=usage_type, allocation=a, value="5000") for a in granted],
-    batch_size=5000)
-AllocationAttributeUsage.objects.bulk_create([AllocationAttributeUsage(
-    allocation_attribute=attr, value=float(S["usage_per_allocation"])) for attr in attrs],
-    batch_size=5000)
+attrs = write(AllocationAttribute, keep=True, rows=(AllocationAttribute(
+    allocation_attribute_type=usage_type, allocation=a, value="5000") for a in granted))
+write(AllocationAttributeUsage, (AllocationAttributeUsage(allocation_attribute=attr,
+    value=float(S["usage_per_allocation"])) for attr in attrs))
 History = AllocationAttributeUsage.history.model
-History.objects.bulk_create([History(allocation_attribute_id=attr.pk, value=float(k),
-    created=now, modified=now, history_date=now - dt.timedelta(hours=20 * k),
-    history_type="~") for attr in attrs for k in range(S["usage_per_allocation"])],
-    batch_size=5000)
+write(History, (History(allocation_attribute_id=attr.pk, value=float(k), created=now,
+    modified=now, history_date=now - dt.timedelta(hours=20 * k), history_type="~")
+    for attr in attrs for k in range(S["usage_per_allocation"])))
 mine = Allocation.objects.filter(project__pi=cgray, status=a_active,
                                  project__title__startswith="Project ").order_by("pk").first()
 print("IDS " + json.dumps({"allocation": mine.pk, "project": mine.project_id,
@@ -197,6 +218,7 @@ print("IDS " + json.dumps({"allocation": mine.pk, "project": mine.project_id,
 """
 
 
-def script(template: str) -> str:
-    """A loader script with the shape inlined (the shells share no Python with this process)."""
-    return f"SHAPE = {SHAPE!r}\n" + template
+def script(template: str, scale: str) -> str:
+    """A loader script with the scale's shape inlined (the shells share no Python with this
+    process)."""
+    return f"SHAPE = {SHAPES[scale]!r}\nCHUNK = {CHUNK}\n" + template

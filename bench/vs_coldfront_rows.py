@@ -60,21 +60,21 @@ def _fmt(value: float | None, spec: str) -> str:
 def report(rows: list[dict], how: str) -> None:
     print(f"\nOurs against ColdFront {CF_VERSION}: {how}; medians over the rounds; ms")
     print(
-        f"{'scale':<6}{'page':<19}{'CF r/s':>9}{'ours r/s':>9}{'x r/s':>7}{'x range':>12}"
+        f"{'scale':<7}{'page':<19}{'CF r/s':>9}{'ours r/s':>9}{'x r/s':>7}{'x range':>12}"
         f"{'CF p50':>8}{'ours p50':>9}{'p50 ratio':>10}"
     )
     for r in rows:
         cf, ours = r["coldfront"], r["ours"]
         if cf is None:
             print(
-                f"{r['scale']:<6}{r['row']:<19}{'-':>9}{ours['c8_rps']:>9.1f}{'-':>7}{'-':>12}"
+                f"{r['scale']:<7}{r['row']:<19}{'-':>9}{ours['c8_rps']:>9.1f}{'-':>7}{'-':>12}"
                 f"{'-':>8}{ours['seq_p50']:>9.2f}{'no counterpart':>15}"
             )
             continue
         spread = [x for x in r["rps_ratios"] if x is not None]
         span = f"{min(spread):.2f}-{max(spread):.2f}" if spread else "-"
         print(
-            f"{r['scale']:<6}{r['row']:<19}{cf['c8_rps']:>9.1f}{ours['c8_rps']:>9.1f}"
+            f"{r['scale']:<7}{r['row']:<19}{cf['c8_rps']:>9.1f}{ours['c8_rps']:>9.1f}"
             f"{_fmt(r['rps_ratio'], '.2f'):>6}x{span:>12}{cf['seq_p50']:>8.2f}"
             f"{ours['seq_p50']:>9.2f}{_fmt(r['p50_ratio'], '.2f'):>10}"
         )
