@@ -110,6 +110,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 20,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+    # The reports' covering index `job_waits` carries two columns PostgreSQL reads from the index
+    # alone; SQLite has no such columns and builds it as a plain index on created_at, which is
+    # what the embedded default needs: the warning says only that.
+    SILENCED_SYSTEM_CHECKS = ["models.W040"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
