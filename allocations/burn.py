@@ -18,9 +18,10 @@ rate and run-out").
 - **Before the end date**: the earlier run-out date falls before the allocation's end date;
   the projection alert goes out when it falls more than EARLY_DAYS days before it.
 
-The pure function `burn_from` computes all of it from the sums; the selectors read the sums as
-correlated subqueries of the allocation rows (`with_burn`), so a list of allocations reads them
-in its own query and one allocation in one query (`allocation_burn`, `burns_of`).
+The pure function `burn_from` computes all of it from the sums; a query of allocation rows reads
+the sums as correlated subqueries (`with_burn`: the alerts' pass), and loaded allocations (a page
+of the API list, one allocation's page) read them in one grouped query over the records of the
+widest window (`burns_of`, `allocation_burn`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,16 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import BigIntegerField, DecimalField, OuterRef, QuerySet, Subquery, Sum, Value
+from django.db.models import (
+    BigIntegerField,
+    DecimalField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -278,20 +288,39 @@ def burn_of(
     )
 
 
+def _window_sums(ids: Iterable[int], today: dt.date) -> dict[int, dict[str, Any]]:
+    """{allocation id: its window sums}, read in one grouped query over the widest window's
+    records (the index on allocation and period end); an allocation without any is all zero."""
+    start, end = window_bounds(today, max(WINDOWS))
+    sums: dict[str, Any] = {}
+    for window in WINDOWS:
+        inside = Q(period_end__gte=window_bounds(today, window)[0])
+        sums[_key("gpu_seconds", window)] = Sum("gpu_seconds", filter=inside)
+        sums[_key("cost", window)] = Sum("cost", filter=inside)
+    found = {
+        row.pop("allocation_id"): row
+        for row in UsageRecord.objects.filter(
+            allocation_id__in=ids, period_end__gte=start, period_end__lt=end
+        )
+        .order_by()
+        .values("allocation_id")
+        .annotate(**sums)
+    }
+    return {
+        pk: {key: value or 0 for key, value in found.get(pk, dict.fromkeys(sums, 0)).items()}
+        for pk in ids
+    }
+
+
 def burns_of(allocations: Iterable[Allocation], today: dt.date | None = None) -> dict[int, Burn]:
     """{allocation id: burn} for loaded allocations, their window sums read in one query."""
     today = today or timezone.localdate()
     rows = {a.pk: a for a in allocations}
     if not rows:
         return {}
-    annotations = burn_annotations(today)
-    found = (
-        Allocation.objects.filter(pk__in=rows)
-        .order_by()
-        .annotate(**annotations)
-        .values("pk", *annotations)
-    )
-    return {v["pk"]: burn_of(rows[v["pk"]], v, today) for v in found}
+    return {
+        pk: burn_of(rows[pk], sums, today) for pk, sums in _window_sums(list(rows), today).items()
+    }
 
 
 def allocation_burn(allocation: Allocation, today: dt.date | None = None) -> Burn:

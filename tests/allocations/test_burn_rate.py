@@ -278,3 +278,31 @@ def test_portal_allocations_has_a_runs_out_column_within_80_columns(monkeypatch,
     }
     assert by_id["1234"][-1] == "-" and by_id["12"][-1] == "2026-05-20"  # the earlier date
     assert by_id["12"][4:7] == ["100", "40.0", "60.0"]
+
+
+def test_a_page_of_allocations_reads_the_same_burn_as_a_query_of_rows(project, facility):
+    """`burns_of` (loaded allocations, one grouped query) and `with_burn` (subqueries of a row
+    query, the alerts' pass) give every allocation the same sums: use inside the 7-day window,
+    only inside the 30-day one, outside both, today's (outside: a window ends at midnight), and
+    none at all."""
+    from allocations.burn import burn_of, burns_of, with_burn
+    from allocations.models import Allocation
+
+    today = timezone.localdate()
+    made = []
+    for days in ((1, 3), (10, 29), (31, 40), (0,), ()):
+        allocation = AllocationFactory(
+            project=project, facility=facility, start_date=today - dt.timedelta(days=60)
+        )
+        for n, days_ago in enumerate(days):
+            use(allocation, days_ago=days_ago, hours=1.5 + n, cost="0.75", n=n)
+        made.append(allocation.pk)
+    loaded = list(Allocation.objects.filter(pk__in=made))
+    together = burns_of(loaded)
+    each = {a.pk: burn_of(a) for a in with_burn(Allocation.objects.filter(pk__in=made))}
+    assert together == each
+    rates = {pk: (burn.rate_7d, burn.rate_30d) for pk, burn in together.items()}
+    per_day = {pk: [r.gpu_hours_per_day for r in rate] for pk, rate in rates.items()}
+    assert per_day[made[0]][0] > 0 and per_day[made[1]][0] == 0  # 7 days
+    assert per_day[made[1]][1] > 0 and per_day[made[2]][1] == 0  # 30 days
+    assert per_day[made[3]] == per_day[made[4]] == [0, 0]  # today's use is in no window yet
