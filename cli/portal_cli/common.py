@@ -3,12 +3,14 @@ with the portal's refusals turned into exit codes."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any
 
 import typer
 
 from . import config
 from .client import AUTH, Client, PortalError
+from .output import table
 
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print the API's objects as JSON (for scripts).")
@@ -39,15 +41,30 @@ def units_by_allocation(api: Client) -> dict[int, dict]:
     return {a["id"]: a.get("unit") or GPU_UNIT for a in api.all_pages("allocations/")}
 
 
+def sized_table(
+    api: Client,
+    title: str,
+    columns: list[str],
+    rows: list[dict],
+    row: Callable[[dict, dict], Sequence[Any]],
+) -> None:
+    """A compact table of rows (jobs, sessions) on allocations that may count different units:
+    `row(item, its allocation's unit)` gives a row's cells; a line under the table says which
+    rows' hours are CPU-hours, when any are."""
+    known = units_by_allocation(api)
+    units = [known.get(item["allocation"], GPU_UNIT) for item in rows]
+    table(
+        title,
+        columns,
+        [row(item, unit) for item, unit in zip(rows, units, strict=True)],
+        compact=True,
+    )
+    if any(unit.get("key", "gpu") == "cpu" for unit in units):
+        typer.echo("Hours: GPU-hours; CPU-hours where the size is CPUs (a facility without GPUs).")
+
+
 def size(n: int | None, unit: dict) -> str:
     """ "1 GPU", "2 CPUs"."""
     if n is None:
         return "-"
     return f"{n} {unit['singular'] if n == 1 else unit['plural']}"
-
-
-def cpu_note(units: list[dict]) -> str | None:
-    """The line under a list whose rows' hours differ in unit, or None when none is CPUs."""
-    if all(u.get("key", "gpu") != "cpu" for u in units):
-        return None
-    return "Hours: GPU-hours; CPU-hours where the size is CPUs (a facility without GPUs)."

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .client import OK, REFUSED
-from .common import GPU_UNIT, JsonOpt, client, cpu_note, size, unit_of, units_by_allocation
+from .common import GPU_UNIT, JsonOpt, client, size, sized_table, unit_of
 from .follow import follow_job, follow_log, gpu_hours_so_far, job_detail, outcome
 from .output import err, hours, print_json, show_estimate, table
 
@@ -205,15 +205,13 @@ def list_jobs(
     if as_json:
         print_json(rows)
         return
-    units = units_by_allocation(api)
-    table(
+    sized_table(
+        api,
         "Jobs",
         ["id", "alloc", "sweep", "state", "model", "size", "estimate", "used", "created"],
-        [_row(j, units.get(j["allocation"], GPU_UNIT)) for j in rows],
-        compact=True,
+        rows,
+        _row,
     )
-    if note := cpu_note([units.get(j["allocation"], GPU_UNIT) for j in rows]):
-        typer.echo(note)
 
 
 def _row(j: dict, unit: dict) -> tuple:

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from .client import FAILED, Client
-from .common import GPU_UNIT, JsonOpt, client, cpu_note, size, unit_of, units_by_allocation
-from .output import err, hours, print_json, table
+from .common import JsonOpt, client, size, sized_table, unit_of
+from .output import err, hours, print_json
 
 app = typer.Typer(
     help="Notebook sessions (JupyterLab): start (and open), stop, list, show.", no_args_is_help=True
@@ -124,15 +124,13 @@ def list_notebooks(
     if as_json:
         print_json(rows)
         return
-    units = units_by_allocation(api)
-    table(
+    sized_table(
+        api,
         "Notebooks",
         ["id", "allocation", "owner", "state", "size", "hours", "used", "started"],
-        [_row(n, units.get(n["allocation"], GPU_UNIT)) for n in rows],
-        compact=True,
+        rows,
+        _row,
     )
-    if note := cpu_note([units.get(n["allocation"], GPU_UNIT) for n in rows]):
-        typer.echo(note)
 
 
 def _row(n: dict, unit: dict) -> tuple:
