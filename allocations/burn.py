@@ -297,19 +297,15 @@ def _window_sums(ids: Iterable[int], today: dt.date) -> dict[int, dict[str, Any]
         inside = Q(period_end__gte=window_bounds(today, window)[0])
         sums[_key("gpu_seconds", window)] = Sum("gpu_seconds", filter=inside)
         sums[_key("cost", window)] = Sum("cost", filter=inside)
-    found = {
-        row.pop("allocation_id"): row
-        for row in UsageRecord.objects.filter(
-            allocation_id__in=ids, period_end__gte=start, period_end__lt=end
-        )
+    rows: Iterable[Mapping[str, Any]] = (
+        UsageRecord.objects.filter(allocation_id__in=ids, period_end__gte=start, period_end__lt=end)
         .order_by()
         .values("allocation_id")
         .annotate(**sums)
-    }
-    return {
-        pk: {key: value or 0 for key, value in found.get(pk, dict.fromkeys(sums, 0)).items()}
-        for pk in ids
-    }
+    )
+    found = {row["allocation_id"]: row for row in rows}
+    # A window with no records in it sums to NULL: nothing used is 0.
+    return {pk: {key: (found[pk][key] if pk in found else 0) or 0 for key in sums} for pk in ids}
 
 
 def burns_of(allocations: Iterable[Allocation], today: dt.date | None = None) -> dict[int, Burn]:
