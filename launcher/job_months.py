@@ -9,9 +9,9 @@ the others (the current month, a month with a job still running) from the jobs t
 (portal/reports/job_rollups.py); the page says when the rows were written.
 
 Each hourly pass rewrites the settled months of the last RECENT_MONTHS (and any month settled
-since the last pass) from the jobs, in three grouped scans; once a day it rewrites every settled
-month, so a job changed long after its month settled (a late charge) is right again within a
-day. bench/bench_scale.py measures both passes at a million jobs.
+since the last pass) from the jobs, in three grouped scans (`JobMonth`, and `JobMonthSize` by
+size); once a day it rewrites every settled month, so a job changed long after its month
+settled (a late charge) is right again within a day. bench/bench_scale.py measures both passes at a million jobs.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from django.db.models import Count, DurationField, ExpressionWrapper, F, FloatFi
 from django.db.models.functions import TruncMonth
 from django.utils import timezone
 
-from .models import Job, JobMonth, RolledMonth
+from .models import Job, JobMonth, JobMonthSize, RolledMonth
 
 SETTLE = dt.timedelta(days=1)
 RECENT_MONTHS = 3  # an hourly pass rewrites these settled months (and any newly settled)
@@ -64,20 +64,24 @@ def settled_months(now: dt.datetime | None = None) -> list[dt.date]:
     return sorted(months - unsettled)
 
 
-Key = tuple[int, dt.date, int]  # allocation, month, GPUs
+Key = tuple[int, dt.date]  # allocation, month
+SizeKey = tuple[int, dt.date, int]  # allocation, month, GPUs
 
 
-def _cells(jobs) -> dict[Key, dict[str, Any]]:
-    """The four grouped scans, merged per (allocation, month, GPUs)."""
+def _cells(jobs) -> tuple[dict[Key, dict[str, Any]], dict[SizeKey, dict[str, int]]]:
+    """Three grouped scans, merged per (allocation, month), and the jobs that ran per
+    (allocation, month, GPUs) from the first of them."""
     run = ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
     wait = ExpressionWrapper(F("started_at") - F("submitted_at"), output_field=DurationField())
     by = jobs.annotate(m=TruncMonth("created_at"))
     rows: dict[Key, dict[str, Any]] = defaultdict(dict)
+    sizes: dict[SizeKey, dict[str, int]] = {}
 
     def key(r: dict[str, Any]) -> Key:
-        return (r["allocation_id"], _month(r["m"]), r["gpus"])
+        return (r["allocation_id"], _month(r["m"]))
 
     short = Q(run__lt=SHORT)
+    counts = ("jobs", "failed", "short", "short_or_failed")
     for r in (
         by.filter(RAN)
         .annotate(run=run)
@@ -90,14 +94,16 @@ def _cells(jobs) -> dict[Key, dict[str, Any]]:
             seconds=Sum("gpu_seconds"),
         )
     ):
-        rows[key(r)].update(
-            {k: r[k] for k in ("jobs", "failed", "short", "short_or_failed")},
-            gpu_seconds=int(r["seconds"] or 0),
-        )
+        seconds = int(r["seconds"] or 0)
+        sizes[(*key(r), r["gpus"])] = {"jobs": r["jobs"], "gpu_seconds": seconds}
+        cell = rows[key(r)]
+        for name in counts:
+            cell[name] = cell.get(name, 0) + r[name]
+        cell["gpu_seconds"] = cell.get("gpu_seconds", 0) + seconds
     for r in (
         by.filter(started_at__isnull=False, submitted_at__isnull=False)
         .annotate(wait=wait)
-        .values("allocation_id", "m", "gpus")
+        .values("allocation_id", "m")
         .annotate(waited=Count("id"), wait_total=Sum("wait"))
     ):
         rows[key(r)].update(waited=r["waited"], wait_seconds=r["wait_total"].total_seconds())
@@ -106,7 +112,7 @@ def _cells(jobs) -> dict[Key, dict[str, Any]]:
     )
     for r in (
         by.filter(utilisation_mean__isnull=False, utilisation_source__in=JobMonth.SOURCES)
-        .values("allocation_id", "m", "gpus", "utilisation_source")
+        .values("allocation_id", "m", "utilisation_source")
         .annotate(
             n=Count("id"), w=Sum(weighted), s=Sum("gpu_seconds"), plain=Sum("utilisation_mean")
         )
@@ -120,7 +126,7 @@ def _cells(jobs) -> dict[Key, dict[str, Any]]:
                 f"{source}_util_sum": float(r["plain"] or 0),
             }
         )
-    return rows
+    return rows, sizes
 
 
 def job_months_rebuild(*, now: dt.datetime | None = None, full: bool = False) -> int:
@@ -142,19 +148,28 @@ def job_months_rebuild(*, now: dt.datetime | None = None, full: bool = False) ->
         redo = [m for m in months if m >= recent or m not in have]
     stale = (have - set(months)) | set(redo)
     rows: list[JobMonth] = []
+    sizes: list[JobMonthSize] = []
     if redo:
         jobs = Job.objects.filter(
             created_at__gte=_aware(redo[0]), created_at__lt=_aware(first_of_month(now))
         ).order_by()
         wanted = set(redo)
+        cells, by_size = _cells(jobs)
         rows = [
-            JobMonth(allocation_id=pk, month=month, gpus=gpus, rolled_at=now, **cell)
-            for (pk, month, gpus), cell in _cells(jobs).items()
+            JobMonth(allocation_id=pk, month=month, rolled_at=now, **cell)
+            for (pk, month), cell in cells.items()
+            if month in wanted
+        ]
+        sizes = [
+            JobMonthSize(allocation_id=pk, month=month, gpus=gpus, **cell)
+            for (pk, month, gpus), cell in by_size.items()
             if month in wanted
         ]
     with transaction.atomic():
         JobMonth.objects.filter(month__in=stale).delete()
+        JobMonthSize.objects.filter(month__in=stale).delete()
         JobMonth.objects.bulk_create(rows, batch_size=5000)
+        JobMonthSize.objects.bulk_create(sizes, batch_size=5000)
         RolledMonth.objects.filter(month__in=stale).delete()
         RolledMonth.objects.bulk_create([RolledMonth(month=m, rolled_at=now) for m in redo])
     return len(rows)

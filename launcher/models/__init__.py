@@ -4,7 +4,15 @@ idempotent launches; the workers' heartbeat."""
 from .heartbeat import WorkerHeartbeat
 from .idempotency import IdempotencyKey
 from .job import Job
-from .job_month import JobMonth, RolledMonth
+from .job_month import JobMonth, JobMonthSize, RolledMonth
 from .sweep import Sweep
 
-__all__ = ["IdempotencyKey", "Job", "JobMonth", "RolledMonth", "Sweep", "WorkerHeartbeat"]
+__all__ = [
+    "IdempotencyKey",
+    "Job",
+    "JobMonth",
+    "JobMonthSize",
+    "RolledMonth",
+    "Sweep",
+    "WorkerHeartbeat",
+]

@@ -1,9 +1,9 @@
 """Which jobs the report counts from their rows, and which from the monthly rollups.
 
 By PI, project or facility and by month, the months the hourly rollup has settled
-(launcher/job_months.py: `JobMonth`, one row an allocation a month) are read from it; the rest
-(the current month, a month with a job still running, the part of a month before `since`) from
-the jobs, by index ranges on `created_at`. By user or by week, every job is counted from its row.
+(launcher/job_months.py: `JobMonth`, one row an allocation a month, and `JobMonthSize` by
+size) are read from them; the rest (the current month, a month with a job still running, the
+part of a month before `since`) from the jobs, by index ranges on `created_at`. By user or by week, every job is counted from its row.
 The p90 wait is always taken from the rows: a percentile does not add up across months.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 from django.db.models import F, Q, QuerySet, Sum
 from django.utils import timezone
 
-from launcher.models import JobMonth, RolledMonth
+from launcher.models import JobMonth, JobMonthSize, RolledMonth
 
 from .monthly import first_whole_month, next_month
 
@@ -38,6 +38,7 @@ class JobScope:
 
     live: Q = field(default_factory=Q)
     rolled: QuerySet | None = None
+    sizes: QuerySet | None = None  # the same months' JobMonthSize rows
     rolled_at: dt.datetime | None = None
     months: list[dt.date] = field(default_factory=list)
 
@@ -55,6 +56,7 @@ def job_scope(group_by: str, period: str, project_ids, since: dt.date | None) ->
         return everything
     months = sorted(found)
     rows = JobMonth.objects.filter(month__in=months)
+    sizes = JobMonthSize.objects.filter(month__in=months)
     # The live part: from `since` (or the beginning) to the first rolled month, between rolled
     # months, and from the last one on; positive ranges, so each is an index range scan.
     live, start = Q(), _at(since) if since else None
@@ -68,52 +70,54 @@ def job_scope(group_by: str, period: str, project_ids, since: dt.date | None) ->
     live |= Q(created_at__gte=start)
     if project_ids is not None:
         rows = rows.filter(allocation__project_id__in=project_ids)
-    return JobScope(live=live, rolled=rows.order_by(), rolled_at=max(found.values()), months=months)
+        sizes = sizes.filter(allocation__project_id__in=project_ids)
+    return JobScope(
+        live=live,
+        rolled=rows.order_by(),
+        sizes=sizes.order_by(),
+        rolled_at=max(found.values()),
+        months=months,
+    )
+
+
+#: The utilisation sums of a rollup row, by source: jobs, weighted sum, GPU-seconds, plain sum.
+UTIL_PARTS = ("jobs", "weighted", "seconds", "sum")
+UTIL_COLUMNS = tuple(f"{source}_util_{part}" for source in JobMonth.SOURCES for part in UTIL_PARTS)
+#: What a (group, month) cell of the rollups sums: the job counts the report's rows show, and
+#: the waits and utilisation the report's totals add up from the same cells.
+CELL_SUMS = ("jobs", "failed", "short", "short_or_failed", "waited", "wait_seconds", *UTIL_COLUMNS)
 
 
 def rolled_cells(scope: JobScope, group_by: str) -> dict[tuple, dict[str, Any]]:
-    """(group, month) -> jobs, failed, short, short_or_failed from the rollups. One query."""
+    """(group, month) -> the CELL_SUMS of the rollups. One query: one pass over the period's
+    rollup rows, whose waits and utilisation `rolled_facts` then adds up in Python."""
     if scope.rolled is None:
         return {}
     rows = (
         scope.rolled.annotate(g=F(KEY[group_by]))
-        .values("g", "month")
-        .annotate(
-            jobs=Sum("jobs"),
-            failed=Sum("failed"),
-            short=Sum("short"),
-            short_or_failed=Sum("short_or_failed"),
-        )
+        .values_list("g", "month")
+        .annotate(**{f"t_{c}": Sum(c) for c in CELL_SUMS})
     )
-    return {(r["g"], r["month"]): r for r in rows}
+    return {(g, month): dict(zip(CELL_SUMS, sums, strict=True)) for g, month, *sums in rows}
 
 
-def rolled_facts(scope: JobScope, group_by: str) -> dict[str, Any]:
-    """Waits (count and total), sizes and utilisation by group and source, from the rollups.
-    Three queries."""
+def rolled_facts(scope: JobScope, cells: dict[tuple, dict[str, Any]]) -> dict[str, Any]:
+    """Waits (count and total) and utilisation by group and source, added up from the rollups'
+    `cells` (rolled_cells); sizes by one query."""
     facts: dict[str, Any] = {"waited": 0, "wait_seconds": 0.0, "sizes": {}, "utilisation": {}}
-    if scope.rolled is None:
+    if scope.rolled is None or scope.sizes is None:
         return facts
-    waits = scope.rolled.aggregate(n=Sum("waited"), s=Sum("wait_seconds"))
-    facts["waited"], facts["wait_seconds"] = waits["n"] or 0, waits["s"] or 0.0
-    for r in scope.rolled.values("gpus").annotate(n=Sum("jobs"), s=Sum("gpu_seconds")):
+    utilisation: dict[tuple, list] = facts["utilisation"]
+    for (group, _), cell in cells.items():
+        facts["waited"] += cell["waited"] or 0
+        facts["wait_seconds"] += cell["wait_seconds"] or 0.0
+        for source in JobMonth.SOURCES:
+            values = [cell[f"{source}_util_{part}"] or 0 for part in UTIL_PARTS]
+            if values[0]:
+                old = utilisation.setdefault((group, source), [0, 0.0, 0, 0.0])
+                for i, value in enumerate(values):
+                    old[i] += value
+    for r in scope.sizes.values("gpus").annotate(n=Sum("jobs"), s=Sum("gpu_seconds")):
         if r["n"]:
             facts["sizes"][r["gpus"]] = [r["n"], r["s"]]
-    columns = [
-        f"{source}_util_{part}"
-        for source in JobMonth.SOURCES
-        for part in ("jobs", "weighted", "seconds", "sum")
-    ]
-    rows = (
-        scope.rolled.annotate(g=F(KEY[group_by]))
-        .values("g")
-        .annotate(**{f"t_{c}": Sum(c) for c in columns})
-    )
-    for r in rows:
-        for source in JobMonth.SOURCES:
-            values = [
-                r[f"t_{source}_util_{part}"] for part in ("jobs", "weighted", "seconds", "sum")
-            ]
-            if values[0]:
-                facts["utilisation"][(r["g"], source)] = values
     return facts

@@ -85,6 +85,8 @@ class Report:
     # The totals' GPU-hours by what charged them: jobs, notebook sessions, other (records of
     # no portal job or session: work on the accounts outside the portal).
     split: dict = field(default_factory=dict)
+    # Groups left out of `rows`, `groups` and `efficiency` by usage_report's `limit` (the page).
+    hidden_groups: int = 0
 
 
 def report_project_ids(user) -> list[int] | None:
@@ -133,8 +135,11 @@ def _usage_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, 
     return {(r["g"], _day(r["p"])): r for r in qs.order_by()}
 
 
-def _job_cells(group_by: str, period: str, project_ids, scope: JobScope) -> dict[tuple, dict]:
-    """(group, period) -> jobs, failed, short. One query (two with rollups)."""
+def _job_cells(
+    group_by: str, period: str, project_ids, scope: JobScope, rolled: dict[tuple, dict]
+) -> dict[tuple, dict]:
+    """(group, period) -> jobs, failed, short: the rollups' cells (`rolled`, rolled_cells) and
+    one query for the jobs counted from their rows."""
     run = ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
     qs = _scoped(Job.objects.filter(RAN).filter(scope.live), project_ids)
     qs = (
@@ -147,10 +152,7 @@ def _job_cells(group_by: str, period: str, project_ids, scope: JobScope) -> dict
             short_or_failed=Count("id", filter=FAILED | Q(run__lt=SHORT)),
         )
     )
-    return {
-        **job_rollups.rolled_cells(scope, group_by),
-        **{(r["g"], _day(r["p"])): r for r in qs.order_by()},
-    }
+    return {**rolled, **{(r["g"], _day(r["p"])): r for r in qs.order_by()}}
 
 
 def _day(value) -> dt.date:
@@ -172,18 +174,41 @@ def _row(key: tuple, usage: dict | None, jobs: dict | None) -> dict:
     }
 
 
-def _sum_rows(rows: list[dict], group: str) -> dict:
-    keys = ("gpu_seconds", "cost", "jobs", "failed", "short", "short_or_failed")
-    total: dict[str, Any] = {"group": group, **{key: 0 for key in keys}, "cost": Decimal(0)}
-    for row in rows:
-        for key in keys:
-            total[key] += row[key]
+_SUMMED = ("gpu_seconds", "jobs", "failed", "short", "short_or_failed")
+
+
+def _zero(group: str) -> dict[str, Any]:
+    return {"group": group, **{key: 0 for key in _SUMMED}, "cost": Decimal(0)}
+
+
+def _add(total: dict, row: dict) -> None:
+    for key in _SUMMED:
+        total[key] += row[key]
+    total["cost"] += row["cost"]
+
+
+def _finished(total: dict) -> dict:
     total["gpu_hours"] = total["gpu_seconds"] / 3600
     # A job both short and failed counts once.
     total["short_or_failed_share"] = (
         total.pop("short_or_failed") / total["jobs"] if total["jobs"] else None
     )
     return total
+
+
+def _group_totals(usage: dict[tuple, dict], jobs: dict[tuple, dict]) -> dict[Any, dict]:
+    """Each group's sums over its periods, in one pass over the cells: the figures `_row` gives
+    its rows, added up without building a row per cell."""
+    totals: dict[Any, dict] = {}
+    for (group, _), cell in usage.items():
+        total = totals.get(group) or totals.setdefault(group, _zero(group or "-"))
+        total["gpu_seconds"] += int(cell.get("total_seconds") or 0)
+        total["cost"] += Decimal(cell.get("total_cost") or 0).quantize(Decimal("0.0001"))
+    for (group, _), cell in jobs.items():
+        total = totals.get(group) or totals.setdefault(group, _zero(group or "-"))
+        for key in ("jobs", "failed", "short", "short_or_failed"):
+            total[key] += cell.get(key, 0)
+    return totals
 
 
 def wait_times(project_ids, since, scope: JobScope, rolled: dict) -> dict:
@@ -280,31 +305,51 @@ def hours_by_unit(project_ids, since) -> tuple[dict[str, float], str]:
 
 
 def usage_report(
-    user, *, group_by: str = "project", period: str = "month", since: dt.date | None = None
+    user,
+    *,
+    group_by: str = "project",
+    period: str = "month",
+    since: dt.date | None = None,
+    limit: int | None = None,
 ) -> Report:
-    """The whole report for what `user` may see. Raises NoReport (404) if nothing."""
+    """The whole report for what `user` may see. Raises NoReport (404) if nothing.
+
+    With `limit` (the page: settings.PORTAL_REPORT_PAGE_GROUPS), the rows, group totals and
+    utilisation of the `limit` groups with the most GPU-hours only, and how many more there are
+    (`hidden_groups`); the totals, waits, sizes and split stay those of every group. A centre's
+    staff report by PI over a year has thousands of groups, 27,000 rows: the page shows 50, the
+    CSV and the API every one."""
     if group_by not in GROUPS or period not in PERIODS:
         raise ValueError("group_by or period not allowed")
     project_ids = report_project_ids(user)
     usage = _usage_cells(group_by, period, project_ids, since)
     scope = job_rollups.job_scope(group_by, period, project_ids, since)
-    rolled = job_rollups.rolled_facts(scope, group_by)
-    jobs = _job_cells(group_by, period, project_ids, scope)
-    keys = sorted(set(usage) | set(jobs), key=lambda k: (str(k[0]), k[1] or dt.date.min))
-    report = Report(
-        group_by=group_by, period=period, rows=[_row(k, usage.get(k), jobs.get(k)) for k in keys]
+    cells = job_rollups.rolled_cells(scope, group_by)
+    rolled = job_rollups.rolled_facts(scope, cells)
+    jobs = _job_cells(group_by, period, project_ids, scope, cells)
+    totals = _group_totals(usage, jobs)
+    # Most GPU-hours first; ties in the order of the groups' names.
+    order = sorted(totals, key=lambda g: (-totals[g]["gpu_seconds"], str(g)))
+    shown = order if limit is None else order[:limit]
+    report = Report(group_by=group_by, period=period, hidden_groups=len(order) - len(shown))
+    wanted = set(shown)
+    keys = sorted(
+        (k for k in usage.keys() | jobs.keys() if k[0] in wanted),
+        key=lambda k: (str(k[0]), k[1] or dt.date.min),
     )
-    by_group: dict[str, list[dict]] = {}
-    for row in report.rows:
-        by_group.setdefault(row["group"], []).append(row)
-    report.groups = sorted(
-        (_sum_rows(rows, g) for g, rows in by_group.items()), key=lambda r: -r["gpu_seconds"]
-    )
-    report.totals = _sum_rows(report.rows, "all")
+    report.rows = [_row(k, usage.get(k), jobs.get(k)) for k in keys]
+    everything = _zero("all")
+    for total in totals.values():
+        _add(everything, total)
+    report.groups = [_finished(totals[g]) for g in shown]
+    report.totals = _finished(everything)
     report.wait = wait_times(project_ids, since, scope, rolled)
     report.sizes = job_sizes(project_ids, scope, rolled)
     report.split = monthly.usage_split(project_ids, since)
     report.efficiency = efficiency(group_by, project_ids, scope, rolled)
+    if report.hidden_groups:
+        names = {totals[g]["group"] for g in shown}
+        report.efficiency = [e for e in report.efficiency if e["group"] in names]
     report.jobs_rolled_at = scope.rolled_at
     report.units, report.unit_label = hours_by_unit(project_ids, since)
     return report

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from decimal import Decimal
-
-from django.conf import settings
 
 from core.figures import exact, rounded
 
@@ -107,26 +105,6 @@ def tables(report: Report) -> dict[str, Table]:
         ),
     ]
     return {t.name: t for t in result}
-
-
-def for_page(report: Report, limit: int | None = None) -> tuple[Report, int]:
-    """The report restricted to its `limit` groups with the most GPU-hours (default
-    settings.PORTAL_REPORT_PAGE_GROUPS, 50: a centre's staff report by PI over a year has
-    thousands, 27,000 rows of HTML; the CSV and the API have every one), the totals those of
-    every group, and how many groups were left out."""
-    limit = settings.PORTAL_REPORT_PAGE_GROUPS if limit is None else limit
-    if len(report.groups) <= limit:
-        return report, 0
-    shown = {g["group"] for g in report.groups[:limit]}
-    return (
-        replace(
-            report,
-            rows=[r for r in report.rows if r["group"] in shown],
-            groups=report.groups[:limit],
-            efficiency=[e for e in report.efficiency if e["group"] in shown],
-        ),
-        len(report.groups) - limit,
-    )
 
 
 def _cell(cell: object) -> object:

@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from launcher.job_months import job_months_rebuild, settled_months
-from launcher.models import Job, JobMonth
+from launcher.models import Job, JobMonth, JobMonthSize
 from portal.reports.selectors import usage_report
 from tests.factories import AllocationFactory, FacilityFactory
 
@@ -74,7 +74,13 @@ def test_only_ended_months_with_every_job_final_and_charged_settle(jobs):
 def test_the_report_from_rollups_equals_the_report_job_by_job(jobs, admin, group_by, since):
     live = usage_report(admin, group_by=group_by, since=since)
     # January: one allocation's 2-GPU and 1-GPU jobs; February: the other's 4-GPU and 1-GPU.
-    assert job_months_rebuild(now=NOW) == 4
+    assert job_months_rebuild(now=NOW) == 2  # a row an allocation a month
+    assert sorted(JobMonthSize.objects.values_list("month", "gpus")) == [
+        (dt.date(2026, 1, 1), 1),
+        (dt.date(2026, 1, 1), 2),
+        (dt.date(2026, 2, 1), 1),
+        (dt.date(2026, 2, 1), 4),
+    ]
     rolled = usage_report(admin, group_by=group_by, since=since)
 
     assert _figures(rolled) == _figures(live)
@@ -93,10 +99,10 @@ def test_a_pi_sees_the_rollups_of_their_projects_only(jobs, pi, admin):
 def test_settled_months_are_read_from_the_rollups(jobs, admin):
     job_months_rebuild(now=NOW)
     mine, _ = jobs
-    JobMonth.objects.filter(allocation=mine, month=dt.date(2026, 1, 1), gpus=2).update(jobs=99)
+    JobMonth.objects.filter(allocation=mine, month=dt.date(2026, 1, 1)).update(jobs=99)
     report = usage_report(admin, group_by="project")
     january = [r for r in report.rows if r["period"] == dt.date(2026, 1, 1)]
-    assert [r["jobs"] for r in january] == [99 + 1]  # and the failed 1-GPU job
+    assert [r["jobs"] for r in january] == [99]  # the planted figure, not the jobs
     # The current month and the month with a running job are counted job by job.
     march = [r for r in report.rows if r["period"] == dt.date(2026, 3, 1)]
     assert [r["jobs"] for r in march] == [2]
@@ -112,16 +118,23 @@ def test_a_pass_drops_a_month_that_is_no_longer_settled(jobs):
 def test_the_page_shows_the_groups_with_most_use_and_the_csv_every_one(jobs, admin, settings):
     from django.test import Client
 
-    from portal.reports import tables
-
     client = Client()
     client.force_login(admin)
     everything = usage_report(admin, group_by="user")
     top = everything.groups[0]["group"]
-    shown, hidden = tables.for_page(everything, limit=1)
+    shown = usage_report(admin, group_by="user", limit=1)
+    hidden = shown.hidden_groups
     assert [g["group"] for g in shown.groups] == [top] and hidden == len(everything.groups) - 1
-    assert {r["group"] for r in shown.rows} == {top}
+    assert hidden > 0 and everything.hidden_groups == 0
+    assert shown.rows == [r for r in everything.rows if r["group"] == top]
+    assert shown.groups == everything.groups[:1]
     assert shown.totals == everything.totals  # the totals stay those of every group
+    assert (shown.wait, shown.sizes, shown.split) == (
+        everything.wait,
+        everything.sizes,
+        everything.split,
+    )
+    assert shown.efficiency == [e for e in everything.efficiency if e["group"] == top]
 
     settings.PORTAL_REPORT_PAGE_GROUPS = 1
     page = client.get("/reports/usage/?group_by=user").content.decode()
