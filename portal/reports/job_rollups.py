@@ -83,14 +83,14 @@ def job_scope(group_by: str, period: str, project_ids, since: dt.date | None) ->
 #: The utilisation sums of a rollup row, by source: jobs, weighted sum, GPU-seconds, plain sum.
 UTIL_PARTS = ("jobs", "weighted", "seconds", "sum")
 UTIL_COLUMNS = tuple(f"{source}_util_{part}" for source in JobMonth.SOURCES for part in UTIL_PARTS)
-#: What a (group, month) cell of the rollups sums: the job counts the report's rows show, and
-#: the waits and utilisation the report's totals add up from the same cells.
-CELL_SUMS = ("jobs", "failed", "short", "short_or_failed", "waited", "wait_seconds", *UTIL_COLUMNS)
+#: What a (group, month) cell of the rollups sums: the job counts the report's rows show.
+CELL_SUMS = ("jobs", "failed", "short", "short_or_failed")
+#: What the rollups sum per group only: waits and utilisation, which the report totals.
+GROUP_SUMS = ("waited", "wait_seconds", *UTIL_COLUMNS)
 
 
 def rolled_cells(scope: JobScope, group_by: str) -> dict[tuple, dict[str, Any]]:
-    """(group, month) -> the CELL_SUMS of the rollups. One query: one pass over the period's
-    rollup rows, whose waits and utilisation `rolled_facts` then adds up in Python."""
+    """(group, month) -> the CELL_SUMS of the rollups. One query."""
     if scope.rolled is None:
         return {}
     rows = (
@@ -101,22 +101,27 @@ def rolled_cells(scope: JobScope, group_by: str) -> dict[tuple, dict[str, Any]]:
     return {(g, month): dict(zip(CELL_SUMS, sums, strict=True)) for g, month, *sums in rows}
 
 
-def rolled_facts(scope: JobScope, cells: dict[tuple, dict[str, Any]]) -> dict[str, Any]:
-    """Waits (count and total) and utilisation by group and source, added up from the rollups'
-    `cells` (rolled_cells); sizes by one query."""
+def rolled_facts(scope: JobScope, group_by: str) -> dict[str, Any]:
+    """Waits (count and total) and utilisation by group and source, and sizes, from the
+    rollups. Two queries: a group's row (not a row a group a month: a year by PI is 2,500
+    groups, not 26,000 cells) and a row a size."""
     facts: dict[str, Any] = {"waited": 0, "wait_seconds": 0.0, "sizes": {}, "utilisation": {}}
     if scope.rolled is None or scope.sizes is None:
         return facts
     utilisation: dict[tuple, list] = facts["utilisation"]
-    for (group, _), cell in cells.items():
-        facts["waited"] += cell["waited"] or 0
-        facts["wait_seconds"] += cell["wait_seconds"] or 0.0
+    rows = (
+        scope.rolled.annotate(g=F(KEY[group_by]))
+        .values_list("g")
+        .annotate(**{f"t_{c}": Sum(c) for c in GROUP_SUMS})
+    )
+    for group, *sums in rows:
+        row = dict(zip(GROUP_SUMS, sums, strict=True))
+        facts["waited"] += row["waited"] or 0
+        facts["wait_seconds"] += row["wait_seconds"] or 0.0
         for source in JobMonth.SOURCES:
-            values = [cell[f"{source}_util_{part}"] or 0 for part in UTIL_PARTS]
+            values = [row[f"{source}_util_{part}"] or 0 for part in UTIL_PARTS]
             if values[0]:
-                old = utilisation.setdefault((group, source), [0, 0.0, 0, 0.0])
-                for i, value in enumerate(values):
-                    old[i] += value
+                utilisation[(group, source)] = values
     for r in scope.sizes.values("gpus").annotate(n=Sum("jobs"), s=Sum("gpu_seconds")):
         if r["n"]:
             facts["sizes"][r["gpus"]] = [r["n"], r["s"]]

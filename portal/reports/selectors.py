@@ -325,7 +325,7 @@ def usage_report(
     usage = _usage_cells(group_by, period, project_ids, since)
     scope = job_rollups.job_scope(group_by, period, project_ids, since)
     cells = job_rollups.rolled_cells(scope, group_by)
-    rolled = job_rollups.rolled_facts(scope, cells)
+    rolled = job_rollups.rolled_facts(scope, group_by)
     jobs = _job_cells(group_by, period, project_ids, scope, cells)
     totals = _group_totals(usage, jobs)
     # Most GPU-hours first; ties in the order of the groups' names.
