@@ -20,6 +20,7 @@ from core.locks import exclusive
 from . import heartbeat as worker_heartbeat
 from . import idempotency, services
 from .backends.contract import BackendError
+from .job_count import job_count_check
 from .job_months import job_months_rebuild
 from .provisioning import allocation_provision
 
@@ -126,8 +127,10 @@ def ingest_usage() -> int:
 @shared_task(name="launcher.roll_job_months")
 @exclusive("launcher.roll_job_months")
 def roll_job_months() -> int:
-    """Beat (hourly): the usage report's job figures of settled months (launcher/job_months.py).
-    Returns the rows written."""
+    """Beat (hourly): the usage report's job figures of settled months (launcher/job_months.py),
+    and the jobs' kept total checked against the rows (launcher/job_count.py). Returns the rows
+    written."""
+    job_count_check()
     return job_months_rebuild()
 
 

@@ -94,3 +94,22 @@ def test_the_staffs_unfiltered_list_reads_the_total_and_every_other_list_counts(
     assert count == 5 and len(counts) == 1  # a filtered list counts its rows
     count, counts = listed(researcher)
     assert count == 3 and len(counts) == 1  # a member's list is theirs, counted
+
+
+def test_the_hourly_check_rewrites_a_total_left_wrong_by_writes_with_triggers_off(
+    postgres, project, facility, admin, caplog
+):
+    from launcher.job_count import job_count_check
+
+    allocation = AllocationFactory(project=project, facility=facility)
+    Job.objects.bulk_create([_job(allocation, admin, n) for n in range(4)])
+    assert job_count_check() == 0  # nothing to correct
+    with connection.cursor() as cursor:  # a restore that bypassed the triggers
+        cursor.execute("ALTER TABLE launcher_job DISABLE TRIGGER launcher_job_count_insert")
+        Job.objects.bulk_create([_job(allocation, admin, n) for n in range(4, 7)])
+        cursor.execute("ALTER TABLE launcher_job ENABLE TRIGGER launcher_job_count_insert")
+    assert JobCount.objects.total() == 4 and Job.objects.count() == 7
+    assert job_count_check() == 3
+    assert _kept_equals_rows() == 7
+    assert "kept 4, rows 7" in caplog.text
+    assert job_count_check() == 0
