@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from allocations.models import NodeType
+from allocations.units import unit_of
 from benchmarks.models import BenchmarkResult
 from benchmarks.recommender import WorkloadRequest
 from benchmarks.recommender.core import assess
@@ -160,17 +161,16 @@ def job_prediction(
     )
     source = "measured" if here else "recommender"
     basis = (
-        f"{fmt_number(rec.throughput)} images/s for {shape.model} {shape.dims}D "
-        f"{shape.size}px at {rec.precision}, batch {shape.batch_size}, {max(1, gpus)} GPU "
-        f"({rec.method}, {rec.confidence} confidence"
+        f"{fmt_number(rec.throughput)} images/s ({rec.method}, {rec.confidence} confidence"
         + (
             f"; the median of the faster half of {rec.alike} runs of this shape here, a slower "
             "run being taken as a loaded machine"
             if rec.alike
             else ""
         )
-        + f") x {shape.epochs} epochs of "
-        f"{shape.train_images} training images, plus {overhead_basis}"
+        + f") for {shape.model} {shape.dims}D {shape.size}px at {rec.precision}, batch "
+        f"{shape.batch_size}, {unit_of([node_type]).count(max(1, gpus))}, x {shape.epochs} "
+        f"epochs of {shape.train_images} training images, plus {overhead_basis}"
     )
     return JobPrediction(
         source,

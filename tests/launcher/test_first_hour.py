@@ -108,6 +108,9 @@ def test_the_default_wall_time_is_the_prediction_with_its_margin(researcher, pro
         wall_time_minutes=P.DEFAULT_WALL_TIME_MINUTES,
     )
     assert estimate.source != "wall-time", estimate.basis
+    # The prediction's basis counts the workstation's unit: a CPU (its cores), not a GPU.
+    assert "batch 16, 1 CPU (2 cores), x 8 epochs" in estimate.basis, estimate.basis
+    assert "GPU" not in estimate.basis.replace("GPU-hours", ""), estimate.basis
     predicted_minutes = float(estimate.predicted_hours) * 60
     expected = max(P.WALL_TIME_FLOOR_MINUTES, math.ceil(predicted_minutes * P.WALL_TIME_MARGIN))
 
