@@ -162,7 +162,7 @@ FACILITIES = [
 ]
 
 # Dense TF32 tensor/matrix peaks from the datasheets (not in the seed's table); sources in
-# benchmarks/catalogue.py.
+# benchmarks/catalogue_hardware.py.
 TF32_PEAKS = {
     "NVIDIA A100 SXM4": 156.0,
     "NVIDIA A100": 156.0,
@@ -173,7 +173,7 @@ TF32_PEAKS = {
 }
 
 # AWS single- and quad-GPU types (us-east-1 list on-demand and typical spot prices as recorded
-# in benchmarks/catalogue.py, 2024-05); the launcher's price catalogue refines them per region.
+# in benchmarks/catalogue_hardware.py, 2024-05); the launcher's price catalogue refines them per region.
 _G5 = [
     dict(
         name="g5.xlarge",
@@ -203,7 +203,7 @@ _G5 = [
 
 # Peak TFLOP/s (fp16, bf16, fp32, fp64): the seed's "HPC Peak Performance on Paper" table, with
 # three of its figures replaced by the datasheets' dense tensor/matrix peaks (sources in
-# benchmarks/catalogue.py): V100 fp16 125 (the seed's 31.33 is the non-tensor rate), H100 PCIe
+# benchmarks/catalogue_hardware.py): V100 fp16 125 (the seed's 31.33 is the non-tensor rate), H100 PCIe
 # 756 (the seed's 1,513 is the with-sparsity figure), Max 1550 fp16 832 (the seed's 52.43 is the
 # vector rate). Never enter a with-sparsity figure: the recommender treats peaks as dense.
 NODE_TYPES: dict[str, list[dict[str, Any]]] = {

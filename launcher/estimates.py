@@ -203,7 +203,8 @@ def sweep_wall_time(
     return default_wall_time(allocation=allocation, params=first, gpus=gpus).minutes
 
 
-#: Money throughout the portal is US dollars (benchmarks/catalogue.py; cloud prices are USD).
+#: Money throughout the portal is US dollars (benchmarks/catalogue_hardware.py; cloud prices
+#: are USD).
 CURRENCY = "USD"
 
 
