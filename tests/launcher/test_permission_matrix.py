@@ -1,5 +1,7 @@
-"""The action matrix: every role x every write endpoint and page action, on objects of their
-own project and of others (docs/api.md, "Who may do what"; docs/security.md).
+"""The action matrix over the API: every role x every read and write endpoint of the launcher,
+datasets, projects, members and requests, on objects of their own project and of others
+(docs/api.md, "Who may do what"; docs/security.md). The page actions and the resume are
+test_permission_matrix_pages.py; the roles and fixtures shared by both, matrix_helpers.py.
 
 Roles: `member` (the researcher who launched the work and filed the requests), `pi` (the
 project's PI), `colleague` (another plain member of the same project), `other` (PI of another
@@ -12,137 +14,20 @@ after every success something changed."""
 
 from __future__ import annotations
 
-import datetime as dt
-from decimal import Decimal
-
 import pytest
-from django.core.exceptions import PermissionDenied
-from django.forms.models import model_to_dict
 
-from allocations.models import (
-    Allocation,
-    AllocationRequest,
-    Dataset,
-    Event,
-    Project,
-    ProjectMembership,
+from tests.launcher.matrix_helpers import (  # noqa: F401 (fixtures)
+    GRID,
+    NOBODY,
+    ROLES,
+    _ids,
+    by_role,
+    people,
+    snapshot,
+    world,
 )
-from launcher import services
-from launcher.models import Job, Sweep
-from launcher.selectors import NotVisible
-from tests.allocations.test_api import payload
-from tests.factories import FacilityFactory, NodeTypeFactory, RequestFactory, UserFactory
 
 pytestmark = [pytest.mark.django_db]
-ROLES = ("member", "pi", "colleague", "other", "reviewer", "staff", "stranger", "anonymous")
-MEMBERS = ("member", "pi", "colleague")
-NOBODY = ("other", "stranger")
-GRID = {"models": ["resnet18"], "lrs": [0.001], "lr_steps": [5], "weight_decays": [0.0]}
-
-
-@pytest.fixture
-def people(project, pi, researcher, outsider, reviewer, other_project):
-    staff = UserFactory(username="sam", is_staff=True)  # staff, not a reviewer, in no project
-    UserFactory(username="erin")  # someone to add
-    colleague = UserFactory(username="carol")
-    ProjectMembership.objects.create(project=project, user=colleague, role="member")
-    return {
-        "member": researcher,
-        "pi": pi,
-        "colleague": colleague,
-        "other": outsider,
-        "reviewer": reviewer,
-        "staff": staff,
-        "stranger": UserFactory(username="dave"),
-        "anonymous": None,
-    }
-
-
-def by_role(**groups):
-    """{role: status} from groups: members=..., nobody=..., and single roles."""
-    table = {}
-    for role in ROLES:
-        if role in groups:
-            table[role] = groups[role]
-        elif role in MEMBERS and "members" in groups:
-            table[role] = groups["members"]
-        elif role in NOBODY and "nobody" in groups:
-            table[role] = groups["nobody"]
-    table.setdefault("anonymous", 401)
-    assert set(table) == set(ROLES), sorted(set(ROLES) - set(table))
-    return table
-
-
-@pytest.fixture
-def world(project, researcher, tmp_path):
-    """An active allocation of the project with a queued job, a queued two-cell sweep and a
-    registered dataset whose folder exists."""
-    (tmp_path / project.code / "cxr").mkdir(parents=True)
-    facility = FacilityFactory(
-        slug="local-matrix", backend="local", backend_settings={"storage_root": str(tmp_path)}
-    )
-    today = timezone_today()
-    allocation = Allocation.objects.create(
-        project=project,
-        facility=facility,
-        gpu_hours=Decimal(100),
-        start_date=today,
-        end_date=today + dt.timedelta(days=30),
-        status="active",
-        account_name="matrix-a1",
-    )
-    dataset = Dataset.objects.create(
-        project=project,
-        name="cxr",
-        location="cxr",
-        modality="xray",
-        sensitivity="public",
-        created_by=researcher,
-    )
-    job = services.job_launch(
-        by=researcher,
-        allocation=allocation,
-        gpus=1,
-        wall_time_minutes=30,
-        params={"dataset": "cxr"},
-    )
-    Job.objects.filter(pk=job.pk).update(log_tail="epoch 1 loss 0.69")
-    sweep = services.sweep_launch(
-        by=researcher, allocation=allocation, grid=GRID, gpus=1, wall_time_minutes=30, params={}
-    )
-    NodeTypeFactory(
-        facility=FacilityFactory(slug="baskerville", name="Baskerville"), name="B-A100-40"
-    )
-    draft = RequestFactory(project=project, requested_by=researcher)
-    submitted = RequestFactory(project=project, requested_by=researcher, status="submitted")
-    return {
-        "allocation": allocation,
-        "job": job,
-        "sweep": sweep,
-        "dataset": dataset,
-        "draft": draft,
-        "submitted": submitted,
-    }
-
-
-def timezone_today():
-    from django.utils import timezone
-
-    return timezone.localdate()
-
-
-def snapshot(world):
-    """Everything a refused action must leave untouched."""
-    rows = {
-        model.__name__: [model_to_dict(o) for o in model.objects.order_by("pk")]
-        for model in (Project, ProjectMembership, AllocationRequest, Allocation, Dataset)
-    }
-    return {
-        **rows,
-        "jobs": sorted(Job.objects.values_list("pk", "state")),
-        "sweeps": sorted(Sweep.objects.values_list("pk", flat=True)),
-        "events": Event.objects.count(),
-    }
 
 
 def call(api, people, role, method, url, body=None):
@@ -290,19 +175,6 @@ WRITES = [
 ]
 
 
-def _ids(world):
-    return {
-        "job": world["job"].pk,
-        "sweep": world["sweep"].pk,
-        "dataset": world["dataset"].pk,
-        "allocation": world["allocation"].pk,
-        "project": world["allocation"].project_id,
-        "draft": world["draft"].pk,
-        "submitted": world["submitted"].pk,
-        "request_body": payload(world["allocation"].project),
-    }
-
-
 def _fill(value, ids):
     if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
         found = ids[value[1:-1]]
@@ -352,157 +224,3 @@ def test_who_may_act_and_a_refusal_changes_nothing(
             )
     else:
         assert snapshot(world) != before, f"{action} by {role} did nothing"
-
-
-# A facility whose backend can resume (Slurm, configured; nothing here reaches it: the resume
-# stops at the ledger check, database only, because the allocation is suspended).
-UNREACHED_SLURM = {
-    "host": "login.invalid",
-    "user": "portal",
-    "key_path": "/nonexistent",
-    "host_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA",
-    "cluster": "matrix",
-}
-
-
-@pytest.fixture
-def preempted(project, researcher):
-    facility = FacilityFactory(
-        slug="slurm-matrix", backend="slurm", backend_settings=UNREACHED_SLURM
-    )
-    today = timezone_today()
-    allocation = Allocation.objects.create(
-        project=project,
-        facility=facility,
-        gpu_hours=Decimal(100),
-        start_date=today,
-        end_date=today + dt.timedelta(days=30),
-        status="suspended",
-        account_name="matrix-s1",
-    )
-    return Job.objects.create(
-        allocation=allocation,
-        created_by=researcher,
-        gpus=1,
-        wall_time_minutes=30,
-        token="matrixresume01",
-        state="preempted",
-        params={},
-    )
-
-
-@pytest.mark.parametrize(
-    "role, refusal",
-    [
-        ("member", None),
-        ("pi", None),
-        ("colleague", None),
-        ("staff", None),
-        ("reviewer", PermissionDenied),
-        ("other", NotVisible),
-        ("stranger", NotVisible),
-        ("anonymous", NotVisible),
-    ],
-)
-def test_resume_is_held_to_the_same_rule(people, preempted, role, refusal):
-    from django.contrib.auth.models import AnonymousUser
-
-    user = people[role] or AnonymousUser()
-    if refusal is None:
-        # Allowed: the resume runs and decides (here: not resumed, the allocation is suspended).
-        assert services.job_resume(job=preempted, by=user) is True
-        preempted.refresh_from_db()
-        assert preempted.state == "failed"
-        assert preempted.state_reason == "not resumed: the allocation is suspended"
-    else:
-        with pytest.raises(refusal):
-            services.job_resume(job=preempted, by=user)
-        assert Job.objects.get(pk=preempted.pk).state == "preempted"
-
-
-# Page actions: refusals are messages on the page (302) or 404; anonymous goes to the login.
-def _effect(world, what):
-    job, submitted = world["job"], world["submitted"]
-    return {
-        "cancel": lambda: Job.objects.get(pk=job.pk).state == "cancelled",
-        "approve": lambda: AllocationRequest.objects.get(pk=submitted.pk).status == "approved",
-        "withdraw": lambda: AllocationRequest.objects.get(pk=submitted.pk).status == "withdrawn",
-        "add": lambda: ProjectMembership.objects.filter(user__username="erin").exists(),
-        "retry": lambda: Allocation.objects.get(pk=world["allocation"].pk).status == "provisioning",
-    }[what]
-
-
-PAGE_ACTIONS = [
-    (
-        "cancel",
-        "/jobs/{job}/cancel/",
-        {},
-        {"members": True, "staff": True, "reviewer": False, "nobody": 404},
-    ),
-    (
-        "approve",
-        "/requests/{submitted}/approve/",
-        {},
-        {"members": False, "staff": False, "reviewer": True, "nobody": 404},
-    ),
-    (
-        "withdraw",
-        "/requests/{submitted}/withdraw/",
-        {},
-        {
-            "member": True,
-            "pi": True,
-            "colleague": False,
-            "staff": False,
-            "reviewer": False,
-            "nobody": 404,
-        },
-    ),
-    (
-        "add",
-        "/projects/{project}/members/add/",
-        {"username": "erin"},
-        {
-            "pi": True,
-            "member": False,
-            "colleague": False,
-            "staff": False,
-            "reviewer": False,
-            "nobody": 404,
-        },
-    ),
-    (
-        "retry",
-        "/staff/allocations/{allocation}/retry/",
-        {},
-        {"members": False, "staff": True, "reviewer": False, "nobody": 404},
-    ),
-]
-
-
-@pytest.mark.parametrize("role", ROLES)
-@pytest.mark.parametrize("what, url, body, outcome", PAGE_ACTIONS, ids=[a[0] for a in PAGE_ACTIONS])
-def test_every_page_action_follows_the_same_rule(
-    client, people, world, role, what, url, body, outcome
-):
-    if what == "retry":
-        Allocation.objects.filter(pk=world["allocation"].pk).update(status="failed")
-    table = by_role(**outcome)
-    if people[role] is not None:
-        client.force_login(people[role])
-    done = _effect(world, what)
-    before = snapshot(world)
-
-    response = client.post(url.format(**_ids(world)), body)
-
-    if role == "anonymous":
-        assert response.status_code == 302 and "/accounts/login/" in response["Location"]
-        assert snapshot(world) == before
-    elif table[role] == 404:
-        assert response.status_code == 404, (what, role)
-        assert snapshot(world) == before
-    else:
-        assert response.status_code == 302, (what, role, response.status_code)
-        assert done() is table[role], (what, role)
-        if not table[role]:
-            assert snapshot(world) == before, f"{what} by {role} changed something"
