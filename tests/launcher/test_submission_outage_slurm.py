@@ -1,4 +1,4 @@
-"""Chaos: the login node's sshd is stopped for about a minute while five jobs are submitting.
+"""Chaos: the login node's sshd is stopped for half a minute while five jobs are submitting.
 
 A real Celery worker submits them; this test plays the beat (`launcher.poll_jobs` every 2 s).
 While sshd is down every attempt fails and is retried with backoff under its lease; when sshd
@@ -37,7 +37,7 @@ from tests.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-OUTAGE_SECONDS = 60
+OUTAGE_SECONDS = 30
 RETRIES = {
     "PORTAL_SUBMIT_RETRY_BASE_SECONDS": "2",
     "PORTAL_SUBMIT_RETRY_MAX_SECONDS": "8",
