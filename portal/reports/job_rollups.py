@@ -14,21 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import F, Q, QuerySet, Sum
-from django.utils import timezone
 
 from launcher.models import JobMonth, JobMonthSize, RolledMonth
 
-from .monthly import first_whole_month, next_month
+from .monthly import at_midnight, first_whole_month, next_month
 
 KEY = {
     "pi": "allocation__project__pi__username",
     "project": "allocation__project__code",
     "facility": "allocation__facility__name",
 }
-
-
-def _at(day: dt.date) -> dt.datetime:
-    return timezone.make_aware(dt.datetime.combine(day, dt.time.min))
 
 
 @dataclass
@@ -44,7 +39,7 @@ class JobScope:
 
 
 def job_scope(group_by: str, period: str, project_ids, since: dt.date | None) -> JobScope:
-    everything = JobScope(live=Q(created_at__gte=since) if since else Q())
+    everything = JobScope(live=Q(created_at__gte=at_midnight(since)) if since else Q())
     if period != "month" or group_by not in KEY:
         return everything
     whole = first_whole_month(since)
@@ -59,14 +54,14 @@ def job_scope(group_by: str, period: str, project_ids, since: dt.date | None) ->
     sizes = JobMonthSize.objects.filter(month__in=months)
     # The live part: from `since` (or the beginning) to the first rolled month, between rolled
     # months, and from the last one on; positive ranges, so each is an index range scan.
-    live, start = Q(), _at(since) if since else None
+    live, start = Q(), at_midnight(since) if since else None
     for month in months:
-        end = _at(month)
+        end = at_midnight(month)
         if start is None:
             live |= Q(created_at__lt=end)
         elif start < end:
             live |= Q(created_at__gte=start, created_at__lt=end)
-        start = _at(next_month(month))
+        start = at_midnight(next_month(month))
     live |= Q(created_at__gte=start)
     if project_ids is not None:
         rows = rows.filter(allocation__project_id__in=project_ids)

@@ -14,6 +14,7 @@ import datetime as dt
 
 from django.db.models import F, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncMonth
+from django.utils import timezone
 
 from allocations.models import UsageMonth, UsageRecord
 from allocations.rollups import NOTEBOOK
@@ -24,6 +25,12 @@ KEY = {"pi": "project__pi__username", "project": "project__code", "facility": "f
 def next_month(day: dt.date) -> dt.date:
     """The first day of the month after `day`'s."""
     return (day.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+
+
+def at_midnight(day: dt.date) -> dt.datetime:
+    """The day's first instant in the portal's time zone (a date compared with a DateTimeField
+    would be a naive datetime, which Django warns about and reads the same way)."""
+    return timezone.make_aware(dt.datetime.combine(day, dt.time.min))
 
 
 def first_whole_month(since: dt.date | None) -> dt.date | None:
@@ -40,10 +47,12 @@ def _scoped(qs: QuerySet, project_ids, prefix: str) -> QuerySet:
 def _part_month(project_ids, since: dt.date | None) -> QuerySet | None:
     """The records of the days before the first whole month, or None."""
     whole = first_whole_month(since)
-    if since is None or whole == since:
+    if since is None or whole is None or whole == since:
         return None
     return _scoped(
-        UsageRecord.objects.filter(period_start__gte=since, period_start__lt=whole),
+        UsageRecord.objects.filter(
+            period_start__gte=at_midnight(since), period_start__lt=at_midnight(whole)
+        ),
         project_ids,
         "allocation__",
     )

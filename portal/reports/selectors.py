@@ -119,7 +119,7 @@ def _usage_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, 
     trunc = _TRUNC[period]
     qs = _scoped(UsageRecord.objects.all(), project_ids)
     if since:
-        qs = qs.filter(period_start__gte=since)
+        qs = qs.filter(period_start__gte=monthly.at_midnight(since))
     key: Subquery | F
     if group_by == "user":
         # The ledger's records attributed to a job (Slurm rows, local cells, cloud workers'
@@ -220,7 +220,7 @@ def wait_times(project_ids, since, scope: JobScope, rolled: dict) -> dict:
     started = _scoped(
         Job.objects.filter(submitted_at__isnull=False, started_at__isnull=False), project_ids
     ).annotate(wait=wait)
-    every = started.filter(created_at__gte=since) if since else started
+    every = started.filter(created_at__gte=monthly.at_midnight(since)) if since else started
     sums = started.filter(scope.live).aggregate(n=Count("id"), total=Sum("wait"))
     n = sums["n"] + rolled["waited"]
     if not n:
