@@ -37,6 +37,9 @@ FULL_EVERY = dt.timedelta(hours=24)  # and every settled month once a day
 SHORT = dt.timedelta(seconds=60)
 RAN = ~Q(state=Job.State.CANCELLED, started_at__isnull=True)
 FAILED = Q(state__in=[Job.State.FAILED, Job.State.TIMEOUT])
+#: What a month's jobs are counted as, by those rules (a job both short and failed counts once
+#: in `short_or_failed`).
+JOB_COUNTS = ("jobs", "failed", "short", "short_or_failed")
 
 
 def _month(value: Any) -> dt.date:
@@ -81,7 +84,6 @@ def _cells(jobs) -> tuple[dict[Key, dict[str, Any]], dict[SizeKey, dict[str, int
         return (r["allocation_id"], _month(r["m"]))
 
     short = Q(run__lt=SHORT)
-    counts = ("jobs", "failed", "short", "short_or_failed")
     for r in (
         by.filter(RAN)
         .annotate(run=run)
@@ -97,7 +99,7 @@ def _cells(jobs) -> tuple[dict[Key, dict[str, Any]], dict[SizeKey, dict[str, int
         seconds = int(r["seconds"] or 0)
         sizes[(*key(r), r["gpus"])] = {"jobs": r["jobs"], "gpu_seconds": seconds}
         cell = rows[key(r)]
-        for name in counts:
+        for name in JOB_COUNTS:
             cell[name] = cell.get(name, 0) + r[name]
         cell["gpu_seconds"] = cell.get("gpu_seconds", 0) + seconds
     for r in (

@@ -70,7 +70,7 @@ from .estimates import (
     sweep_wall_time,
     wall_time_for,
 )
-from .models import Job, Sweep
+from .models import Job, JobCount, Sweep
 from .search.spec import expected_fraction
 
 if TYPE_CHECKING:
@@ -104,12 +104,16 @@ def check_can_see(user: Any, allocation: Allocation) -> None:
         raise NotVisible("Not found.")
 
 
+def _sees_everything(user: User) -> bool:
+    """Reviewers and staff see every project's rows (allocations.roles.sees_all_projects)."""
+    return user.is_authenticated and sees_all_projects(user)
+
+
 def _scoped(qs: QuerySet, user: User) -> QuerySet:
-    """The rows of projects the user is a member of; everything for reviewers and staff
-    (allocations.roles.sees_all_projects)."""
+    """The rows of projects the user is a member of; everything for reviewers and staff."""
     if not user.is_authenticated:
         return qs.none()
-    if sees_all_projects(user):
+    if _sees_everything(user):
         return qs
     return qs.filter(allocation__project_id__in=member_project_ids(user))
 
@@ -120,6 +124,13 @@ def visible_jobs(user: User) -> QuerySet[Job]:
         Job.objects.select_related("allocation__project", "allocation__facility", "created_by"),
         user,
     )
+
+
+def visible_jobs_total(user: User) -> int | None:
+    """How many jobs `visible_jobs` gives, where that is every job (reviewers and staff): the
+    total the database keeps (launcher/models/job_count.py), not a COUNT of the rows. None
+    otherwise, or where no total is kept: the caller counts."""
+    return JobCount.objects.total() if _sees_everything(user) else None
 
 
 def visible_sweeps(user: User) -> QuerySet[Sweep]:

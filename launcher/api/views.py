@@ -9,12 +9,11 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from allocations.roles import sees_all_projects
 from core.filters import IdFilter
 
 from .. import selectors, services, sweep_selectors, sweepgrid
 from ..idempotency import Idempotency, launch_once
-from ..models import IdempotencyKey, Job, JobCount, Sweep
+from ..models import IdempotencyKey, Job, Sweep
 from ..services import placement as placing
 from ..services.logs import job_log_fresh
 from .fields import AUTO
@@ -104,12 +103,12 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     def known_count(self) -> int | None:
         """The list's length without a COUNT where it is every job (staff and reviewers, no
-        filter): the total the database keeps (launcher/models/job_count.py). A centre's
-        staff list paged through a million rows counted them on every page."""
+        filter; selectors.visible_jobs_total). A centre's staff list paged through a million
+        rows counted them on every page."""
         filtered = set(self.request.query_params) & set(JobFilter.base_filters)
-        if self.action != "list" or filtered or not sees_all_projects(self.request.user):
+        if self.action != "list" or filtered:
             return None
-        return JobCount.objects.total()
+        return selectors.visible_jobs_total(self.request.user)
 
     def get_serializer_class(self):
         return JobListOut if self.action == "list" else JobOut

@@ -5,20 +5,16 @@ rows already there. Other databases (SQLite for the unit tier) keep no total: th
 
 from django.db import migrations, models
 
-SHARDS = 64
+SHARDS = 64  # as launcher/models/job_count.py says (a migration keeps its own figures)
 
 CREATE = f"""
 CREATE FUNCTION launcher_job_count_add() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO launcher_jobcount (shard, jobs)
-        SELECT pg_backend_pid() % {SHARDS}, count(*) FROM job_rows
-        ON CONFLICT (shard) DO UPDATE SET jobs = launcher_jobcount.jobs + EXCLUDED.jobs;
-    ELSE
-        INSERT INTO launcher_jobcount (shard, jobs)
-        SELECT pg_backend_pid() % {SHARDS}, -count(*) FROM job_rows
-        ON CONFLICT (shard) DO UPDATE SET jobs = launcher_jobcount.jobs + EXCLUDED.jobs;
-    END IF;
+    INSERT INTO launcher_jobcount (shard, jobs)
+    SELECT pg_backend_pid() % {SHARDS},
+           CASE WHEN TG_OP = 'INSERT' THEN count(*) ELSE -count(*) END
+    FROM job_rows
+    ON CONFLICT (shard) DO UPDATE SET jobs = launcher_jobcount.jobs + EXCLUDED.jobs;
     RETURN NULL;
 END $$;
 

@@ -3,8 +3,9 @@
 By PI, project or facility and by month, the months the hourly rollup has settled
 (launcher/job_months.py: `JobMonth`, one row an allocation a month, and `JobMonthSize` by
 size) are read from them; the rest (the current month, a month with a job still running, the
-part of a month before `since`) from the jobs, by index ranges on `created_at`. By user or by week, every job is counted from its row.
-The p90 wait is always taken from the rows: a percentile does not add up across months.
+part of a month before `since`) from the jobs, by index ranges on `created_at`. By user or by
+week, every job is counted from its row. The p90 wait is always taken from the rows: a
+percentile does not add up across months.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from django.db.models import F, Q, QuerySet, Sum
 
+from launcher.job_months import JOB_COUNTS
 from launcher.models import JobMonth, JobMonthSize, RolledMonth
 
 from .monthly import at_midnight, first_whole_month, next_month
@@ -79,7 +81,7 @@ def job_scope(group_by: str, period: str, project_ids, since: dt.date | None) ->
 UTIL_PARTS = ("jobs", "weighted", "seconds", "sum")
 UTIL_COLUMNS = tuple(f"{source}_util_{part}" for source in JobMonth.SOURCES for part in UTIL_PARTS)
 #: What a (group, month) cell of the rollups sums: the job counts the report's rows show.
-CELL_SUMS = ("jobs", "failed", "short", "short_or_failed")
+CELL_SUMS = JOB_COUNTS
 #: What the rollups sum per group only: waits and utilisation, which the report totals.
 GROUP_SUMS = ("waited", "wait_seconds", *UTIL_COLUMNS)
 

@@ -159,22 +159,30 @@ def _day(value) -> dt.date:
     return value.date() if isinstance(value, dt.datetime) else value
 
 
+#: A job cell's counts (the rollups' and the live rows' alike).
+_JOB_COUNTS = job_rollups.CELL_SUMS
+_SUMMED = ("gpu_seconds", *_JOB_COUNTS)
+
+
+def _charged(usage: dict | None) -> tuple[int, Decimal]:
+    """A usage cell's GPU-seconds and cost (to the ledger's 4 places); 0 for no cell."""
+    usage = usage or {}
+    return (
+        int(usage.get("total_seconds") or 0),
+        Decimal(usage.get("total_cost") or 0).quantize(Decimal("0.0001")),
+    )
+
+
 def _row(key: tuple, usage: dict | None, jobs: dict | None) -> dict:
-    seconds = int((usage or {}).get("total_seconds") or 0)
+    seconds, cost = _charged(usage)
     return {
         "group": key[0] or "-",
         "period": key[1],
         "gpu_seconds": seconds,
         "gpu_hours": seconds / 3600,
-        "cost": Decimal((usage or {}).get("total_cost") or 0).quantize(Decimal("0.0001")),
-        "jobs": (jobs or {}).get("jobs", 0),
-        "failed": (jobs or {}).get("failed", 0),
-        "short": (jobs or {}).get("short", 0),
-        "short_or_failed": (jobs or {}).get("short_or_failed", 0),
+        "cost": cost,
+        **{name: (jobs or {}).get(name, 0) for name in _JOB_COUNTS},
     }
-
-
-_SUMMED = ("gpu_seconds", "jobs", "failed", "short", "short_or_failed")
 
 
 def _zero(group: str) -> dict[str, Any]:
@@ -201,13 +209,16 @@ def _group_totals(usage: dict[tuple, dict], jobs: dict[tuple, dict]) -> dict[Any
     its rows, added up without building a row per cell."""
     totals: dict[Any, dict] = {}
     for (group, _), cell in usage.items():
-        total = totals.get(group) or totals.setdefault(group, _zero(group or "-"))
-        total["gpu_seconds"] += int(cell.get("total_seconds") or 0)
-        total["cost"] += Decimal(cell.get("total_cost") or 0).quantize(Decimal("0.0001"))
+        if group not in totals:
+            totals[group] = _zero(group or "-")
+        seconds, cost = _charged(cell)
+        totals[group]["gpu_seconds"] += seconds
+        totals[group]["cost"] += cost
     for (group, _), cell in jobs.items():
-        total = totals.get(group) or totals.setdefault(group, _zero(group or "-"))
-        for key in ("jobs", "failed", "short", "short_or_failed"):
-            total[key] += cell.get(key, 0)
+        if group not in totals:
+            totals[group] = _zero(group or "-")
+        for name in _JOB_COUNTS:
+            totals[group][name] += cell.get(name, 0)
     return totals
 
 

@@ -117,12 +117,12 @@ def _cell(cell: object) -> object:
     return exact(cell) if isinstance(cell, float) else cell
 
 
+_AS_IS = (int, str)
+
+
 def _cells(row: list) -> list:
     # Ints and strings (most cells of a long table) as they are, without the call.
     return [cell if type(cell) in _AS_IS else _cell(cell) for cell in row]
-
-
-_AS_IS = (int, str)
 
 
 def to_csv(table: Table) -> str:
