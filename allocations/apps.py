@@ -4,7 +4,7 @@ from django.db.models.signals import post_delete, post_save
 from django.urls import register_converter
 
 from core.bounds import IdConverter
-from core.versions import catalogue_changed, people_changed
+from core.versions import catalogue_changed, people_changed, settled_changed
 
 
 class AllocationsConfig(AppConfig):
@@ -24,4 +24,12 @@ class AllocationsConfig(AppConfig):
                 people_changed,
                 sender=settings.AUTH_USER_MODEL,
                 dispatch_uid=f"people:{signal is post_save}",
+            )
+        # What the usage report keeps of settled months groups by (portal/reports/settled.py):
+        # a project's code and PI. (Allocations with ledger records or jobs are never deleted.)
+        for signal in (post_save, post_delete):
+            signal.connect(
+                settled_changed,
+                sender="allocations.Project",
+                dispatch_uid=f"settled:{signal is post_save}",
             )

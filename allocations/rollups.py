@@ -17,6 +17,8 @@ from django.db.models import Count, F, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncMonth
 from django.utils import timezone
 
+from core.versions import settled_bump
+
 from .models import UsageMonth, UsageRecord
 
 NOTEBOOK = "notebook/"  # a notebook session's records: external id notebook/<id>/...
@@ -57,6 +59,9 @@ def rollup_add(records: Iterable[UsageRecord]) -> None:
         old = totals.setdefault(key, [0, 0, Decimal(0), 0, 0])
         for i, value in enumerate(_sums(record)):
             old[i] += value
+    current = month_of(timezone.now())
+    if any(month < current for _, month in totals):
+        settled_bump()  # a late record: the reports' settled months change (core/versions.py)
     for (allocation_id, month), sums in totals.items():
         moved = UsageMonth.objects.filter(allocation_id=allocation_id, month=month).update(
             **{name: F(name) + value for name, value in zip(FIELDS, sums, strict=True)}
@@ -132,4 +137,5 @@ def rollup_rebuild(*, allocation_ids: Collection[int] | None = None) -> int:
         ],
         batch_size=5000,
     )
+    settled_bump()
     return len(truth)

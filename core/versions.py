@@ -19,6 +19,14 @@ the demo loader and the job monitor, not only by services.
 A third version covers the people an audit trail names: events show their actor's username,
 so a user's save that may change it (any save but one naming only other fields, as a login's
 `last_login`) bumps it (`people_changed`, connected by the allocations app's `ready()`).
+
+A fourth covers what the usage report reads of settled months (portal/reports/settled.py): the
+ledger's monthly rollups of months already ended and the names a report groups by. It is bumped
+by a ledger write into an ended month (a late record, `rollup_add`), by every rewrite of the
+rollups (`rollup_rebuild`: the reconcile's corrections, bulk loads), and by every save or delete
+of a project (its code, its PI: `settled_changed`, connected by the allocations app's `ready()`);
+usernames and facility names are the people and catalogue versions'; the job rollups carry their
+own stamp (`RolledMonth.rolled_at`).
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ PROCESS = secrets.token_hex(8)
 CATALOGUE = "version:catalogue"
 PEOPLE = "version:people"
 PROJECT = "version:project:{}"  # .format(project id); bumped by projects_bump
+SETTLED = "version:settled"
 
 
 def catalogue_changed(**_: object) -> None:
@@ -53,6 +62,17 @@ def people_changed(
     if update_fields is not None and sender.USERNAME_FIELD not in update_fields:
         return
     transaction.on_commit(lambda: cache.set(PEOPLE, secrets.token_hex(8), timeout=None))
+
+
+def settled_bump() -> None:
+    """A new version of the settled months' report figures once the current transaction
+    commits (at once outside one)."""
+    transaction.on_commit(lambda: cache.set(SETTLED, secrets.token_hex(8), timeout=None))
+
+
+def settled_changed(**_: object) -> None:
+    """A `post_save`/`post_delete` receiver: see settled_bump."""
+    settled_bump()
 
 
 def projects_bump(project_ids: Iterable[int | None]) -> None:
@@ -80,14 +100,20 @@ def _versions(keys: list[str]) -> dict[str, str]:
 
 
 def fragment_key(
-    *parts: object, project_ids: Iterable[int], catalogue: bool = False, people: bool = False
+    *parts: object,
+    project_ids: Iterable[int],
+    catalogue: bool = False,
+    people: bool = False,
+    settled: bool = False,
 ) -> str:
     """A key for a fragment that shows these projects' rows (and, with `catalogue`, reads the
-    shared catalogue; with `people`, shows usernames): changes when any of them is bumped."""
+    shared catalogue; with `people`, shows usernames; with `settled`, reads the settled months'
+    rollups): changes when any of them is bumped."""
     keys = (
         [PROJECT.format(pk) for pk in sorted(set(project_ids))]
         + ([CATALOGUE] if catalogue else [])
         + ([PEOPLE] if people else [])
+        + ([SETTLED] if settled else [])
     )
     versions = _versions(keys)
     text = "|".join([PROCESS, *map(str, parts), *(f"{k}:{v}" for k, v in versions.items())])

@@ -98,7 +98,10 @@ def _fresh_cache():
     would otherwise be served to this one."""
     from django.core.cache import cache
 
+    from portal.reports.settled import forget
+
     cache.clear()
+    forget()  # the reports' settled parts a process keeps, keyed the same way
 
 
 @pytest.fixture(autouse=True)

@@ -38,6 +38,7 @@ class JobScope:
     sizes: QuerySet | None = None  # the same months' JobMonthSize rows
     rolled_at: dt.datetime | None = None
     months: list[dt.date] = field(default_factory=list)
+    rolled_at_by_month: dict[dt.date, dt.datetime] = field(default_factory=dict)
 
 
 def job_scope(group_by: str, period: str, project_ids, since: dt.date | None) -> JobScope:
@@ -74,6 +75,7 @@ def job_scope(group_by: str, period: str, project_ids, since: dt.date | None) ->
         sizes=sizes.order_by(),
         rolled_at=max(found.values()),
         months=months,
+        rolled_at_by_month=found,
     )
 
 
@@ -98,11 +100,15 @@ def rolled_cells(scope: JobScope, group_by: str) -> dict[tuple, dict[str, Any]]:
     return {(g, month): dict(zip(CELL_SUMS, sums, strict=True)) for g, month, *sums in rows}
 
 
+def no_facts() -> dict[str, Any]:
+    return {"waited": 0, "wait_seconds": 0.0, "sizes": {}, "utilisation": {}}
+
+
 def rolled_facts(scope: JobScope, group_by: str) -> dict[str, Any]:
     """Waits (count and total) and utilisation by group and source, and sizes, from the
     rollups. Two queries: a group's row (not a row a group a month: a year by PI is 2,500
     groups, not 26,000 cells) and a row a size."""
-    facts: dict[str, Any] = {"waited": 0, "wait_seconds": 0.0, "sizes": {}, "utilisation": {}}
+    facts = no_facts()
     if scope.rolled is None or scope.sizes is None:
         return facts
     utilisation: dict[tuple, list] = facts["utilisation"]

@@ -5,12 +5,14 @@ By PI, project or facility and by month, the report's GPU-hours, cost and their 
 allocation for a year, whatever the number of records. A `since` inside a month reads that
 first part month from the records (bounded to those days, by the records' index) and the whole
 months after it from the rollups. By week, or by user (a job's launcher, which the rollups do not
-keep), the report sums the records themselves (portal/reports/selectors.py).
+keep), the report sums the records themselves (portal/reports/selectors.py). A `Window` names
+the rows one part of a report sums: the settled months (portal/reports/settled.py) or the rest.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 from django.db.models import F, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncMonth
@@ -64,22 +66,44 @@ def _months(project_ids, since: dt.date | None) -> QuerySet:
     return rows.filter(month__gte=whole) if whole else rows
 
 
-def usage_cells(group_by: str, project_ids, since: dt.date | None) -> dict[tuple, dict]:
+@dataclass(frozen=True)
+class Window:
+    """Which of the ledger's rows a part of the report sums: the rollup rows (`months`) and the
+    records of a part month before them (`part`, or None)."""
+
+    months: QuerySet
+    part: QuerySet | None = None
+
+
+def live_window(project_ids, since: dt.date | None, settled: list[dt.date]) -> Window:
+    """The report's rollups but those of the `settled` months (which portal/reports/settled.py
+    sums once), and the part month before its first whole month."""
+    months = _months(project_ids, since)
+    if settled:
+        months = months.exclude(month__in=settled)
+    return Window(months, _part_month(project_ids, since))
+
+
+def settled_window(project_ids, settled: list[dt.date]) -> Window:
+    return Window(
+        _scoped(UsageMonth.objects.filter(month__in=settled), project_ids, "allocation__")
+    )
+
+
+def usage_cells(group_by: str, window: Window) -> dict[tuple, dict]:
     """(group, month) -> total_seconds, total_cost. Two queries at most."""
     cells: dict[tuple, dict] = {}
     rollups = (
-        _months(project_ids, since)
-        .annotate(g=F(f"allocation__{KEY[group_by]}"))
+        window.months.annotate(g=F(f"allocation__{KEY[group_by]}"))
         .values("g", "month")
         .annotate(total_seconds=Sum("gpu_seconds"), total_cost=Sum("cost"))
         .order_by()
     )
     for row in rollups:
         cells[(row["g"], row["month"])] = row
-    part = _part_month(project_ids, since)
-    if part is not None:
+    if window.part is not None:
         rows = (
-            part.annotate(g=F(f"allocation__{KEY[group_by]}"), p=TruncMonth("period_start"))
+            window.part.annotate(g=F(f"allocation__{KEY[group_by]}"), p=TruncMonth("period_start"))
             .values("g", "p")
             .annotate(total_seconds=Sum("gpu_seconds"), total_cost=Sum("cost"))
             .order_by()
@@ -90,42 +114,43 @@ def usage_cells(group_by: str, project_ids, since: dt.date | None) -> dict[tuple
     return cells
 
 
-def usage_split(project_ids, since: dt.date | None) -> dict[str, float]:
-    """GPU-hours by what charged them: `jobs` (records of a portal job), `notebooks` (of a
-    notebook session) and `other`; they sum to the totals. Two queries at most."""
-    sums = _months(project_ids, since).aggregate(
+def split_seconds(window: Window) -> dict[str, int]:
+    """Charged seconds in all (`total`) and by what charged them: `jobs` (records of a portal
+    job), `notebooks` (of a notebook session). Two queries at most."""
+    sums = window.months.aggregate(
         total=Coalesce(Sum("gpu_seconds"), 0),
         jobs=Coalesce(Sum("job_gpu_seconds"), 0),
         notebooks=Coalesce(Sum("notebook_gpu_seconds"), 0),
     )
-    part = _part_month(project_ids, since)
-    if part is not None:
+    if window.part is not None:
         notebook = Q(job_id__isnull=True, external_id__startswith=NOTEBOOK)
-        extra = part.aggregate(
+        extra = window.part.aggregate(
             total=Coalesce(Sum("gpu_seconds"), 0),
             jobs=Coalesce(Sum("gpu_seconds", filter=Q(job_id__isnull=False)), 0),
             notebooks=Coalesce(Sum("gpu_seconds", filter=notebook), 0),
         )
         sums = {key: sums[key] + extra[key] for key in sums}
-    other = sums["total"] - sums["jobs"] - sums["notebooks"]
+    return {key: int(value) for key, value in sums.items()}
+
+
+def split_hours(seconds: dict[str, int]) -> dict[str, float]:
+    """GPU-hours by what charged them: jobs, notebooks and `other` (records of neither: work on
+    the accounts outside the portal); they sum to the totals."""
+    other = seconds["total"] - seconds["jobs"] - seconds["notebooks"]
     return {
-        "jobs": sums["jobs"] / 3600,
-        "notebooks": sums["notebooks"] / 3600,
+        "jobs": seconds["jobs"] / 3600,
+        "notebooks": seconds["notebooks"] / 3600,
         "other": other / 3600,
     }
 
 
-def seconds_by_facility(project_ids, since: dt.date | None) -> dict[int, int]:
-    """The report's charged seconds per facility (each counted in its own unit). Two queries
-    at most."""
+def seconds_by_facility(window: Window) -> dict[int, int]:
+    """Charged seconds per facility (each counted in its own unit). Two queries at most."""
     totals: dict[int, int] = {}
-    rows = (
-        _months(project_ids, since).values("allocation__facility_id").annotate(s=Sum("gpu_seconds"))
-    )
-    part = _part_month(project_ids, since)
+    rows = window.months.values("allocation__facility_id").annotate(s=Sum("gpu_seconds"))
     extra = (
-        part.values("allocation__facility_id").annotate(s=Sum("gpu_seconds"))
-        if part is not None
+        window.part.values("allocation__facility_id").annotate(s=Sum("gpu_seconds"))
+        if window.part is not None
         else []
     )
     for row in [*rows.order_by(), *extra]:

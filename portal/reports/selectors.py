@@ -18,14 +18,17 @@ Bases, stated on the page and in docs/reports.md:
 - By PI, project or facility and month, the ledger's figures come from the monthly rollups the
   ledger keeps (portal/reports/monthly.py): the same sums, read from twelve rows an allocation
   a year rather than from every record.
+- Those figures over the settled months are summed once a process and kept until what they read
+  changes (portal/reports/settled.py); each request adds the live part to them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 import math
 from dataclasses import dataclass, field
-from decimal import Decimal
+from itertools import islice
 from typing import Any
 
 from django.db.models import (
@@ -45,11 +48,13 @@ from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
 from allocations.models import Facility, ProjectMembership, UsageRecord
 from allocations.roles import sees_all_projects
 from core.errors import NotFound
-from launcher.job_months import FAILED, RAN, SHORT
+from launcher.job_months import FAILED, JOB_COUNTS, RAN, SHORT
 from launcher.models import Job
 
-from . import job_rollups, monthly
+from . import job_rollups, monthly, settled
+from .cells import charged, grand_total, group_totals, merged_totals
 from .job_rollups import JobScope
+from .settled import Settled
 
 GROUPS = ("pi", "project", "facility", "user")
 PERIODS = ("month", "week")
@@ -112,10 +117,13 @@ def _scoped(qs: QuerySet, project_ids: list[int] | None, prefix: str = "allocati
     return qs if project_ids is None else qs.filter(**{f"{prefix}project_id__in": project_ids})
 
 
-def _usage_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, dict]:
-    """(group, period) -> gpu_seconds, cost. One query (two from the monthly rollups)."""
+def _usage_cells(
+    group_by: str, period: str, project_ids, since, window: monthly.Window
+) -> dict[tuple, dict]:
+    """(group, period) -> gpu_seconds, cost, but those of the settled months. One query (two
+    from the monthly rollups)."""
     if period == "month" and group_by in monthly.KEY:
-        return monthly.usage_cells(group_by, project_ids, since)
+        return monthly.usage_cells(group_by, window)
     trunc = _TRUNC[period]
     qs = _scoped(UsageRecord.objects.all(), project_ids)
     if since:
@@ -135,11 +143,9 @@ def _usage_cells(group_by: str, period: str, project_ids, since) -> dict[tuple, 
     return {(r["g"], _day(r["p"])): r for r in qs.order_by()}
 
 
-def _job_cells(
-    group_by: str, period: str, project_ids, scope: JobScope, rolled: dict[tuple, dict]
-) -> dict[tuple, dict]:
-    """(group, period) -> jobs, failed, short: the rollups' cells (`rolled`, rolled_cells) and
-    one query for the jobs counted from their rows."""
+def _job_cells(group_by: str, period: str, project_ids, scope: JobScope) -> dict[tuple, dict]:
+    """(group, period) -> jobs, failed, short of the jobs counted from their rows (`scope.live`).
+    One query."""
     run = ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
     qs = _scoped(Job.objects.filter(RAN).filter(scope.live), project_ids)
     qs = (
@@ -152,50 +158,28 @@ def _job_cells(
             short_or_failed=Count("id", filter=FAILED | Q(run__lt=SHORT)),
         )
     )
-    return {**rolled, **{(r["g"], _day(r["p"])): r for r in qs.order_by()}}
+    return {(r["g"], _day(r["p"])): r for r in qs.order_by()}
 
 
 def _day(value) -> dt.date:
     return value.date() if isinstance(value, dt.datetime) else value
 
 
-#: A job cell's counts (the rollups' and the live rows' alike).
-_JOB_COUNTS = job_rollups.CELL_SUMS
-_SUMMED = ("gpu_seconds", *_JOB_COUNTS)
-
-
-def _charged(usage: dict | None) -> tuple[int, Decimal]:
-    """A usage cell's GPU-seconds and cost (to the ledger's 4 places); 0 for no cell."""
-    usage = usage or {}
-    return (
-        int(usage.get("total_seconds") or 0),
-        Decimal(usage.get("total_cost") or 0).quantize(Decimal("0.0001")),
-    )
-
-
 def _row(key: tuple, usage: dict | None, jobs: dict | None) -> dict:
-    seconds, cost = _charged(usage)
+    seconds, cost = charged(usage)
     return {
         "group": key[0] or "-",
         "period": key[1],
         "gpu_seconds": seconds,
         "gpu_hours": seconds / 3600,
         "cost": cost,
-        **{name: (jobs or {}).get(name, 0) for name in _JOB_COUNTS},
+        **{name: (jobs or {}).get(name, 0) for name in JOB_COUNTS},
     }
 
 
-def _zero(group: str) -> dict[str, Any]:
-    return {"group": group, **{key: 0 for key in _SUMMED}, "cost": Decimal(0)}
-
-
-def _add(total: dict, row: dict) -> None:
-    for key in _SUMMED:
-        total[key] += row[key]
-    total["cost"] += row["cost"]
-
-
 def _finished(total: dict) -> dict:
+    """A copy of a total with its hours and its short-or-failed share."""
+    total = dict(total)
     total["gpu_hours"] = total["gpu_seconds"] / 3600
     # A job both short and failed counts once.
     total["short_or_failed_share"] = (
@@ -204,44 +188,36 @@ def _finished(total: dict) -> dict:
     return total
 
 
-def _group_totals(usage: dict[tuple, dict], jobs: dict[tuple, dict]) -> dict[Any, dict]:
-    """Each group's sums over its periods, in one pass over the cells: the figures `_row` gives
-    its rows, added up without building a row per cell."""
-    totals: dict[Any, dict] = {}
-    for (group, _), cell in usage.items():
-        if group not in totals:
-            totals[group] = _zero(group or "-")
-        seconds, cost = _charged(cell)
-        totals[group]["gpu_seconds"] += seconds
-        totals[group]["cost"] += cost
-    for (group, _), cell in jobs.items():
-        if group not in totals:
-            totals[group] = _zero(group or "-")
-        for name in _JOB_COUNTS:
-            totals[group][name] += cell.get(name, 0)
-    return totals
-
-
-def wait_times(project_ids, since, scope: JobScope, rolled: dict) -> dict:
+def wait_times(project_ids, scope: JobScope, part: Settled) -> dict:
     """Mean and p90 of submit -> start over jobs that started. The count and mean from the
-    rollups and the live rows (`scope`, `rolled`: job_rollups), the p90 (a percentile does not
-    add up) by offset over every started job of the period, so it works the same on PostgreSQL
-    and SQLite."""
+    rollups (`part`) and the live rows (`scope`: job_rollups), the p90 (a percentile does not
+    add up) from the settled months' longest waits and the live ones, the same on PostgreSQL and
+    SQLite."""
     wait = ExpressionWrapper(F("started_at") - F("submitted_at"), output_field=DurationField())
-    started = _scoped(
-        Job.objects.filter(submitted_at__isnull=False, started_at__isnull=False), project_ids
-    ).annotate(wait=wait)
-    every = started.filter(created_at__gte=monthly.at_midnight(since)) if since else started
-    sums = started.filter(scope.live).aggregate(n=Count("id"), total=Sum("wait"))
-    n = sums["n"] + rolled["waited"]
+    live = (
+        _scoped(
+            Job.objects.filter(submitted_at__isnull=False, started_at__isnull=False), project_ids
+        )
+        .annotate(wait=wait)
+        .filter(scope.live)
+    )
+    sums = live.aggregate(n=Count("id"), total=Sum("wait"))
+    waited = part.facts["waited"]
+    n = sums["n"] + waited
     if not n:
         return {"jobs": 0, "mean_seconds": None, "p90_seconds": None}
     total = (sums["total"] or dt.timedelta()).total_seconds()
-    mean = (total + rolled["wait_seconds"]) / n
+    mean = (total + part.facts["wait_seconds"]) / n
     # Nearest-rank p90: the ceil(0.9 n)-th smallest wait, taken from the top (the n - ceil(0.9 n)
     # + 1-th largest), so the database keeps a tenth of the waits in its sort, not all of them.
     rank = n - math.ceil(0.9 * n)
-    p90 = every.order_by("-wait").values_list("wait", flat=True)[rank]
+    longest = live.order_by("-wait").values_list("wait", flat=True)
+    if not waited:
+        p90 = longest[rank]
+    else:
+        # The rank-th of the two parts' longest waits, each longest first.
+        tops = (longest[: rank + 1] if sums["n"] else [], part.top_waits(rank + 1))
+        p90 = next(islice(heapq.merge(*tops, reverse=True), rank, None))
     return {"jobs": n, "mean_seconds": mean, "p90_seconds": p90.total_seconds()}
 
 
@@ -294,12 +270,12 @@ def efficiency(group_by: str, project_ids, scope: JobScope, rolled: dict) -> lis
     ]
 
 
-def hours_by_unit(project_ids, since) -> tuple[dict[str, float], str]:
+def hours_by_unit(project_ids, seconds: dict[int, int]) -> tuple[dict[str, float], str]:
     """The charged hours by unit (GPU-hours, CPU-hours: each facility's, allocations/units.py)
-    and the word the hours columns take: the one unit, or "Hours (GPU or CPU)" when both are
-    in the report. Before anything is charged, the units of the report's allocations'
-    facilities (0 of each). Two or three queries, and the facilities' node types."""
-    seconds = monthly.seconds_by_facility(project_ids, since)
+    from the report's charged seconds per facility, and the word the hours columns take: the
+    one unit, or "Hours (GPU or CPU)" when both are in the report. Before anything is charged,
+    the units of the report's allocations' facilities (0 of each). One or two queries, and the
+    facilities' node types."""
     facilities = Facility.objects.filter(pk__in=seconds)
     if not seconds:
         facilities = _scoped(Facility.objects.all(), project_ids, "allocations__").filter(
@@ -333,34 +309,41 @@ def usage_report(
     if group_by not in GROUPS or period not in PERIODS:
         raise ValueError("group_by or period not allowed")
     project_ids = report_project_ids(user)
-    usage = _usage_cells(group_by, period, project_ids, since)
     scope = job_rollups.job_scope(group_by, period, project_ids, since)
-    cells = job_rollups.rolled_cells(scope, group_by)
-    rolled = job_rollups.rolled_facts(scope, group_by)
-    jobs = _job_cells(group_by, period, project_ids, scope, cells)
-    totals = _group_totals(usage, jobs)
+    part = settled.settled_part(group_by, project_ids, scope)
+    window = monthly.live_window(project_ids, since, list(part.months))
+    usage = _usage_cells(group_by, period, project_ids, since, window)
+    jobs = _job_cells(group_by, period, project_ids, scope)
+    live_totals = group_totals(usage, jobs)
+    totals = merged_totals(part.totals, live_totals)
     # Most GPU-hours first; ties in the order of the groups' names.
     order = sorted(totals, key=lambda g: (-totals[g]["gpu_seconds"], str(g)))
     shown = order if limit is None else order[:limit]
     report = Report(group_by=group_by, period=period, hidden_groups=len(order) - len(shown))
-    wanted = set(shown)
+    # The settled and live cells lie in different months: each key is in one part only.
+    live_keys: dict[Any, list[tuple]] = {}
+    for key in usage.keys() | jobs.keys():
+        live_keys.setdefault(key[0], []).append(key)
     keys = sorted(
-        (k for k in usage.keys() | jobs.keys() if k[0] in wanted),
+        (k for g in shown for k in (*part.keys.get(g, ()), *live_keys.get(g, ()))),
         key=lambda k: (str(k[0]), k[1] or dt.date.min),
     )
-    report.rows = [_row(k, usage.get(k), jobs.get(k)) for k in keys]
-    everything = _zero("all")
-    for total in totals.values():
-        _add(everything, total)
+    report.rows = [
+        _row(k, usage.get(k) or part.usage.get(k), jobs.get(k) or part.jobs.get(k)) for k in keys
+    ]
     report.groups = [_finished(totals[g]) for g in shown]
-    report.totals = _finished(everything)
-    report.wait = wait_times(project_ids, since, scope, rolled)
-    report.sizes = job_sizes(project_ids, scope, rolled)
-    report.split = monthly.usage_split(project_ids, since)
-    report.efficiency = efficiency(group_by, project_ids, scope, rolled)
+    report.totals = _finished(grand_total([part.everything, *live_totals.values()]))
+    report.wait = wait_times(project_ids, scope, part)
+    report.sizes = job_sizes(project_ids, scope, part.facts)
+    split = monthly.split_seconds(window)
+    report.split = monthly.split_hours({k: v + part.split[k] for k, v in split.items()})
+    report.efficiency = efficiency(group_by, project_ids, scope, part.facts)
     if report.hidden_groups:
         names = {totals[g]["group"] for g in shown}
         report.efficiency = [e for e in report.efficiency if e["group"] in names]
     report.jobs_rolled_at = scope.rolled_at
-    report.units, report.unit_label = hours_by_unit(project_ids, since)
+    seconds = dict(part.facility_seconds)
+    for pk, more in monthly.seconds_by_facility(window).items():
+        seconds[pk] = seconds.get(pk, 0) + more
+    report.units, report.unit_label = hours_by_unit(project_ids, seconds)
     return report

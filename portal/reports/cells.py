@@ -1,0 +1,72 @@
+"""A usage report's cells and their sums: a (group, period) cell of the ledger (GPU-seconds and
+cost) and of the jobs (the counts `JOB_COUNTS`), a group's totals over its cells, and the
+report's grand total. Shared by the report (selectors.py) and its settled part (settled.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from decimal import Decimal
+from typing import Any
+
+from launcher.job_months import JOB_COUNTS
+
+#: What every total adds up (and `cost`).
+SUMMED = ("gpu_seconds", *JOB_COUNTS)
+
+
+def charged(usage: dict | None) -> tuple[int, Decimal]:
+    """A usage cell's GPU-seconds and cost (to the ledger's 4 places); 0 for no cell."""
+    usage = usage or {}
+    return (
+        int(usage.get("total_seconds") or 0),
+        Decimal(usage.get("total_cost") or 0).quantize(Decimal("0.0001")),
+    )
+
+
+def zero(group: str) -> dict[str, Any]:
+    return {"group": group, **{key: 0 for key in SUMMED}, "cost": Decimal(0)}
+
+
+def add(total: dict, row: dict) -> None:
+    for key in SUMMED:
+        total[key] += row[key]
+    total["cost"] += row["cost"]
+
+
+def group_totals(usage: dict[tuple, dict], jobs: dict[tuple, dict]) -> dict[Any, dict]:
+    """Each group's sums over its periods, in one pass over the cells: the figures a report row
+    gives its cell, added up without building a row per cell."""
+    totals: dict[Any, dict] = {}
+    for (group, _), cell in usage.items():
+        if group not in totals:
+            totals[group] = zero(group or "-")
+        seconds, cost = charged(cell)
+        totals[group]["gpu_seconds"] += seconds
+        totals[group]["cost"] += cost
+    for (group, _), cell in jobs.items():
+        if group not in totals:
+            totals[group] = zero(group or "-")
+        for name in JOB_COUNTS:
+            totals[group][name] += cell.get(name, 0)
+    return totals
+
+
+def merged_totals(base: dict[Any, dict], more: dict[Any, dict]) -> dict[Any, dict]:
+    """`base`'s totals with `more`'s added, leaving both as they were (`base` is shared: the
+    settled part a process keeps)."""
+    totals = dict(base)
+    for group, total in more.items():
+        if group in totals:
+            totals[group] = dict(totals[group])
+            add(totals[group], total)
+        else:
+            totals[group] = total
+    return totals
+
+
+def grand_total(totals: Iterable[dict]) -> dict[str, Any]:
+    everything = zero("all")
+    for total in totals:
+        add(everything, total)
+    return everything

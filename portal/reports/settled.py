@@ -1,0 +1,165 @@
+"""The usage report's settled part: its figures over the months the hourly job rollup has
+settled, summed once and kept in the web process until what they read changes.
+
+A report by PI, project or facility and by month reads, for its settled months (`RolledMonth`:
+ended, every job final and charged), the ledger's monthly rollups (`UsageMonth`) and the jobs'
+(`JobMonth`, `JobMonthSize`), and the longest waits of the jobs that started; at a centre's
+scale a year is 100,000 rollup rows. Those months change only through a late ledger record, a
+rewrite of the rollups, the hourly job pass, or a rename of what a report groups by. So the
+sums over them (`Settled`) are computed once and kept in the process's memory under a key of:
+the grouping, the scope (every project, or the reader's), each settled month with the time the
+job pass rolled it, and the versions that every such change bumps (core/versions.py: settled,
+people for usernames, catalogue for facility names). The report adds the live part (the current
+month, a month with a job still running, the days before the first whole month) to it on every
+request (portal/reports/selectors.py). Nothing expires by guessing at timeouts; the least
+recently read of `PORTAL_REPORT_SETTLED_KEPT` entries is dropped when a new one comes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db.models import DurationField, ExpressionWrapper, F, Q
+
+from core.versions import fragment_key
+from launcher.models import Job
+
+from . import job_rollups, monthly
+from .cells import grand_total, group_totals, zero
+from .job_rollups import JobScope
+
+
+@dataclass(frozen=True)
+class Settled:
+    """Sums over the settled months (`months`); every dict is shared between requests and
+    never written after it is built."""
+
+    months: tuple[dt.date, ...] = ()
+    usage: dict[tuple, dict] = field(default_factory=dict)  # (group, month) -> seconds, cost
+    jobs: dict[tuple, dict] = field(default_factory=dict)  # (group, month) -> job counts
+    keys: dict[Any, tuple] = field(default_factory=dict)  # group -> its (group, month) cells
+    totals: dict[Any, dict] = field(default_factory=dict)  # group -> its sums
+    everything: dict = field(default_factory=lambda: zero("all"))
+    facts: dict = field(default_factory=job_rollups.no_facts)
+    split: dict[str, int] = field(default_factory=lambda: {"total": 0, "jobs": 0, "notebooks": 0})
+    facility_seconds: dict[int, int] = field(default_factory=dict)
+    # The longest waits (submit to start) of the months' started jobs, longest first: the
+    # `facts["waited"]` of them, or the first of them a p90 is taken from (`wait_depth`).
+    waits: tuple[dt.timedelta, ...] = ()
+    project_ids: tuple[int, ...] | None = None
+
+    def top_waits(self, count: int) -> list[dt.timedelta]:
+        """The `count` longest settled waits, longest first: from memory, or (when more are
+        asked than were kept) from the jobs."""
+        if count <= len(self.waits) or len(self.waits) == self.facts["waited"]:
+            return list(self.waits[:count])
+        return list(_started(self.months, self.project_ids)[:count])
+
+
+EMPTY = Settled()
+_kept: OrderedDict[str, Settled] = OrderedDict()
+_lock = threading.Lock()
+
+
+def wait_depth(waited: int) -> int:
+    """How many of `waited` settled waits are kept: those a p90 reads (the ceil(0.1 n)-th
+    longest and above), and as many again as a live part up to the settled one's size adds."""
+    rank = waited - math.ceil(0.9 * waited)
+    return min(waited, 2 * rank + 64)
+
+
+def _months_q(months: tuple[dt.date, ...]) -> Q:
+    """Jobs created in these months: one created_at range a run of consecutive months."""
+    runs: list[list[dt.date]] = []  # [first month, the month after the run]
+    for month in months:
+        if runs and runs[-1][1] == month:
+            runs[-1][1] = monthly.next_month(month)
+        else:
+            runs.append([month, monthly.next_month(month)])
+    q = Q()
+    for start, end in runs:
+        q |= Q(created_at__gte=monthly.at_midnight(start), created_at__lt=monthly.at_midnight(end))
+    return q
+
+
+def _started(months: tuple[dt.date, ...], project_ids):
+    """The waits of the months' started jobs, longest first (a queryset of timedeltas)."""
+    wait = ExpressionWrapper(F("started_at") - F("submitted_at"), output_field=DurationField())
+    jobs = Job.objects.filter(
+        _months_q(months), submitted_at__isnull=False, started_at__isnull=False
+    )
+    if project_ids is not None:
+        jobs = jobs.filter(allocation__project_id__in=project_ids)
+    return jobs.annotate(wait=wait).order_by("-wait").values_list("wait", flat=True)
+
+
+def compute(group_by: str, project_ids, scope: JobScope) -> Settled:
+    """The settled part, from the rollups: seven queries, whatever the span."""
+    months = tuple(scope.months)
+    if not months:
+        return EMPTY
+    window = monthly.settled_window(project_ids, list(months))
+    usage = {
+        key: {"total_seconds": row["total_seconds"], "total_cost": row["total_cost"]}
+        for key, row in monthly.usage_cells(group_by, window).items()
+    }
+    jobs = job_rollups.rolled_cells(scope, group_by)
+    keys: dict[Any, set] = {}
+    for key in usage.keys() | jobs.keys():
+        keys.setdefault(key[0], set()).add(key)
+    totals = group_totals(usage, jobs)
+    facts = job_rollups.rolled_facts(scope, group_by)
+    ids = None if project_ids is None else tuple(sorted(project_ids))
+    return Settled(
+        months=months,
+        usage=usage,
+        jobs=jobs,
+        keys={group: tuple(cells) for group, cells in keys.items()},
+        totals=totals,
+        everything=grand_total(totals.values()),
+        facts=facts,
+        split=monthly.split_seconds(window),
+        facility_seconds=monthly.seconds_by_facility(window),
+        waits=tuple(_started(months, ids)[: wait_depth(facts["waited"])]),
+        project_ids=ids,
+    )
+
+
+def settled_part(group_by: str, project_ids, scope: JobScope) -> Settled:
+    """The settled part of this report, from the process's memory when its key still holds."""
+    if not scope.months:
+        return EMPTY
+    rolled = scope.rolled_at_by_month
+    key = fragment_key(
+        "report-settled",
+        group_by,
+        "all" if project_ids is None else ",".join(map(str, sorted(project_ids))),
+        *(f"{month}@{rolled.get(month)}" for month in scope.months),
+        project_ids=[],
+        catalogue=True,
+        people=True,
+        settled=True,
+    )
+    with _lock:
+        found = _kept.get(key)
+        if found is not None:
+            _kept.move_to_end(key)
+            return found
+    part = compute(group_by, project_ids, scope)
+    with _lock:
+        _kept[key] = part
+        while len(_kept) > max(settings.PORTAL_REPORT_SETTLED_KEPT, 0):
+            _kept.popitem(last=False)
+    return part
+
+
+def forget() -> None:
+    """Drop every kept part (tests: a database rolled back under the same keys)."""
+    with _lock:
+        _kept.clear()
