@@ -84,7 +84,9 @@ def sizes_figure(report: Report) -> dict:
     )
     sizes.update_layout(title=title, xaxis_title=many, yaxis_title="Jobs", **LAYOUT)
     sizes.update_xaxes(type="category", range=_category_range(len(report.sizes)))
-    sizes.update_yaxes(rangemode="tozero")
+    # Jobs are whole: whole-number ticks, one a job while there are few.
+    few = max(s["jobs"] for s in report.sizes) <= 5
+    sizes.update_yaxes(rangemode="tozero", tickformat=",d", tick0=0, dtick=1 if few else None)
     return json.loads(sizes.to_json())
 
 

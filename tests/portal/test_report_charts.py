@@ -60,6 +60,9 @@ def test_one_job_size_is_a_centred_bar_on_an_axis_from_zero(allocation, pi, rese
     extra = (MIN_CATEGORIES - 1) / 2
     assert sizes["layout"]["xaxis"]["range"] == [-0.5 - extra, 0.5 + extra]
     assert sizes["layout"]["yaxis"]["rangemode"] == "tozero"
+    # A count of jobs has whole ticks: 0, 1 (not 0.2, 0.4, ...).
+    assert sizes["layout"]["yaxis"]["dtick"] == 1
+    assert sizes["layout"]["yaxis"]["tickformat"] == ",d"
 
 
 def test_a_report_with_nothing_at_all_says_so_for_both_charts(allocation, pi):
