@@ -78,10 +78,22 @@ class Window:
 def live_window(project_ids, since: dt.date | None, settled: list[dt.date]) -> Window:
     """The report's rollups but those of the `settled` months (which portal/reports/settled.py
     sums once), and the part month before its first whole month."""
-    months = _months(project_ids, since)
-    if settled:
-        months = months.exclude(month__in=settled)
-    return Window(months, _part_month(project_ids, since))
+    return Window(
+        _months(project_ids, since).filter(_outside(settled)), _part_month(project_ids, since)
+    )
+
+
+def _outside(settled: list[dt.date]) -> Q:
+    """Months before, between and after the runs of consecutive `settled` months: ranges, so
+    each is a range of the (month, allocation) index, not a scan of every month for a NOT IN."""
+    q, start = Q(), None
+    for month in sorted(settled):
+        if start is None:
+            q |= Q(month__lt=month)
+        elif start < month:
+            q |= Q(month__gte=start, month__lt=month)
+        start = next_month(month)
+    return q | Q(month__gte=start) if start is not None else Q()
 
 
 def settled_window(project_ids, settled: list[dt.date]) -> Window:

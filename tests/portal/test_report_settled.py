@@ -106,6 +106,12 @@ def test_the_settled_part_is_what_the_report_adds_to(world, admin):
     assert report.totals["gpu_seconds"] == 12900
     assert report.totals["jobs"] == 5  # March's running job among them
     assert report.split == {"jobs": 0.0, "notebooks": 0.0, "other": 12900 / 3600}
+    # A month later April settles too: March, still open, is live between two settled runs.
+    job_months_rebuild(now=NOW + dt.timedelta(days=30))
+    later = usage_report(admin, group_by="project")
+    assert {(r["group"], r["period"]): r["gpu_seconds"] for r in later.rows} == hours
+    assert dataclasses.asdict(later) == dataclasses.asdict(_afresh(admin, group_by="project"))
+    assert later.jobs_rolled_at != report.jobs_rolled_at
 
 
 def _change_and_compare(admin, group_by, change, capture):
