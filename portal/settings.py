@@ -474,5 +474,5 @@ PORTAL_POLL_FILES_PER_CYCLE = int(os.environ.get("PORTAL_POLL_FILES_PER_CYCLE", 
 PORTAL_REPORT_PAGE_GROUPS = int(os.environ.get("PORTAL_REPORT_PAGE_GROUPS", "50"))
 # Each web process keeps the settled months' part of this many reports (a grouping, a scope, a
 # span of months), the least recently read dropped first (portal/reports/settled.py). A staff
-# year by PI at a centre's scale is about 15 MB.
+# year by PI at a centre's scale is about 20 MB.
 PORTAL_REPORT_SETTLED_KEPT = int(os.environ.get("PORTAL_REPORT_SETTLED_KEPT", "8"))

@@ -213,12 +213,12 @@ def wait_times(project_ids, scope: JobScope, part: Settled) -> dict:
     rank = n - math.ceil(0.9 * n)
     longest = live.order_by("-wait").values_list("wait", flat=True)
     if not waited:
-        p90 = longest[rank]
+        p90 = longest[rank].total_seconds()
     else:
         # The rank-th of the two parts' longest waits, each longest first.
-        tops = (longest[: rank + 1] if sums["n"] else [], part.top_waits(rank + 1))
-        p90 = next(islice(heapq.merge(*tops, reverse=True), rank, None))
-    return {"jobs": n, "mean_seconds": mean, "p90_seconds": p90.total_seconds()}
+        mine = [wait.total_seconds() for wait in longest[: rank + 1]] if sums["n"] else []
+        p90 = next(islice(heapq.merge(mine, part.top_waits(rank + 1), reverse=True), rank, None))
+    return {"jobs": n, "mean_seconds": mean, "p90_seconds": p90}
 
 
 def job_sizes(project_ids, scope: JobScope, rolled: dict) -> list[dict]:
@@ -329,7 +329,7 @@ def usage_report(
         key=lambda k: (str(k[0]), k[1] or dt.date.min),
     )
     report.rows = [
-        _row(k, usage.get(k) or part.usage.get(k), jobs.get(k) or part.jobs.get(k)) for k in keys
+        _row(k, usage.get(k) or part.usage_cell(k), jobs.get(k) or part.job_cell(k)) for k in keys
     ]
     report.groups = [_finished(totals[g]) for g in shown]
     report.totals = _finished(grand_total([part.everything, *live_totals.values()]))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import threading
+from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,7 @@ from django.conf import settings
 from django.db.models import DurationField, ExpressionWrapper, F, Q
 
 from core.versions import fragment_key
+from launcher.job_months import JOB_COUNTS
 from launcher.models import Job
 
 from . import job_rollups, monthly
@@ -41,27 +43,38 @@ class Settled:
     never written after it is built."""
 
     months: tuple[dt.date, ...] = ()
-    usage: dict[tuple, dict] = field(default_factory=dict)  # (group, month) -> seconds, cost
-    jobs: dict[tuple, dict] = field(default_factory=dict)  # (group, month) -> job counts
+    # (group, month) -> (seconds, cost) and -> the JOB_COUNTS, as tuples (a dict a cell would
+    # be twice the memory: a centre's year is 52,000 cells); `usage_cell`, `job_cell` read them.
+    usage: dict[tuple, tuple] = field(default_factory=dict)
+    jobs: dict[tuple, tuple] = field(default_factory=dict)
     keys: dict[Any, tuple] = field(default_factory=dict)  # group -> its (group, month) cells
     totals: dict[Any, dict] = field(default_factory=dict)  # group -> its sums
     everything: dict = field(default_factory=lambda: zero("all"))
     facts: dict = field(default_factory=job_rollups.no_facts)
     split: dict[str, int] = field(default_factory=lambda: {"total": 0, "jobs": 0, "notebooks": 0})
     facility_seconds: dict[int, int] = field(default_factory=dict)
-    # The longest waits (submit to start) of the months' started jobs, longest first: the
-    # `facts["waited"]` of them, or the first of them a p90 is taken from (`wait_depth`).
-    waits: tuple[dt.timedelta, ...] = ()
+    # The longest waits (submit to start, seconds) of the months' started jobs, longest first:
+    # the `facts["waited"]` of them, or the first of them a p90 is taken from (`wait_depth`).
+    waits: array = field(default_factory=lambda: array("d"))
     project_ids: tuple[int, ...] | None = None
 
-    def top_waits(self, count: int) -> list[dt.timedelta]:
-        """The `count` longest settled waits, longest first: from memory, or (when more are
-        asked than were kept) from the jobs."""
+    def usage_cell(self, key: tuple) -> dict | None:
+        found = self.usage.get(key)
+        return None if found is None else dict(zip(USAGE_SUMS, found, strict=True))
+
+    def job_cell(self, key: tuple) -> dict | None:
+        found = self.jobs.get(key)
+        return None if found is None else dict(zip(JOB_COUNTS, found, strict=True))
+
+    def top_waits(self, count: int) -> list[float]:
+        """The `count` longest settled waits in seconds, longest first: from memory, or (when
+        more are asked than were kept) from the jobs."""
         if count <= len(self.waits) or len(self.waits) == self.facts["waited"]:
-            return list(self.waits[:count])
-        return list(_started(self.months, self.project_ids)[:count])
+            return self.waits[:count].tolist()
+        return [wait.total_seconds() for wait in _started(self.months, self.project_ids)[:count]]
 
 
+USAGE_SUMS = ("total_seconds", "total_cost")
 EMPTY = Settled()
 _kept: OrderedDict[str, Settled] = OrderedDict()
 _lock = threading.Lock()
@@ -105,10 +118,7 @@ def compute(group_by: str, project_ids, scope: JobScope) -> Settled:
     if not months:
         return EMPTY
     window = monthly.settled_window(project_ids, list(months))
-    usage = {
-        key: {"total_seconds": row["total_seconds"], "total_cost": row["total_cost"]}
-        for key, row in monthly.usage_cells(group_by, window).items()
-    }
+    usage = monthly.usage_cells(group_by, window)
     jobs = job_rollups.rolled_cells(scope, group_by)
     keys: dict[Any, set] = {}
     for key in usage.keys() | jobs.keys():
@@ -118,15 +128,18 @@ def compute(group_by: str, project_ids, scope: JobScope) -> Settled:
     ids = None if project_ids is None else tuple(sorted(project_ids))
     return Settled(
         months=months,
-        usage=usage,
-        jobs=jobs,
+        usage={key: tuple(cell[name] for name in USAGE_SUMS) for key, cell in usage.items()},
+        jobs={key: tuple(cell[name] for name in JOB_COUNTS) for key, cell in jobs.items()},
         keys={group: tuple(cells) for group, cells in keys.items()},
         totals=totals,
         everything=grand_total(totals.values()),
         facts=facts,
         split=monthly.split_seconds(window),
         facility_seconds=monthly.seconds_by_facility(window),
-        waits=tuple(_started(months, ids)[: wait_depth(facts["waited"])]),
+        waits=array(
+            "d",
+            (wait.total_seconds() for wait in _started(months, ids)[: wait_depth(facts["waited"])]),
+        ),
         project_ids=ids,
     )
 
