@@ -5,6 +5,7 @@ report's grand total. Shared by the report (selectors.py) and its settled part (
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
@@ -70,3 +71,51 @@ def grand_total(totals: Iterable[dict]) -> dict[str, Any]:
     for total in totals:
         add(everything, total)
     return everything
+
+
+#: What a report by PI, project or facility names an allocation's rows after.
+NAME_OF = {"pi": "project__pi__username", "project": "project__code", "facility": "facility__name"}
+
+
+class LiveNames:
+    """How the live part's queries key a row's group. By PI, project or facility they group by
+    the allocation's id, and the ids met are named afterwards in one lookup: the joins to every
+    allocation, project and user (12,000, 3,000 and 10,000 rows at a centre) cost more than the
+    current month's rows they name. By user, the query groups by the name itself."""
+
+    def __init__(self, group_by: str, name_path: str, known: dict[int, Any] | None = None):
+        self.by_allocation = group_by in NAME_OF
+        self.path = NAME_OF.get(group_by, "")
+        self.key = "allocation_id" if self.by_allocation else name_path
+        # The names the settled part already holds (shared: never written), then those looked
+        # up here.
+        self._names: ChainMap[Any, Any] = ChainMap({}, known or {})
+
+    def name(self, keys: Iterable[Any]) -> None:
+        """Look up the names of these keys (allocation ids) not yet known: one query, none
+        when every one is."""
+        from allocations.models import Allocation
+
+        missing = {key for key in keys if key not in self._names} if self.by_allocation else ()
+        if missing:
+            self._names.maps[0].update(
+                Allocation.objects.filter(pk__in=missing).values_list("pk", self.path)
+            )
+
+    def of(self, key: Any) -> Any:
+        return self._names[key] if self.by_allocation else key
+
+    def folded(self, cells: dict[tuple, dict], sums: Iterable[str]) -> dict[tuple, dict]:
+        """(key, period) cells as (group, period) cells, the `sums` of one group's added up."""
+        if not self.by_allocation:
+            return cells
+        self.name(key for key, _ in cells)
+        out: dict[tuple, dict] = {}
+        for (key, period), cell in cells.items():
+            group = (self._names[key], period)
+            if group in out:
+                for name in sums:
+                    out[group][name] = (out[group][name] or 0) + (cell[name] or 0)
+            else:
+                out[group] = {name: cell[name] for name in sums}
+        return out

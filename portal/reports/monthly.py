@@ -102,11 +102,13 @@ def settled_window(project_ids, settled: list[dt.date]) -> Window:
     )
 
 
-def usage_cells(group_by: str, window: Window) -> dict[tuple, dict]:
-    """(group, month) -> total_seconds, total_cost. Two queries at most."""
+def usage_cells(group_by: str, window: Window, key: str = "") -> dict[tuple, dict]:
+    """(group, month) -> total_seconds, total_cost; with `key` (a field path from the rollup
+    row), (that key, month). Two queries at most."""
     cells: dict[tuple, dict] = {}
+    key = key or f"allocation__{KEY[group_by]}"
     rollups = (
-        window.months.annotate(g=F(f"allocation__{KEY[group_by]}"))
+        window.months.annotate(g=F(key))
         .values("g", "month")
         .annotate(total_seconds=Sum("gpu_seconds"), total_cost=Sum("cost"))
         .order_by()
@@ -115,7 +117,7 @@ def usage_cells(group_by: str, window: Window) -> dict[tuple, dict]:
         cells[(row["g"], row["month"])] = row
     if window.part is not None:
         rows = (
-            window.part.annotate(g=F(f"allocation__{KEY[group_by]}"), p=TruncMonth("period_start"))
+            window.part.annotate(g=F(key), p=TruncMonth("period_start"))
             .values("g", "p")
             .annotate(total_seconds=Sum("gpu_seconds"), total_cost=Sum("cost"))
             .order_by()

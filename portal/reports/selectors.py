@@ -50,18 +50,14 @@ from launcher.job_months import FAILED, JOB_COUNTS, RAN, SHORT
 from launcher.models import Job
 
 from . import job_rollups, monthly, settled
-from .cells import charged, grand_total, group_totals, merged_totals
+from .cells import LiveNames, charged, grand_total, group_totals, merged_totals
 from .job_rollups import JobScope
-from .settled import Settled
+from .settled import USAGE_SUMS, Settled
 
 GROUPS = ("pi", "project", "facility", "user")
 PERIODS = ("month", "week")
-_USAGE_KEY = {
-    "pi": "allocation__project__pi__username",
-    "project": "allocation__project__code",
-    "facility": "allocation__facility__name",
-}
-_JOB_KEY = {**_USAGE_KEY, "user": "created_by__username"}
+#: A job's group by user (by PI, project or facility: its allocation's, cells.LiveNames).
+_BY_USER = "created_by__username"
 _TRUNC = {"month": TruncMonth, "week": TruncWeek}
 
 
@@ -116,12 +112,12 @@ def _scoped(qs: QuerySet, project_ids: list[int] | None, prefix: str = "allocati
 
 
 def _usage_cells(
-    group_by: str, period: str, project_ids, since, window: monthly.Window
+    group_by: str, period: str, project_ids, since, window: monthly.Window, names: LiveNames
 ) -> dict[tuple, dict]:
     """(group, period) -> gpu_seconds, cost, but those of the settled months. One query (two
-    from the monthly rollups)."""
+    from the monthly rollups), and the names' lookup."""
     if period == "month" and group_by in monthly.KEY:
-        return monthly.usage_cells(group_by, window)
+        return names.folded(monthly.usage_cells(group_by, window, names.key), USAGE_SUMS)
     trunc = _TRUNC[period]
     qs = _scoped(UsageRecord.objects.all(), project_ids)
     if since:
@@ -132,22 +128,22 @@ def _usage_cells(
         # instance time), by who launched that job; records of no portal job group under "-".
         key = Subquery(Job.objects.filter(pk=OuterRef("job_id")).values("created_by__username")[:1])
     else:
-        key = F(_USAGE_KEY[group_by])
+        key = F(names.key)
     qs = (
         qs.annotate(g=key, p=trunc("period_start"))
         .values("g", "p")
         .annotate(total_seconds=Sum("gpu_seconds"), total_cost=Sum("cost"))
     )
-    return {(r["g"], _day(r["p"])): r for r in qs.order_by()}
+    return names.folded({(r["g"], _day(r["p"])): r for r in qs.order_by()}, USAGE_SUMS)
 
 
-def _job_cells(group_by: str, period: str, project_ids, scope: JobScope) -> dict[tuple, dict]:
+def _job_cells(period: str, project_ids, scope: JobScope, names: LiveNames) -> dict[tuple, dict]:
     """(group, period) -> jobs, failed, short of the jobs counted from their rows (`scope.live`).
-    One query."""
+    One query, and the names' lookup."""
     run = ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
     qs = _scoped(Job.objects.filter(RAN).filter(scope.live), project_ids)
     qs = (
-        qs.annotate(g=F(_JOB_KEY[group_by]), p=_TRUNC[period]("created_at"), run=run)
+        qs.annotate(g=F(names.key), p=_TRUNC[period]("created_at"), run=run)
         .values("g", "p")
         .annotate(
             jobs=Count("id"),
@@ -156,7 +152,7 @@ def _job_cells(group_by: str, period: str, project_ids, scope: JobScope) -> dict
             short_or_failed=Count("id", filter=FAILED | Q(run__lt=SHORT)),
         )
     )
-    return {(r["g"], _day(r["p"])): r for r in qs.order_by()}
+    return names.folded({(r["g"], _day(r["p"])): r for r in qs.order_by()}, JOB_COUNTS)
 
 
 def _day(value) -> dt.date:
@@ -231,7 +227,7 @@ def job_sizes(project_ids, scope: JobScope, rolled: dict) -> list[dict]:
     ]
 
 
-def efficiency(group_by: str, project_ids, scope: JobScope, rolled: dict) -> list[dict]:
+def efficiency(project_ids, scope: JobScope, rolled: dict, names: LiveNames) -> list[dict]:
     """Mean utilisation per group, weighted by GPU-seconds, over jobs that reported one (the
     plain mean where they used no GPU-seconds)."""
     qs = _scoped(Job.objects.filter(utilisation_mean__isnull=False).filter(scope.live), project_ids)
@@ -242,8 +238,8 @@ def efficiency(group_by: str, project_ids, scope: JobScope, rolled: dict) -> lis
     cells: dict[tuple, list] = {
         k: list(v) for k, v in (rolled or {}).get("utilisation", {}).items()
     }
-    for r in (
-        qs.annotate(g=F(_JOB_KEY[group_by]))
+    rows = list(
+        qs.annotate(g=F(names.key))
         .values("g", "utilisation_source")
         .annotate(
             jobs=Count("id"),
@@ -251,8 +247,10 @@ def efficiency(group_by: str, project_ids, scope: JobScope, rolled: dict) -> lis
             seconds=Sum("gpu_seconds"),
             plain=Sum("utilisation_mean"),
         )
-    ):
-        old = cells.setdefault((r["g"], r["utilisation_source"]), [0, 0.0, 0, 0.0])
+    )
+    names.name(r["g"] for r in rows)
+    for r in rows:
+        old = cells.setdefault((names.of(r["g"]), r["utilisation_source"]), [0, 0.0, 0, 0.0])
         for i, key in enumerate(("jobs", "weighted", "seconds", "plain")):
             old[i] += r[key] or 0
     return [
@@ -310,8 +308,9 @@ def usage_report(
     scope = job_rollups.job_scope(group_by, period, project_ids, since)
     part = settled.settled_part(group_by, project_ids, scope)
     window = monthly.live_window(project_ids, since, list(part.months))
-    usage = _usage_cells(group_by, period, project_ids, since, window)
-    jobs = _job_cells(group_by, period, project_ids, scope)
+    names = LiveNames(group_by, _BY_USER, part.names)
+    usage = _usage_cells(group_by, period, project_ids, since, window, names)
+    jobs = _job_cells(period, project_ids, scope, names)
     live_totals = group_totals(usage, jobs)
     totals = merged_totals(part.totals, live_totals)
     # Most GPU-hours first; ties in the order of the groups' names.
@@ -335,10 +334,10 @@ def usage_report(
     report.sizes = job_sizes(project_ids, scope, part.facts)
     split = monthly.split_seconds(window)
     report.split = monthly.split_hours({k: v + part.split[k] for k, v in split.items()})
-    report.efficiency = efficiency(group_by, project_ids, scope, part.facts)
+    report.efficiency = efficiency(project_ids, scope, part.facts, names)
     if report.hidden_groups:
-        names = {totals[g]["group"] for g in shown}
-        report.efficiency = [e for e in report.efficiency if e["group"] in names]
+        named = {totals[g]["group"] for g in shown}
+        report.efficiency = [e for e in report.efficiency if e["group"] in named]
     report.jobs_rolled_at = scope.rolled_at
     seconds = dict(part.facility_seconds)
     for pk, more in monthly.seconds_by_facility(window).items():

@@ -29,12 +29,13 @@ from typing import Any
 from django.conf import settings
 from django.db.models import DurationField, ExpressionWrapper, F, Q
 
+from allocations.models import Allocation
 from core.versions import fragment_key
 from launcher.job_months import JOB_COUNTS
 from launcher.models import Job
 
 from . import job_rollups, monthly
-from .cells import grand_total, group_totals, zero
+from .cells import NAME_OF, grand_total, group_totals, zero
 from .job_rollups import JobScope
 
 
@@ -58,6 +59,9 @@ class Settled:
     # the `facts["waited"]` of them, or the first of them a p90 is taken from (`wait_depth`).
     waits: array = field(default_factory=lambda: array("d"))
     project_ids: tuple[int, ...] | None = None
+    # Every allocation in the scope -> its group's name (what the live part's rows are named
+    # after, cells.LiveNames): the versions of the key cover every rename.
+    names: dict[int, Any] = field(default_factory=dict)
 
     def usage_cell(self, key: tuple) -> dict | None:
         found = self.usage.get(key)
@@ -128,7 +132,7 @@ def _started(months: tuple[dt.date, ...], project_ids):
 
 
 def compute(group_by: str, project_ids, scope: JobScope) -> Settled:
-    """The settled part, from the rollups: seven queries, whatever the span."""
+    """The settled part, from the rollups: eight queries, whatever the span."""
     months = tuple(scope.months)
     if not months:
         return EMPTY
@@ -156,7 +160,15 @@ def compute(group_by: str, project_ids, scope: JobScope) -> Settled:
             (wait.total_seconds() for wait in _started(months, ids)[: wait_depth(facts["waited"])]),
         ),
         project_ids=ids,
+        names=_names(group_by, ids),
     )
+
+
+def _names(group_by: str, project_ids) -> dict[int, Any]:
+    allocations = Allocation.objects.all()
+    if project_ids is not None:
+        allocations = allocations.filter(project_id__in=project_ids)
+    return dict(allocations.values_list("pk", NAME_OF[group_by]))
 
 
 def settled_part(group_by: str, project_ids, scope: JobScope) -> Settled:

@@ -86,9 +86,9 @@ def test_a_kept_settled_part_gives_the_figures_summed_afresh(world, admin, group
     with CaptureQueriesContext(connection) as second:
         kept = usage_report(admin, **options)
     assert "launcher_jobmonth" in _tables(first.captured_queries)
-    # The second report reads no rollup of a settled month: seven queries fewer.
+    # The second report reads no rollup of a settled month: eight queries fewer.
     assert "launcher_jobmonth" not in _tables(second.captured_queries)
-    assert len(first.captured_queries) - len(second.captured_queries) == 7
+    assert len(first.captured_queries) - len(second.captured_queries) == 8
     assert dataclasses.asdict(kept) == dataclasses.asdict(summed)
     assert dataclasses.asdict(_afresh(admin, **options)) == dataclasses.asdict(summed)
 
@@ -252,3 +252,17 @@ def test_the_kth_longest_of_two_sorted_parts_is_that_of_their_union():
         union = sorted(a + b, reverse=True)
         k = rng.randrange(len(union))
         assert settled.kth_longest(a, b, k) == union[k], (a, b, k)
+
+
+def test_a_new_allocations_live_rows_are_named_though_the_kept_part_has_not_met_it(
+    world, admin, project
+):
+    usage_report(admin, group_by="facility")  # kept: names every allocation there was then
+    newer = AllocationFactory(project=project, facility=FacilityFactory(slug="new", name="New"))
+    _usage(newer, T(2026, 4, 3, tzinfo=UTC), 3600)
+    _job(newer, project.pi, T(2026, 4, 3, tzinfo=UTC), wait=20, run=60, util=70.0)
+    report = usage_report(admin, group_by="facility")
+    rows = {(r["group"], r["period"]): (r["gpu_seconds"], r["jobs"]) for r in report.rows}
+    assert rows[("New", dt.date(2026, 4, 1))] == (3600, 1)
+    assert {e["group"] for e in report.efficiency} >= {"New"}
+    assert dataclasses.asdict(report) == dataclasses.asdict(_afresh(admin, group_by="facility"))
