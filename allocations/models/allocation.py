@@ -69,7 +69,16 @@ class Allocation(models.Model):
         ordering = ["-created_at", "-id"]
         # Lists newest first (the staff's API list and pages): a page by index, not a sort of
         # every allocation (docs/performance.md, "A centre's scale").
-        indexes = [models.Index(fields=["created_at", "id"], name="allocation_created")]
+        # The staff's "near their end" list: active allocations by end date, walked from the
+        # soonest until 50 match, not a sort of every active one.
+        indexes = [
+            models.Index(fields=["created_at", "id"], name="allocation_created"),
+            models.Index(
+                fields=["end_date", "id"],
+                name="allocation_active_end",
+                condition=models.Q(status="active"),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"Allocation #{self.pk} ({self.project.code} on {self.facility.slug})"
