@@ -9,9 +9,12 @@ Two PostgreSQL databases on the `make services` server:
 
 Each page and API list is requested through Django's test client (the whole middleware stack,
 no server) as the role that sees most of it: staff (`admin`), the PI of 20 projects (`pi`), the
-researcher with 5,000 jobs (`researcher`); warm-up 2, then N timed (BENCH_N, default 15), and the
-queries of one request counted. The table gives each scale's p50, their ratio (aim: 1.5x) and
-the query counts. Each scale is measured in a process of its own (one database per process).
+researcher with 5,000 jobs (`researcher`). Each scale is served by a process of its own (one
+database per process, `--serve`), and the two take turns row by row, demo first then centre
+first, in ROUNDS turns: warm-up 2, then N timed a side (BENCH_N, default 15), so a drift in the
+machine's speed falls on both. The table gives each scale's p50, their ratio (aim: 1.5x) and the
+queries of one request; the reports also as the first view after a change to their settled
+months (one request a turn with the kept sums dropped).
 
     python bench/bench_scale.py          # make bench-scale
 """
@@ -203,8 +206,13 @@ def _beat_passes() -> dict[str, float]:
     return timings
 
 
-def measure() -> dict:
-    """In this process's database: p50 ms and queries per (row, role)."""
+def serve() -> None:
+    """One scale's side, in this process's database: the beat passes (timed), then requests
+    on command, so the two scales' requests can take turns (drift in the machine's speed over
+    minutes falls on both). Reads tab-separated lines on stdin and answers one JSON line each:
+    `time KEY n` (n requests, ms each), `queries KEY` (one request's count), `afresh KEY`
+    (one request with the reports' kept settled parts dropped first, ms)."""
+    answer, sys.stdout = sys.stdout, sys.stderr  # the protocol's lines only on stdout
     import django
 
     django.setup()
@@ -212,73 +220,136 @@ def measure() -> dict:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    out: dict[str, dict] = {"beat": _beat_passes()}
+    from portal.reports.settled import forget
+
+    beat = _beat_passes()
     # The passes rewrote the rollups; autovacuum would tidy them in service before the next.
     with connection.cursor() as cursor:
         for table in ("launcher_jobmonth", "launcher_jobmonthsize", "allocations_usagemonth"):
             cursor.execute(f"VACUUM (ANALYZE) {table}")
-    clients: dict[str, Client] = {}
     only = os.environ.get("BENCH_ONLY", "")
-    for row, role, path in _targets():
-        if only not in row:
-            continue
+    targets = {f"{row} | {role}": (role, path) for row, role, path in _targets() if only in row}
+    clients: dict[str, Client] = {}
+    answer.write(json.dumps({"beat": beat, "rows": list(targets)}) + "\n")
+    answer.flush()
+    for line in sys.stdin:
+        verb, key, *count = line.rstrip("\n").split("\t")
+        role, path = targets[key]
         if role not in clients:
             clients[role] = Client()
             assert clients[role].login(username=role, password="demo"), role
         client = clients[role]
-        times = []
-        for i in range(N + 2):
+        if verb == "queries":
+            with CaptureQueriesContext(connection) as queries:
+                client.get(path)
+            answer.write(json.dumps(len(queries)) + "\n")
+            answer.flush()
+            continue
+        timed: list[float] = []
+        for _ in range(int(count[0]) if count else 1):
+            if verb == "afresh":
+                forget()
             started = time.perf_counter()
             response = client.get(path)
-            elapsed = time.perf_counter() - started
+            timed.append((time.perf_counter() - started) * 1000)
             assert response.status_code == 200, (path, role, response.status_code)
-            if i >= 2:
-                times.append(elapsed * 1000)
-        with CaptureQueriesContext(connection) as queries:
-            client.get(path)
-        out[f"{row} | {role}"] = {"p50": statistics.median(times), "queries": len(queries)}
-        if row.startswith("report"):
-            out[f"{row} | {role}"]["afresh"] = _afresh(client, path)
-    return out
+        answer.write(json.dumps(timed) + "\n")
+        answer.flush()
 
 
-def _afresh(client, path: str) -> float:
-    """p50 ms of the report as the first view after a change to its settled months: the kept
-    sums dropped before each request (portal/reports/settled.py)."""
-    from portal.reports.settled import forget
+class _Side:
+    """A `serve` process for one database."""
 
-    times = []
-    for _ in range(max(3, N // 3)):
-        forget()
-        started = time.perf_counter()
-        client.get(path)
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+    def __init__(self, db: str):
+        self.log = ROOT / "bench" / "out" / f"scale-{db}.log"
+        self.log.parent.mkdir(exist_ok=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve"],
+            cwd=ROOT,
+            env=_env(db),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log.open("w"),
+            text=True,
+        )
+        self.ready = self._read()
+
+    def _read(self):
+        line = self.proc.stdout.readline() if self.proc.stdout else ""
+        if not line:
+            raise SystemExit(f"the bench's side stopped: see {self.log}")
+        return json.loads(line)
+
+    def ask(self, *parts: object):
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("\t".join(map(str, parts)) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait()
 
 
-def _measure_in(db: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, __file__, "--measure"],
-        cwd=ROOT,
-        env=_env(db),
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+ROUNDS = 3
+
+
+def each_n() -> int:
+    return max(1, -(-N // ROUNDS)) * ROUNDS
+
+
+def _measure_both() -> tuple[dict, dict]:
+    """Each row's requests in turns, demo then centre then the other way round, ROUNDS times
+    (N a side in all, after 2 warm-ups each); p50 ms, queries, and the reports afresh."""
+    sides = {"demo": _Side("portal_scale_demo")}
+    sides["centre"] = _Side("portal_scale")  # after the demo's beat passes, not beside them
+    out: dict[str, dict] = {name: {"beat": side.ready["beat"]} for name, side in sides.items()}
+    rows = [k for k in sides["centre"].ready["rows"] if k in sides["demo"].ready["rows"]]
+    times: dict[tuple[str, str], list[float]] = {}
+    for key in rows:
+        for side in sides.values():
+            side.ask("time", key, 2)
+    each = each_n() // ROUNDS
+    for turn in range(ROUNDS):
+        order = ["demo", "centre"] if turn % 2 == 0 else ["centre", "demo"]
+        for key in rows:
+            for name in order:
+                times.setdefault((name, key), []).extend(sides[name].ask("time", key, each))
+    counts = {(name, key): side.ask("queries", key) for name, side in sides.items() for key in rows}
+    # Afterwards: dropping the kept sums drops every report's, which the next timed request of
+    # another report would then sum again.
+    for turn in range(ROUNDS):
+        order = ["demo", "centre"] if turn % 2 == 0 else ["centre", "demo"]
+        for key in (k for k in rows if k.startswith("report")):
+            for name in order:
+                got = sides[name].ask("afresh", key, 1)
+                times.setdefault((name, f"afresh {key}"), []).extend(got)
+    for name, side in sides.items():
+        for key in rows:
+            out[name][key] = {
+                "p50": statistics.median(times[(name, key)]),
+                "queries": counts[(name, key)],
+            }
+            if key.startswith("report"):
+                out[name][key]["afresh"] = statistics.median(times[(name, f"afresh {key}")])
+        side.close()
+    return out["demo"], out["centre"]
 
 
 def main() -> None:
     ensure_worlds()
-    demo = _measure_in("portal_scale_demo")
-    centre = _measure_in("portal_scale")
+    demo, centre = _measure_both()
     beats = demo.pop("beat"), centre.pop("beat")
     print("\nBeat passes that read the whole ledger or every job (seconds)")
     print("| pass | demo | centre |")
     print("|---|---|---|")
     for name in beats[1]:
         print(f"| {name} | {beats[0][name]:.2f} | {beats[1][name]:.2f} |")
-    print(f"\nPages and lists, demo vs centre (N={N}, p50 ms, queries per request); aim {AIM}x")
+    print(
+        f"\nPages and lists, demo vs centre (N={each_n()} a side, in {ROUNDS} turns; p50 ms, "
+        f"queries per request); aim {AIM}x"
+    )
     print("| row | role | demo p50 | centre p50 | ratio | queries demo | queries centre |")
     print("|---|---|---|---|---|---|---|")
     worst = 0.0
@@ -296,8 +367,8 @@ def main() -> None:
             f"{d['queries']} | {c['queries']} |"
         )
     print(f"\nworst ratio {worst:.2f}x; load average {os.getloadavg()[0]:.1f}")
-    print("\nReports as the first view after a change to a settled month (p50 ms, the settled")
-    print("part summed afresh; above, a later view adds the live part to the kept one)")
+    print("\nReports as the first view after a change to a settled month (p50 ms of one a turn,")
+    print("the settled part summed afresh; above, a later view adds the live part to the kept one)")
     print("| row | role | demo | centre | ratio |")
     print("|---|---|---|---|---|")
     for key, c in centre.items():
@@ -311,7 +382,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if "--measure" in sys.argv:
-        print(json.dumps(measure()))
+    if "--serve" in sys.argv:
+        serve()
     else:
         main()

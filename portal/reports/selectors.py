@@ -209,9 +209,13 @@ def wait_times(project_ids, scope: JobScope, part: Settled) -> dict:
     if not waited:
         p90 = longest[rank].total_seconds()
     else:
-        # The rank-th of the two parts' longest waits, each longest first.
+        # The rank-th of the two parts' longest waits, each longest first. It is no shorter
+        # than the settled part's own rank-th, so only live waits at least that long count.
+        theirs = part.top_waits(rank + 1)
+        if len(theirs) > rank:
+            longest = longest.filter(wait__gte=dt.timedelta(seconds=theirs[rank]))
         mine = [wait.total_seconds() for wait in longest[: rank + 1]] if sums["n"] else []
-        p90 = settled.kth_longest(part.top_waits(rank + 1), mine, rank)
+        p90 = settled.kth_longest(theirs, mine, rank)
     return {"jobs": n, "mean_seconds": mean, "p90_seconds": p90}
 
 
