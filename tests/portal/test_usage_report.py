@@ -270,3 +270,13 @@ def test_one_figure_per_fact_the_header_is_its_parts_and_unrun_jobs_are_not_jobs
     rollup_rebuild()  # edited around the ledger (records are append-only): its months too
     tiny = client.get("/reports/usage/").content.decode()
     assert "notebook sessions (0.0036 GPU-hours)" in tiny  # 13 s: never rounded to zero
+
+
+def test_a_tables_rows_escape_what_a_group_is_named():
+    """The page's rows are written in one pass (`Table.body`), not by the template: a name is
+    escaped as the template would, numbers are shown by the one rounding rule."""
+    table = Table("usage", "t", ["Group", "Hours", "Jobs"], [['<b onclick="x">', 0.004, 1234]], "")
+    assert str(table.body) == (
+        "<tr><td>&lt;b onclick=&quot;x&quot;&gt;</td>"
+        '<td class="num">0.004</td><td class="num">1,234</td></tr>'
+    )
