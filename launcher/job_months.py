@@ -40,6 +40,8 @@ FAILED = Q(state__in=[Job.State.FAILED, Job.State.TIMEOUT])
 #: What a month's jobs are counted as, by those rules (a job both short and failed counts once
 #: in `short_or_failed`).
 JOB_COUNTS = ("jobs", "failed", "short", "short_or_failed")
+#: A started job's wait: submit to start.
+WAIT = ExpressionWrapper(F("started_at") - F("submitted_at"), output_field=DurationField())
 
 
 def _month(value: Any) -> dt.date:
@@ -75,7 +77,6 @@ def _cells(jobs) -> tuple[dict[Key, dict[str, Any]], dict[SizeKey, dict[str, int
     """Three grouped scans, merged per (allocation, month), and the jobs that ran per
     (allocation, month, GPUs) from the first of them."""
     run = ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
-    wait = ExpressionWrapper(F("started_at") - F("submitted_at"), output_field=DurationField())
     by = jobs.annotate(m=TruncMonth("created_at"))
     rows: dict[Key, dict[str, Any]] = defaultdict(dict)
     sizes: dict[SizeKey, dict[str, int]] = {}
@@ -104,7 +105,7 @@ def _cells(jobs) -> tuple[dict[Key, dict[str, Any]], dict[SizeKey, dict[str, int
         cell["gpu_seconds"] = cell.get("gpu_seconds", 0) + seconds
     for r in (
         by.filter(started_at__isnull=False, submitted_at__isnull=False)
-        .annotate(wait=wait)
+        .annotate(wait=WAIT)
         .values("allocation_id", "m")
         .annotate(waited=Count("id"), wait_total=Sum("wait"))
     ):

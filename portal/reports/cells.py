@@ -10,7 +10,10 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
+from allocations.models import Allocation
 from launcher.job_months import JOB_COUNTS
+
+from .monthly import KEY
 
 #: What every total adds up (and `cost`).
 SUMMED = ("gpu_seconds", *JOB_COUNTS)
@@ -73,10 +76,6 @@ def grand_total(totals: Iterable[dict]) -> dict[str, Any]:
     return everything
 
 
-#: What a report by PI, project or facility names an allocation's rows after.
-NAME_OF = {"pi": "project__pi__username", "project": "project__code", "facility": "facility__name"}
-
-
 class LiveNames:
     """How the live part's queries key a row's group. By PI, project or facility they group by
     the allocation's id, and the ids met are named afterwards in one lookup: the joins to every
@@ -84,8 +83,8 @@ class LiveNames:
     current month's rows they name. By user, the query groups by the name itself."""
 
     def __init__(self, group_by: str, name_path: str, known: dict[int, Any] | None = None):
-        self.by_allocation = group_by in NAME_OF
-        self.path = NAME_OF.get(group_by, "")
+        self.by_allocation = group_by in KEY
+        self.path = KEY.get(group_by, "")
         self.key = "allocation_id" if self.by_allocation else name_path
         # The names the settled part already holds (shared: never written), then those looked
         # up here.
@@ -94,8 +93,6 @@ class LiveNames:
     def name(self, keys: Iterable[Any]) -> None:
         """Look up the names of these keys (allocation ids) not yet known: one query, none
         when every one is."""
-        from allocations.models import Allocation
-
         missing = {key for key in keys if key not in self._names} if self.by_allocation else ()
         if missing:
             self._names.maps[0].update(

@@ -42,7 +42,7 @@ def first_whole_month(since: dt.date | None) -> dt.date | None:
     return next_month(since)
 
 
-def _scoped(qs: QuerySet, project_ids, prefix: str) -> QuerySet:
+def scoped(qs: QuerySet, project_ids, prefix: str) -> QuerySet:
     return qs if project_ids is None else qs.filter(**{f"{prefix}project_id__in": project_ids})
 
 
@@ -51,7 +51,7 @@ def _part_month(project_ids, since: dt.date | None) -> QuerySet | None:
     whole = first_whole_month(since)
     if since is None or whole is None or whole == since:
         return None
-    return _scoped(
+    return scoped(
         UsageRecord.objects.filter(
             period_start__gte=at_midnight(since), period_start__lt=at_midnight(whole)
         ),
@@ -61,7 +61,7 @@ def _part_month(project_ids, since: dt.date | None) -> QuerySet | None:
 
 
 def _months(project_ids, since: dt.date | None) -> QuerySet:
-    rows = _scoped(UsageMonth.objects.all(), project_ids, "allocation__")
+    rows = scoped(UsageMonth.objects.all(), project_ids, "allocation__")
     whole = first_whole_month(since)
     return rows.filter(month__gte=whole) if whole else rows
 
@@ -97,9 +97,7 @@ def _outside(settled: list[dt.date]) -> Q:
 
 
 def settled_window(project_ids, settled: list[dt.date]) -> Window:
-    return Window(
-        _scoped(UsageMonth.objects.filter(month__in=settled), project_ids, "allocation__")
-    )
+    return Window(scoped(UsageMonth.objects.filter(month__in=settled), project_ids, "allocation__"))
 
 
 def usage_cells(group_by: str, window: Window, key: str = "") -> dict[tuple, dict]:

@@ -46,7 +46,7 @@ from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
 from allocations.models import Facility, ProjectMembership, UsageRecord
 from allocations.roles import sees_all_projects
 from core.errors import NotFound
-from launcher.job_months import FAILED, JOB_COUNTS, RAN, SHORT
+from launcher.job_months import FAILED, JOB_COUNTS, RAN, SHORT, WAIT
 from launcher.models import Job
 
 from . import job_rollups, monthly, settled
@@ -187,12 +187,11 @@ def wait_times(project_ids, scope: JobScope, part: Settled) -> dict:
     rollups (`part`) and the live rows (`scope`: job_rollups), the p90 (a percentile does not
     add up) from the settled months' longest waits and the live ones, the same on PostgreSQL and
     SQLite."""
-    wait = ExpressionWrapper(F("started_at") - F("submitted_at"), output_field=DurationField())
     live = (
         _scoped(
             Job.objects.filter(submitted_at__isnull=False, started_at__isnull=False), project_ids
         )
-        .annotate(wait=wait)
+        .annotate(wait=WAIT)
         .filter(scope.live)
     )
     sums = live.aggregate(n=Count("id"), total=Sum("wait"))

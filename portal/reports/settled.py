@@ -27,15 +27,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db.models import DurationField, ExpressionWrapper, F, Q
+from django.db.models import Q
 
 from allocations.models import Allocation
 from core.versions import fragment_key
-from launcher.job_months import JOB_COUNTS
+from launcher.job_months import JOB_COUNTS, WAIT
 from launcher.models import Job
 
 from . import job_rollups, monthly
-from .cells import NAME_OF, grand_total, group_totals, zero
+from .cells import grand_total, group_totals, zero
 from .job_rollups import JobScope
 
 
@@ -122,13 +122,11 @@ def _months_q(months: tuple[dt.date, ...]) -> Q:
 
 def _started(months: tuple[dt.date, ...], project_ids):
     """The waits of the months' started jobs, longest first (a queryset of timedeltas)."""
-    wait = ExpressionWrapper(F("started_at") - F("submitted_at"), output_field=DurationField())
     jobs = Job.objects.filter(
         _months_q(months), submitted_at__isnull=False, started_at__isnull=False
     )
-    if project_ids is not None:
-        jobs = jobs.filter(allocation__project_id__in=project_ids)
-    return jobs.annotate(wait=wait).order_by("-wait").values_list("wait", flat=True)
+    jobs = monthly.scoped(jobs, project_ids, "allocation__")
+    return jobs.annotate(wait=WAIT).order_by("-wait").values_list("wait", flat=True)
 
 
 def compute(group_by: str, project_ids, scope: JobScope) -> Settled:
@@ -165,10 +163,8 @@ def compute(group_by: str, project_ids, scope: JobScope) -> Settled:
 
 
 def _names(group_by: str, project_ids) -> dict[int, Any]:
-    allocations = Allocation.objects.all()
-    if project_ids is not None:
-        allocations = allocations.filter(project_id__in=project_ids)
-    return dict(allocations.values_list("pk", NAME_OF[group_by]))
+    allocations = monthly.scoped(Allocation.objects.all(), project_ids, "")
+    return dict(allocations.values_list("pk", monthly.KEY[group_by]))
 
 
 def settled_part(group_by: str, project_ids, scope: JobScope) -> Settled:
