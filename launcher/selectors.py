@@ -57,7 +57,13 @@ from django.utils import timezone
 from allocations.ledger import MONEY, SECONDS
 from allocations.models import Allocation, UsageRecord
 from allocations.roles import acts_on_all_projects, sees_all_projects
-from allocations.selectors import User, allocation_ledger, is_member, member_project_ids
+from allocations.selectors import (
+    User,
+    allocation_ledger,
+    is_member,
+    member_allocation_ids,
+    member_project_ids,
+)
 from core.errors import Forbidden, NotFound
 
 from . import sweepgrid
@@ -110,12 +116,13 @@ def _sees_everything(user: User) -> bool:
 
 
 def _scoped(qs: QuerySet, user: User) -> QuerySet:
-    """The rows of projects the user is a member of; everything for reviewers and staff."""
+    """The rows of projects the user is a member of, by their allocations' ids (no join to
+    each row's allocation); everything for reviewers and staff."""
     if not user.is_authenticated:
         return qs.none()
     if _sees_everything(user):
         return qs
-    return qs.filter(allocation__project_id__in=member_project_ids(user))
+    return qs.filter(allocation_id__in=member_allocation_ids(user))
 
 
 def visible_jobs(user: User) -> QuerySet[Job]:
