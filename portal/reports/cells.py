@@ -5,7 +5,6 @@ report's grand total. Shared by the report (selectors.py) and its settled part (
 
 from __future__ import annotations
 
-from collections import ChainMap
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
@@ -80,39 +79,69 @@ class LiveNames:
     """How the live part's queries key a row's group. By PI, project or facility they group by
     the allocation's id, and the ids met are named afterwards in one lookup: the joins to every
     allocation, project and user (12,000, 3,000 and 10,000 rows at a centre) cost more than the
-    current month's rows they name. By user, the query groups by the name itself."""
+    current month's rows they name. By user, the query groups by the name itself. An
+    allocation's facility is looked up with its name (`facility_seconds`)."""
 
-    def __init__(self, group_by: str, name_path: str, known: dict[int, Any] | None = None):
+    def __init__(
+        self,
+        group_by: str,
+        name_path: str,
+        known: dict[int, Any] | None = None,
+        facilities: dict[int, int] | None = None,
+    ):
         self.by_allocation = group_by in KEY
         self.path = KEY.get(group_by, "")
         self.key = "allocation_id" if self.by_allocation else name_path
-        # The names the settled part already holds (shared: never written), then those looked
-        # up here.
-        self._names: ChainMap[Any, Any] = ChainMap({}, known or {})
+        # What the settled part already holds (shared: never written), then what is looked up
+        # here; `known` and `facilities` hold the same allocations.
+        self._known = known or {}
+        self._facilities = facilities or {}
+        self._found: dict[Any, tuple[Any, int]] = {}
 
     def name(self, keys: Iterable[Any]) -> None:
         """Look up the names of these keys (allocation ids) not yet known: one query, none
         when every one is."""
-        missing = {key for key in keys if key not in self._names} if self.by_allocation else ()
+        if not self.by_allocation:
+            return
+        missing = {key for key in keys if key not in self._known and key not in self._found}
         if missing:
-            self._names.maps[0].update(
-                Allocation.objects.filter(pk__in=missing).values_list("pk", self.path)
-            )
+            found = Allocation.objects.filter(pk__in=missing)
+            for pk, name, facility in found.values_list("pk", self.path, "facility_id"):
+                self._found[pk] = (name, facility)
 
     def of(self, key: Any) -> Any:
-        return self._names[key] if self.by_allocation else key
+        if not self.by_allocation:
+            return key
+        found = self._known.get(key, _NONE)
+        return self._found[key][0] if found is _NONE else found
 
     def folded(self, cells: dict[tuple, dict], sums: Iterable[str]) -> dict[tuple, dict]:
         """(key, period) cells as (group, period) cells, the `sums` of one group's added up."""
         if not self.by_allocation:
             return cells
         self.name(key for key, _ in cells)
+        sums = tuple(sums)
         out: dict[tuple, dict] = {}
         for (key, period), cell in cells.items():
-            group = (self._names[key], period)
+            group = (self.of(key), period)
             if group in out:
+                folded = out[group]
                 for name in sums:
-                    out[group][name] = (out[group][name] or 0) + (cell[name] or 0)
+                    folded[name] = (folded[name] or 0) + (cell[name] or 0)
             else:
                 out[group] = {name: cell[name] for name in sums}
         return out
+
+    def facility_seconds(self, cells: dict[tuple, dict]) -> dict[int, int]:
+        """Charged seconds per facility of (allocation id, period) usage cells, named first."""
+        self.name(key for key, _ in cells)
+        totals: dict[int, int] = {}
+        for (key, _), cell in cells.items():
+            facility = self._facilities.get(key)
+            if facility is None:
+                facility = self._found[key][1]
+            totals[facility] = totals.get(facility, 0) + int(cell["total_seconds"] or 0)
+        return totals
+
+
+_NONE = object()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from django.db.models import F, Q, QuerySet, Sum
+from django.db.models import DateField, F, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncMonth
 from django.utils import timezone
 
@@ -22,6 +22,8 @@ from allocations.models import UsageMonth, UsageRecord
 from allocations.rollups import NOTEBOOK
 
 KEY = {"pi": "project__pi__username", "project": "project__code", "facility": "facility__name"}
+#: A ledger record a notebook session charged (allocations/rollups.py's rule).
+_NOTEBOOK = Q(job_id__isnull=True, external_id__startswith=NOTEBOOK)
 
 
 def next_month(day: dt.date) -> dt.date:
@@ -100,30 +102,54 @@ def settled_window(project_ids, settled: list[dt.date]) -> Window:
     return Window(scoped(UsageMonth.objects.filter(month__in=settled), project_ids, "allocation__"))
 
 
+#: What a usage cell sums beside its seconds and cost: the seconds charged by portal jobs and
+#: by notebooks (`split_seconds`, from the cells where they are at hand).
+SPLIT_SUMS = ("job_seconds", "notebook_seconds")
+
+
 def usage_cells(group_by: str, window: Window, key: str = "") -> dict[tuple, dict]:
-    """(group, month) -> total_seconds, total_cost; with `key` (a field path from the rollup
-    row), (that key, month). Two queries at most."""
+    """(group, month) -> total_seconds, total_cost and the SPLIT_SUMS; with `key` (a field path
+    from the rollup row), (that key, month). Two queries at most."""
     cells: dict[tuple, dict] = {}
     key = key or f"allocation__{KEY[group_by]}"
     rollups = (
         window.months.annotate(g=F(key))
         .values("g", "month")
-        .annotate(total_seconds=Sum("gpu_seconds"), total_cost=Sum("cost"))
+        .annotate(
+            total_seconds=Sum("gpu_seconds"),
+            total_cost=Sum("cost"),
+            job_seconds=Sum("job_gpu_seconds"),
+            notebook_seconds=Sum("notebook_gpu_seconds"),
+        )
         .order_by()
     )
     for row in rollups:
         cells[(row["g"], row["month"])] = row
     if window.part is not None:
         rows = (
-            window.part.annotate(g=F(key), p=TruncMonth("period_start"))
+            window.part.annotate(g=F(key), p=TruncMonth("period_start", output_field=DateField()))
             .values("g", "p")
-            .annotate(total_seconds=Sum("gpu_seconds"), total_cost=Sum("cost"))
+            .annotate(
+                total_seconds=Sum("gpu_seconds"),
+                total_cost=Sum("cost"),
+                job_seconds=Sum("gpu_seconds", filter=Q(job_id__isnull=False)),
+                notebook_seconds=Sum("gpu_seconds", filter=_NOTEBOOK),
+            )
             .order_by()
         )
         for row in rows:
-            month = row["p"].date() if isinstance(row["p"], dt.datetime) else row["p"]
-            cells[(row["g"], month)] = row  # the part month has no rollup row in the report
+            cells[(row["g"], row["p"])] = row  # the part month has no rollup row in the report
     return cells
+
+
+def split_of(cells: dict[tuple, dict]) -> dict[str, int]:
+    """`split_seconds` of the window whose `usage_cells` these are, added up from them."""
+    total = jobs = notebooks = 0
+    for cell in cells.values():
+        total += cell["total_seconds"] or 0
+        jobs += cell["job_seconds"] or 0
+        notebooks += cell["notebook_seconds"] or 0
+    return {"total": int(total), "jobs": int(jobs), "notebooks": int(notebooks)}
 
 
 def split_seconds(window: Window) -> dict[str, int]:
@@ -135,11 +161,10 @@ def split_seconds(window: Window) -> dict[str, int]:
         notebooks=Coalesce(Sum("notebook_gpu_seconds"), 0),
     )
     if window.part is not None:
-        notebook = Q(job_id__isnull=True, external_id__startswith=NOTEBOOK)
         extra = window.part.aggregate(
             total=Coalesce(Sum("gpu_seconds"), 0),
             jobs=Coalesce(Sum("gpu_seconds", filter=Q(job_id__isnull=False)), 0),
-            notebooks=Coalesce(Sum("gpu_seconds", filter=notebook), 0),
+            notebooks=Coalesce(Sum("gpu_seconds", filter=_NOTEBOOK), 0),
         )
         sums = {key: sums[key] + extra[key] for key in sums}
     return {key: int(value) for key, value in sums.items()}

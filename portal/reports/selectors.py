@@ -31,6 +31,7 @@ from typing import Any
 
 from django.db.models import (
     Count,
+    DateField,
     DurationField,
     ExpressionWrapper,
     F,
@@ -59,6 +60,12 @@ PERIODS = ("month", "week")
 #: A job's group by user (by PI, project or facility: its allocation's, cells.LiveNames).
 _BY_USER = "created_by__username"
 _TRUNC = {"month": TruncMonth, "week": TruncWeek}
+
+
+def _period_of(period: str, field: str):
+    """The period a row falls in, as a date from the database: a centre's live month is
+    a thousand rows, and a truncated datetime is made aware in Python row by row."""
+    return _TRUNC[period](field, output_field=DateField())
 
 
 class NoReport(NotFound):
@@ -111,14 +118,27 @@ def _scoped(qs: QuerySet, project_ids: list[int] | None, prefix: str = "allocati
     return qs if project_ids is None else qs.filter(**{f"{prefix}project_id__in": project_ids})
 
 
+@dataclass
+class LiveUsage:
+    """The live part's ledger: (group, period) cells, and what they sum to by facility and
+    by what charged them (monthly.split_seconds)."""
+
+    cells: dict[tuple, dict]
+    facility_seconds: dict[int, int]
+    split: dict[str, int]
+
+
 def _usage_cells(
     group_by: str, period: str, project_ids, since, window: monthly.Window, names: LiveNames
-) -> dict[tuple, dict]:
-    """(group, period) -> gpu_seconds, cost, but those of the settled months. One query (two
-    from the monthly rollups), and the names' lookup."""
+) -> LiveUsage:
+    """The ledger's cells but those of the settled months: by month and PI, project or
+    facility, one query (two from the monthly rollups) and the names' lookup, the sums by
+    facility and split from the same rows; otherwise three queries more."""
     if period == "month" and group_by in monthly.KEY:
-        return names.folded(monthly.usage_cells(group_by, window, names.key), USAGE_SUMS)
-    trunc = _TRUNC[period]
+        cells = monthly.usage_cells(group_by, window, names.key)
+        return LiveUsage(
+            names.folded(cells, USAGE_SUMS), names.facility_seconds(cells), monthly.split_of(cells)
+        )
     qs = _scoped(UsageRecord.objects.all(), project_ids)
     if since:
         qs = qs.filter(period_start__gte=monthly.at_midnight(since))
@@ -130,11 +150,15 @@ def _usage_cells(
     else:
         key = F(names.key)
     qs = (
-        qs.annotate(g=key, p=trunc("period_start"))
+        qs.annotate(g=key, p=_period_of(period, "period_start"))
         .values("g", "p")
         .annotate(total_seconds=Sum("gpu_seconds"), total_cost=Sum("cost"))
     )
-    return names.folded({(r["g"], _day(r["p"])): r for r in qs.order_by()}, USAGE_SUMS)
+    return LiveUsage(
+        names.folded({(r["g"], _day(r["p"])): r for r in qs.order_by()}, USAGE_SUMS),
+        monthly.seconds_by_facility(window),
+        monthly.split_seconds(window),
+    )
 
 
 def _job_cells(period: str, project_ids, scope: JobScope, names: LiveNames) -> dict[tuple, dict]:
@@ -143,7 +167,7 @@ def _job_cells(period: str, project_ids, scope: JobScope, names: LiveNames) -> d
     run = ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
     qs = _scoped(Job.objects.filter(RAN).filter(scope.live), project_ids)
     qs = (
-        qs.annotate(g=F(names.key), p=_TRUNC[period]("created_at"), run=run)
+        qs.annotate(g=F(names.key), p=_period_of(period, "created_at"), run=run)
         .values("g", "p")
         .annotate(
             jobs=Count("id"),
@@ -311,8 +335,9 @@ def usage_report(
     scope = job_rollups.job_scope(group_by, period, project_ids, since)
     part = settled.settled_part(group_by, project_ids, scope)
     window = monthly.live_window(project_ids, since, list(part.months))
-    names = LiveNames(group_by, _BY_USER, part.names)
-    usage = _usage_cells(group_by, period, project_ids, since, window, names)
+    names = LiveNames(group_by, _BY_USER, part.names, part.facilities)
+    live = _usage_cells(group_by, period, project_ids, since, window, names)
+    usage = live.cells
     jobs = _job_cells(period, project_ids, scope, names)
     live_totals = group_totals(usage, jobs)
     totals = merged_totals(part.totals, live_totals)
@@ -335,15 +360,14 @@ def usage_report(
     report.totals = _finished(grand_total([part.everything, *live_totals.values()]))
     report.wait = wait_times(project_ids, scope, part)
     report.sizes = job_sizes(project_ids, scope, part.facts)
-    split = monthly.split_seconds(window)
-    report.split = monthly.split_hours({k: v + part.split[k] for k, v in split.items()})
+    report.split = monthly.split_hours({k: v + part.split[k] for k, v in live.split.items()})
     report.efficiency = efficiency(project_ids, scope, part.facts, names)
     if report.hidden_groups:
         named = {totals[g]["group"] for g in shown}
         report.efficiency = [e for e in report.efficiency if e["group"] in named]
     report.jobs_rolled_at = scope.rolled_at
     seconds = dict(part.facility_seconds)
-    for pk, more in monthly.seconds_by_facility(window).items():
+    for pk, more in live.facility_seconds.items():
         seconds[pk] = seconds.get(pk, 0) + more
     report.units, report.unit_label = hours_by_unit(project_ids, seconds)
     return report

@@ -62,6 +62,7 @@ class Settled:
     # Every allocation in the scope -> its group's name (what the live part's rows are named
     # after, cells.LiveNames): the versions of the key cover every rename.
     names: dict[int, Any] = field(default_factory=dict)
+    facilities: dict[int, int] = field(default_factory=dict)  # and -> its facility's id
 
     def usage_cell(self, key: tuple) -> dict | None:
         found = self.usage.get(key)
@@ -130,7 +131,7 @@ def _started(months: tuple[dt.date, ...], project_ids):
 
 
 def compute(group_by: str, project_ids, scope: JobScope) -> Settled:
-    """The settled part, from the rollups: eight queries, whatever the span."""
+    """The settled part, from the rollups: seven queries, whatever the span."""
     months = tuple(scope.months)
     if not months:
         return EMPTY
@@ -151,20 +152,24 @@ def compute(group_by: str, project_ids, scope: JobScope) -> Settled:
         totals=totals,
         everything=grand_total(totals.values()),
         facts=facts,
-        split=monthly.split_seconds(window),
+        split=monthly.split_of(usage),
         facility_seconds=monthly.seconds_by_facility(window),
         waits=array(
             "d",
             (wait.total_seconds() for wait in _started(months, ids)[: wait_depth(facts["waited"])]),
         ),
         project_ids=ids,
-        names=_names(group_by, ids),
+        **_names(group_by, ids),
     )
 
 
-def _names(group_by: str, project_ids) -> dict[int, Any]:
+def _names(group_by: str, project_ids) -> dict[str, dict]:
+    """Every allocation in the scope -> its group's name (`names`) and its facility's id."""
     allocations = monthly.scoped(Allocation.objects.all(), project_ids, "")
-    return dict(allocations.values_list("pk", monthly.KEY[group_by]))
+    names, facilities = {}, {}
+    for pk, name, facility in allocations.values_list("pk", monthly.KEY[group_by], "facility_id"):
+        names[pk], facilities[pk] = name, facility
+    return {"names": names, "facilities": facilities}
 
 
 def settled_part(group_by: str, project_ids, scope: JobScope) -> Settled:

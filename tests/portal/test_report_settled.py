@@ -16,7 +16,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from allocations.models import UsageMonth
+from allocations.models import UsageMonth, UsageRecord
 from allocations.rollups import rollup_rebuild
 from launcher.job_months import job_months_rebuild
 from launcher.models import Job
@@ -86,9 +86,9 @@ def test_a_kept_settled_part_gives_the_figures_summed_afresh(world, admin, group
     with CaptureQueriesContext(connection) as second:
         kept = usage_report(admin, **options)
     assert "launcher_jobmonth" in _tables(first.captured_queries)
-    # The second report reads no rollup of a settled month: eight queries fewer.
+    # The second report reads no rollup of a settled month: seven queries fewer.
     assert "launcher_jobmonth" not in _tables(second.captured_queries)
-    assert len(first.captured_queries) - len(second.captured_queries) == 8
+    assert len(first.captured_queries) - len(second.captured_queries) == 7
     assert dataclasses.asdict(kept) == dataclasses.asdict(summed)
     assert dataclasses.asdict(_afresh(admin, **options)) == dataclasses.asdict(summed)
 
@@ -266,3 +266,42 @@ def test_a_new_allocations_live_rows_are_named_though_the_kept_part_has_not_met_
     assert rows[("New", dt.date(2026, 4, 1))] == (3600, 1)
     assert {e["group"] for e in report.efficiency} >= {"New"}
     assert dataclasses.asdict(report) == dataclasses.asdict(_afresh(admin, group_by="facility"))
+
+
+@pytest.mark.parametrize("since", [None, dt.date(2026, 1, 15)])
+def test_the_split_and_hours_by_facility_come_from_the_live_cells_as_from_their_own_sums(
+    world, admin, researcher, since
+):
+    """By PI, project or facility the live part's split (jobs, notebooks, other) and its hours
+    by facility are added up from its usage cells, not read again: the same figures as by user,
+    which reads them in queries of their own, and as the records summed by hand; a part month
+    (`since` mid-January) included."""
+    mine, theirs = world
+    job = Job.objects.filter(allocation=mine).order_by("created_at").first()
+    when = T(2026, 1, 22, tzinfo=UTC)
+    charge(allocation=mine, source="local", external_id="job-record", job_id=job.pk, period_start=when,
+           period_end=when, gpu_seconds=1200, cost=Decimal(1))  # fmt: skip
+    for allocation, when, seconds in [(mine, T(2026, 1, 23, tzinfo=UTC), 600),
+                                      (theirs, T(2026, 4, 3, tzinfo=UTC), 60)]:  # fmt: skip
+        charge(allocation=allocation, source="local", external_id=f"notebook/{seconds}/1/nb",
+               period_start=when, period_end=when, gpu_seconds=seconds, cost=Decimal(1))  # fmt: skip
+    records = UsageRecord.objects.all()
+    if since:
+        records = records.filter(period_start__gte=dt.datetime(2026, 1, 15, tzinfo=UTC))
+    jobs = sum(r.gpu_seconds for r in records if r.job_id)
+    notebooks = sum(r.gpu_seconds for r in records if r.external_id.startswith("notebook/"))
+    total = sum(r.gpu_seconds for r in records)
+    assert jobs == 1200 and notebooks == 660  # the case is what it means to be
+    expected = {
+        "jobs": jobs / 3600,
+        "notebooks": notebooks / 3600,
+        "other": (total - jobs - notebooks) / 3600,
+    }
+    by_user = usage_report(admin, group_by="user", since=since)
+    assert by_user.split == pytest.approx(expected)
+    for group_by in ("pi", "project", "facility"):
+        report = _afresh(admin, group_by=group_by, since=since)
+        assert report.split == pytest.approx(expected), group_by
+        assert report.units == pytest.approx(by_user.units), group_by
+        assert usage_report(admin, group_by=group_by, since=since).units == report.units
+    assert by_user.units == pytest.approx({"GPU-hours": total / 3600})
