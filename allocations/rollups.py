@@ -133,7 +133,8 @@ def rollup_rebuild(*, allocation_ids: Collection[int] | None = None) -> int:
     UsageMonth.objects.bulk_create(
         [
             UsageMonth(allocation_id=pk, month=month, **dict(zip(FIELDS, sums, strict=True)))
-            for (pk, month), sums in truth.items()
+            # In month order, as the ledger's writes leave them: reports read ranges of months.
+            for (pk, month), sums in sorted(truth.items(), key=lambda item: item[0][::-1])
         ],
         batch_size=5000,
     )

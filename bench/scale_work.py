@@ -99,6 +99,11 @@ def _jobs_sweeps_usage(world: World) -> int:
                 rates[fid],
             )
         )
+    # In the order the portal writes them, oldest first, the ids rising with time: the jobs
+    # of a month lie together in the table, as the live month the reports read does in service.
+    jobs.sort(key=lambda job: job[12])
+    for k, job in enumerate(jobs):
+        jobs[k] = (jfirst + k, *job[1:8], f"job-{jfirst + k}", *job[9:])
     n = copy_rows(
         Sweep,
         ["allocation_id", "created_by_id", "name", "size", "token", "created_at", "grid", "params"],
