@@ -5,7 +5,7 @@ report's grand total. Shared by the report (selectors.py) and its settled part (
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -66,6 +66,32 @@ def merged_totals(base: dict[Any, dict], more: dict[Any, dict]) -> dict[Any, dic
         else:
             totals[group] = total
     return totals
+
+
+def by_use(totals: dict[Any, dict]) -> list:
+    """The groups, most GPU-seconds first; ties in the order of the groups' names."""
+    return sorted(totals, key=lambda g: (-totals[g]["gpu_seconds"], str(g)))
+
+
+def ranked(
+    settled: dict[Any, dict], settled_order: Sequence, live: dict[Any, dict], limit: int | None
+) -> tuple[list, dict[Any, dict], int]:
+    """The first `limit` groups `by_use` (every one without a limit) of the settled and live
+    totals added up, their totals, and how many groups there are in all.
+
+    With a limit only the settled part's first `limit` groups (`settled_order`, its `by_use`)
+    and the live part's are ranked, not a centre's thousands: a group with no live cell keeps
+    its settled total, and the `limit` settled groups before it only gain. Where a live total
+    is negative (a correction) every group is ranked."""
+    if limit is None or any(total["gpu_seconds"] < 0 for total in live.values()):
+        totals = merged_totals(settled, live)
+        order = by_use(totals)
+        return (order if limit is None else order[:limit]), totals, len(order)
+    candidates = {g: settled[g] for g in settled_order[:limit]}
+    candidates.update((g, settled[g]) for g in live if g in settled)
+    totals = merged_totals(candidates, live)
+    count = len(settled) + sum(1 for g in live if g not in settled)
+    return by_use(totals)[:limit], totals, count
 
 
 def grand_total(totals: Iterable[dict]) -> dict[str, Any]:

@@ -51,7 +51,7 @@ from launcher.job_months import FAILED, JOB_COUNTS, RAN, SHORT, WAIT
 from launcher.models import Job
 
 from . import job_rollups, monthly, settled
-from .cells import LiveNames, charged, grand_total, group_totals, merged_totals
+from .cells import LiveNames, charged, grand_total, group_totals, ranked
 from .job_rollups import JobScope
 from .settled import USAGE_SUMS, Settled
 
@@ -340,11 +340,9 @@ def usage_report(
     usage = live.cells
     jobs = _job_cells(period, project_ids, scope, names)
     live_totals = group_totals(usage, jobs)
-    totals = merged_totals(part.totals, live_totals)
     # Most GPU-hours first; ties in the order of the groups' names.
-    order = sorted(totals, key=lambda g: (-totals[g]["gpu_seconds"], str(g)))
-    shown = order if limit is None else order[:limit]
-    report = Report(group_by=group_by, period=period, hidden_groups=len(order) - len(shown))
+    shown, totals, count = ranked(part.totals, part.order, live_totals, limit)
+    report = Report(group_by=group_by, period=period, hidden_groups=count - len(shown))
     # The settled and live cells lie in different months: each key is in one part only.
     live_keys: dict[Any, list[tuple]] = {}
     for key in usage.keys() | jobs.keys():

@@ -35,7 +35,7 @@ from launcher.job_months import JOB_COUNTS, WAIT
 from launcher.models import Job
 
 from . import job_rollups, monthly
-from .cells import grand_total, group_totals, zero
+from .cells import by_use, grand_total, group_totals, zero
 from .job_rollups import JobScope
 
 
@@ -51,6 +51,7 @@ class Settled:
     jobs: dict[tuple, tuple] = field(default_factory=dict)
     keys: dict[Any, tuple] = field(default_factory=dict)  # group -> its (group, month) cells
     totals: dict[Any, dict] = field(default_factory=dict)  # group -> its sums
+    order: tuple = ()  # the groups, cells.by_use
     everything: dict = field(default_factory=lambda: zero("all"))
     facts: dict = field(default_factory=job_rollups.no_facts)
     split: dict[str, int] = field(default_factory=lambda: {"total": 0, "jobs": 0, "notebooks": 0})
@@ -150,6 +151,7 @@ def compute(group_by: str, project_ids, scope: JobScope) -> Settled:
         jobs={key: tuple(cell[name] for name in JOB_COUNTS) for key, cell in jobs.items()},
         keys={group: tuple(cells) for group, cells in keys.items()},
         totals=totals,
+        order=tuple(by_use(totals)),
         everything=grand_total(totals.values()),
         facts=facts,
         split=monthly.split_of(usage),

@@ -305,3 +305,31 @@ def test_the_split_and_hours_by_facility_come_from_the_live_cells_as_from_their_
         assert report.units == pytest.approx(by_user.units), group_by
         assert usage_report(admin, group_by=group_by, since=since).units == report.units
     assert by_user.units == pytest.approx({"GPU-hours": total / 3600})
+
+
+def test_the_first_groups_ranked_from_the_settled_first_and_the_live_are_those_of_every_group():
+    """cells.ranked ranks the settled part's first `limit` groups and the live part's only; for
+    2,000 random cases (ties, groups in one part or both, a negative live correction) it gives
+    the groups, totals and count of ranking every group."""
+    from portal.reports.cells import by_use, merged_totals, ranked, zero
+
+    rng = random.Random(36)
+
+    def totals(groups, low=0):
+        out = {}
+        for g in groups:
+            out[g] = zero(g)
+            out[g]["gpu_seconds"] = rng.choice([rng.randrange(low, 50), 7])  # ties on 7
+        return out
+
+    for _ in range(2000):
+        names = [f"g{i}" for i in range(rng.randrange(0, 40))]
+        settled_part = totals(rng.sample(names, rng.randrange(0, len(names) + 1)))
+        live = totals(rng.sample(names, rng.randrange(0, len(names) + 1)), low=rng.choice([0, -60]))
+        limit = rng.choice([None, 1, 3, 10])
+        everything = merged_totals(settled_part, live)
+        expected = by_use(everything)
+        shown, kept, count = ranked(settled_part, by_use(settled_part), live, limit)
+        assert shown == (expected if limit is None else expected[:limit])
+        assert count == len(everything)
+        assert {g: kept[g] for g in shown} == {g: everything[g] for g in shown}
