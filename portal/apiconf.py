@@ -105,7 +105,12 @@ def known_count_paginator(known: int) -> type[DjangoPaginator]:
 class Pagination(PageNumberPagination):
     """Page numbers as the schema says: one positive integer (a 400 otherwise); a page past the
     end is a 404. A view whose `known_count()` gives a number (the staff's unfiltered jobs) pages
-    by it instead of counting its rows."""
+    by it instead of counting its rows.
+
+    A view with `pages_by_id` set picks a page's ids first, from its rows' own columns (an
+    index), then reads those rows with what they join: a page deep in a long list (a centre
+    member's page 50 of 11,000 jobs) sorts 2,500 ids, not 2,500 rows joined to their
+    allocations, projects and users. One query more."""
 
     def paginate_queryset(self, queryset, request, view=None):
         values = request.query_params.getlist(self.page_query_param)
@@ -116,7 +121,15 @@ class Pagination(PageNumberPagination):
         count = known() if callable(known) else None
         if count is not None:
             self.django_paginator_class = known_count_paginator(count)
-        return super().paginate_queryset(queryset, request, view)
+        if not getattr(view, "pages_by_id", False):
+            return super().paginate_queryset(queryset, request, view)
+        ids: list | None = super().paginate_queryset(
+            queryset.values_list("pk", flat=True), request, view
+        )
+        if ids is None:
+            return None
+        rows = queryset.in_bulk(ids)
+        return [rows[pk] for pk in ids if pk in rows]  # a row deleted meanwhile is left out
 
     def get_schema_operation_parameters(self, view):
         params = super().get_schema_operation_parameters(view)

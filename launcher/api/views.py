@@ -97,6 +97,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     jobs/{id}/log/."""
 
     filterset_class = JobFilter
+    pages_by_id = True  # portal.apiconf.Pagination: a deep page's ids from the job rows alone
 
     def get_queryset(self):
         return selectors.visible_jobs(self.request.user)

@@ -34,8 +34,9 @@ class Job(models.Model):
     class Workload(models.TextChoices):
         CTXRAY_TRAIN = "ctxray-train", "CT/X-ray training"
 
+    # Indexed by `job_allocation_created` below, which starts with it.
     allocation = models.ForeignKey(
-        "allocations.Allocation", on_delete=models.PROTECT, related_name="jobs"
+        "allocations.Allocation", on_delete=models.PROTECT, related_name="jobs", db_index=False
     )
     sweep = models.ForeignKey(
         "launcher.Sweep", on_delete=models.CASCADE, null=True, blank=True, related_name="jobs"
@@ -144,6 +145,9 @@ class Job(models.Model):
             # Lists newest first (the API, the staff home) and reports' `since`: by index, not a
             # sort of every job (docs/performance.md, "A centre's scale").
             models.Index(fields=["created_at", "id"], name="job_created"),
+            # A member's jobs (their projects' allocations) newest first: a page's ids from the
+            # index alone, at any page (launcher.api.views.JobViewSet, pages by id).
+            models.Index(fields=["allocation", "created_at", "id"], name="job_allocation_created"),
             # Jobs that ended lately in a state: the staff home's failures, the poll's files due.
             models.Index(fields=["state", "finished_at"], name="job_state_finished"),
             # The reports' p90 wait over a period: the waits of the jobs that started, read
