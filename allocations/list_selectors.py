@@ -1,10 +1,16 @@
 """The rows of the list pages /requests/ and /allocations/: what `visible_requests` and
 `visible_allocation_rows` let the user see, newest first, with only the columns the pages
-show (a page of rows is one query, whatever its length)."""
+show (a page of rows is one query, whatever its length). Also the one rule of which
+allocations are near their end (`near_their_end`), which the allocations list filters by and
+the staff home lists."""
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+import datetime as dt
+from decimal import Decimal
+
+from django.db.models import F, Q, QuerySet, Value
+from django.utils import timezone
 
 from .models import Allocation, AllocationRequest
 from .selectors import User, visible_allocation_rows, visible_requests
@@ -34,6 +40,23 @@ ALLOCATION_LIST_COLUMNS = (
 )
 
 
+NEAR_PERCENT = Decimal("80")
+NEAR_DAYS = 14
+#: The allocations list's `?status=` for the allocations near their end (not a model status).
+NEAR_END = "near-end"
+
+
+def near_their_end(rows: QuerySet[Allocation]) -> QuerySet[Allocation]:
+    """Active allocations at >= NEAR_PERCENT of their GPU-hours or ending within NEAR_DAYS,
+    the soonest end first (the partial index `allocation_active_end`)."""
+    soon = timezone.localdate() + dt.timedelta(days=NEAR_DAYS)
+    return rows.filter(
+        Q(status=Allocation.Status.ACTIVE),
+        Q(end_date__lte=soon)
+        | Q(gpu_seconds_used__gte=F("gpu_hours") * Value(3600 * NEAR_PERCENT / 100)),
+    ).order_by("end_date", "id")
+
+
 def request_list(user: User, *, status: str = "") -> QuerySet[AllocationRequest]:
     """The requests `user` may see (reviewers and staff: all), newest first; one status's
     when `status` is given."""
@@ -49,7 +72,7 @@ def request_list(user: User, *, status: str = "") -> QuerySet[AllocationRequest]
 
 def allocation_list(user: User, *, status: str = "") -> QuerySet[Allocation]:
     """The allocations `user` may see (reviewers and staff: all), newest first; one status's
-    when `status` is given."""
+    when `status` is given, or (NEAR_END) those near their end, the soonest end first."""
     rows = (
         visible_allocation_rows(user)
         .select_related(None)
@@ -57,4 +80,6 @@ def allocation_list(user: User, *, status: str = "") -> QuerySet[Allocation]:
         .only(*ALLOCATION_LIST_COLUMNS)
         .order_by("-created_at", "-id")
     )
+    if status == NEAR_END:
+        return near_their_end(rows)
     return rows.filter(status=status) if status else rows

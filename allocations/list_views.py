@@ -25,12 +25,18 @@ class StatusFilter(forms.Form):
 
     status = forms.ChoiceField(required=False, label="Status")
 
-    def __init__(self, data: QueryDict, *, statuses: type[TextChoices]) -> None:
+    def __init__(
+        self,
+        data: QueryDict,
+        *,
+        statuses: type[TextChoices],
+        more: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         super().__init__(data)
         field = self.fields["status"]
         assert isinstance(field, forms.ChoiceField)
-        field.choices = [("", "All"), *statuses.choices]
-        self.labels = dict(statuses.choices)
+        field.choices = [("", "All"), *statuses.choices, *more]
+        self.labels = {**dict(statuses.choices), **dict(more)}
 
     def chosen(self) -> str:
         """The status asked for; blank (all) when it is none of the statuses."""
@@ -55,6 +61,9 @@ def _page(
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "page": page,
+        "near_end": list_selectors.NEAR_END,
+        "near_days": list_selectors.NEAR_DAYS,
+        "near_percent": list_selectors.NEAR_PERCENT,
         "status_filter": status_filter,
         "status": status_filter.chosen(),
         "status_label": status_filter.chosen_label(),
@@ -74,6 +83,8 @@ def request_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def allocation_list(request: HttpRequest) -> HttpResponse:
     """The allocations the user may see (members: their projects'; reviewers and staff: all)."""
-    status_filter = StatusFilter(request.GET, statuses=Allocation.Status)
+    status_filter = StatusFilter(
+        request.GET, statuses=Allocation.Status, more=((list_selectors.NEAR_END, "Near their end"),)
+    )
     rows = list_selectors.allocation_list(cast(User, request.user), status=status_filter.chosen())
     return _page(request, "allocations/allocation_list.html", status_filter, rows)

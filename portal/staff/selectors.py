@@ -13,20 +13,20 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from decimal import Decimal
 
-from django.db.models import F, Q, QuerySet, Value
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from allocations.list_selectors import NEAR_DAYS, NEAR_END, NEAR_PERCENT, near_their_end
 from allocations.models import Allocation, AllocationRequest, Facility, ProjectMembership
 from allocations.roles import sees_all_projects
 from launcher.backends.contract import Capability
 from launcher.backends.registry import backends_with, is_connected
 from launcher.models import Job
 
-LIMIT = 50
-NEAR_PERCENT = Decimal("80")
-NEAR_DAYS = 14
+#: Rows a list shows; the whole of one is a link away (the review queue, the allocations list
+#: near their end) or said in words.
+LIMIT = 20
 FAILING_DAYS = 7
 
 
@@ -73,15 +73,7 @@ def stuck_allocations() -> Queue:
 
 def allocations_near_their_end() -> Queue:
     """Active allocations at >= 80% used or ending within 14 days, the soonest end first."""
-    soon = timezone.localdate() + dt.timedelta(days=NEAR_DAYS)
-    qs = Allocation.objects.filter(status=Allocation.Status.ACTIVE).select_related(
-        "project", "facility"
-    )
-    qs = qs.filter(
-        Q(end_date__lte=soon)
-        | Q(gpu_seconds_used__gte=F("gpu_hours") * Value(3600 * NEAR_PERCENT / 100))
-    )
-    return _queue(qs.order_by("end_date", "id"))
+    return _queue(near_their_end(Allocation.objects.select_related("project", "facility")))
 
 
 def unconfigured_facilities() -> list[tuple[Facility, str]]:
@@ -119,6 +111,7 @@ def staff_home(user) -> dict:
         "failing_jobs": failing_jobs(),
         "member_sync": member_sync_failures(),
         "near_days": NEAR_DAYS,
+        "near_end_status": NEAR_END,
         "near_percent": NEAR_PERCENT,
         "failing_days": FAILING_DAYS,
     }

@@ -6,6 +6,7 @@ Its query count does not grow with the rows."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from decimal import Decimal
 
 import pytest
@@ -143,3 +144,48 @@ def test_jobs_and_sweeps_are_in_the_admin_with_filters(admin, queues):
     allocations = client.get("/admin/allocations/allocation/").content.decode()
     headers = allocations.split("<thead>")[1].split("</thead>")[0]
     assert headers.index("column-status") < headers.index("column-facility")
+
+
+def test_the_home_shows_the_soonest_near_their_end_and_links_to_all_of_them(
+    reviewer, researcher, project, facility
+):
+    """The staff home lists the LIMIT allocations near their end that end soonest and links
+    to the allocations list filtered to every one of them, in the same order, which a member
+    sees for their own projects only."""
+    from allocations.list_selectors import NEAR_END
+    from portal.staff.selectors import LIMIT
+
+    today = timezone.localdate()
+    near = [  # within 14 days, ties among them (the soonest end, then the oldest)
+        AllocationFactory(
+            project=project, facility=facility, end_date=today + dt.timedelta(days=12 - n % 12)
+        )
+        for n in range(LIMIT + 5)
+    ]
+    AllocationFactory(project=project, facility=facility, end_date=today + dt.timedelta(days=90))
+    AllocationFactory(
+        project=project, facility=facility, end_date=today + dt.timedelta(days=2), status="expired"
+    )
+    soonest = sorted(near, key=lambda a: (a.end_date, a.pk))
+    html = _client(reviewer).get("/staff/").content.decode()
+    card = html.split('id="h-near"')[1].split("</section>")[0]
+    shown = [int(pk) for pk in re.findall(r'href="/allocations/(\d+)/"', card)]
+    assert shown == [a.pk for a in soonest[:LIMIT]]
+    link = f'href="/allocations/?status={NEAR_END}">All {LIMIT + 5} near their end</a>'
+    assert link in card
+    listed = _client(reviewer).get(f"/allocations/?status={NEAR_END}").content.decode()
+    assert f"{LIMIT + 5} allocations near their end" in listed
+    rows = [int(pk) for pk in re.findall(r'<td><a href="/allocations/(\d+)/">', listed)]
+    assert rows == [a.pk for a in soonest]
+    assert "Near their end</option>" in listed
+    outsider_view = _client(researcher).get(f"/allocations/?status={NEAR_END}").content.decode()
+    assert re.findall(r'<td><a href="/allocations/(\d+)/">', outsider_view) == [
+        str(a.pk) for a in soonest
+    ]  # the researcher is a member of the project
+
+
+def test_the_list_near_their_end_is_empty_in_words(researcher):
+    from allocations.list_selectors import NEAR_END
+
+    page = _client(researcher).get(f"/allocations/?status={NEAR_END}").content.decode()
+    assert "No allocation is near its end." in page
