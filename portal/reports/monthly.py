@@ -102,14 +102,10 @@ def settled_window(project_ids, settled: list[dt.date]) -> Window:
     return Window(scoped(UsageMonth.objects.filter(month__in=settled), project_ids, "allocation__"))
 
 
-#: What a usage cell sums beside its seconds and cost: the seconds charged by portal jobs and
-#: by notebooks (`split_seconds`, from the cells where they are at hand).
-SPLIT_SUMS = ("job_seconds", "notebook_seconds")
-
-
 def usage_cells(group_by: str, window: Window, key: str = "") -> dict[tuple, dict]:
-    """(group, month) -> total_seconds, total_cost and the SPLIT_SUMS; with `key` (a field path
-    from the rollup row), (that key, month). Two queries at most."""
+    """(group, month) -> total_seconds, total_cost, and the seconds charged by portal jobs
+    (job_seconds) and by notebooks (notebook_seconds), which `split_of` adds up; with `key` (a
+    field path from the rollup row), (that key, month). Two queries at most."""
     cells: dict[tuple, dict] = {}
     key = key or f"allocation__{KEY[group_by]}"
     rollups = (

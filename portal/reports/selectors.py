@@ -155,7 +155,7 @@ def _usage_cells(
         .annotate(total_seconds=Sum("gpu_seconds"), total_cost=Sum("cost"))
     )
     return LiveUsage(
-        names.folded({(r["g"], _day(r["p"])): r for r in qs.order_by()}, USAGE_SUMS),
+        names.folded({(r["g"], r["p"]): r for r in qs.order_by()}, USAGE_SUMS),
         monthly.seconds_by_facility(window),
         monthly.split_seconds(window),
     )
@@ -176,11 +176,7 @@ def _job_cells(period: str, project_ids, scope: JobScope, names: LiveNames) -> d
             short_or_failed=Count("id", filter=FAILED | Q(run__lt=SHORT)),
         )
     )
-    return names.folded({(r["g"], _day(r["p"])): r for r in qs.order_by()}, JOB_COUNTS)
-
-
-def _day(value) -> dt.date:
-    return value.date() if isinstance(value, dt.datetime) else value
+    return names.folded({(r["g"], r["p"]): r for r in qs.order_by()}, JOB_COUNTS)
 
 
 def _row(key: tuple, usage: dict | None, jobs: dict | None) -> dict:
