@@ -89,6 +89,10 @@ def test_the_reviewer_home_lists_what_waits_with_actions(reviewer, full_request,
     assert f"/jobs/{queues['job'].pk}/" in html and "exit code 1" in html
     assert "Azure subscription" in html and "Bare Slurm" in html
     assert "Baskerville</a>" not in html.split('id="h-facilities"')[1]
+    counts = html.split('aria-label="Counts">')[1].split("</ul>")[0]
+    assert "<strong>1</strong> request waiting" in counts  # one of each, in the singular
+    assert "<strong>1</strong> job failed in 7 days" in counts
+    assert "<strong>2</strong> allocations near their end</a>" in counts
 
 
 def test_slash_shows_the_staff_home_to_reviewers_and_the_dashboard_to_others(
@@ -173,6 +177,8 @@ def test_the_home_shows_the_soonest_near_their_end_and_links_to_all_of_them(
     assert shown == [a.pk for a in soonest[:LIMIT]]
     link = f'href="/allocations/?status={NEAR_END}">All {LIMIT + 5} near their end</a>'
     assert link in card
+    kpi = f'href="/allocations/?status={NEAR_END}"><strong>{LIMIT + 5}</strong> allocations near'
+    assert kpi in html
     listed = _client(reviewer).get(f"/allocations/?status={NEAR_END}").content.decode()
     assert f"{LIMIT + 5} allocations near their end" in listed
     rows = [int(pk) for pk in re.findall(r'<td><a href="/allocations/(\d+)/">', listed)]
