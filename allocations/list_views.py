@@ -56,14 +56,16 @@ class StatusFilter(forms.Form):
 
 
 def _page(
-    request: HttpRequest, template: str, status_filter: StatusFilter, rows: QuerySet[Any]
+    request: HttpRequest,
+    template: str,
+    status_filter: StatusFilter,
+    rows: QuerySet[Any],
+    **more: Any,
 ) -> HttpResponse:
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
+        **more,
         "page": page,
-        "near_end": list_selectors.NEAR_END,
-        "near_days": list_selectors.NEAR_DAYS,
-        "near_percent": list_selectors.NEAR_PERCENT,
         "status_filter": status_filter,
         "status": status_filter.chosen(),
         "status_label": status_filter.chosen_label(),
@@ -87,4 +89,12 @@ def allocation_list(request: HttpRequest) -> HttpResponse:
         request.GET, statuses=Allocation.Status, more=((list_selectors.NEAR_END, "Near their end"),)
     )
     rows = list_selectors.allocation_list(cast(User, request.user), status=status_filter.chosen())
-    return _page(request, "allocations/allocation_list.html", status_filter, rows)
+    return _page(
+        request,
+        "allocations/allocation_list.html",
+        status_filter,
+        rows,
+        near_end=list_selectors.NEAR_END,
+        near_days=list_selectors.NEAR_DAYS,
+        near_percent=list_selectors.NEAR_PERCENT,
+    )

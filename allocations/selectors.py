@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 
 from django.contrib.auth.models import AbstractUser, AnonymousUser
@@ -78,17 +79,27 @@ def is_member(user: User, project_id: int) -> bool:
     return bool(user.is_authenticated and project_id in member_project_ids(user))
 
 
-def member_project_ids(user: User) -> list[int]:
-    """Ids of the projects the user is a member of (one small query, cached per request)."""
+def _per_request(user: User, attribute: str, ids: Callable[[int], Iterable[int]]) -> list[int]:
+    """`ids(user's pk)` as a list, kept on the user object (one per request) under
+    `attribute`; nothing for someone signed out."""
     if not user.is_authenticated:
         return []
-    cached = getattr(user, _MEMBER_CACHE, None)
+    cached = getattr(user, attribute, None)
     if cached is None:
-        cached = list(
-            ProjectMembership.objects.filter(user_id=user.pk).values_list("project_id", flat=True)
-        )
-        setattr(user, _MEMBER_CACHE, cached)
+        cached = list(ids(user.pk))
+        setattr(user, attribute, cached)
     return cached
+
+
+def member_project_ids(user: User) -> list[int]:
+    """Ids of the projects the user is a member of (one small query, cached per request)."""
+    return _per_request(
+        user,
+        _MEMBER_CACHE,
+        lambda pk: ProjectMembership.objects.filter(user_id=pk).values_list(
+            "project_id", flat=True
+        ),
+    )
 
 
 def member_allocation_ids(user: User) -> list[int]:
@@ -96,17 +107,15 @@ def member_allocation_ids(user: User) -> list[int]:
     cached per request). A list of jobs filtered by these ids walks the jobs' index without
     joining each row to its allocation: at a centre, a researcher's newest 50 jobs lie among
     thousands of others' (docs/performance.md)."""
-    if not user.is_authenticated:
-        return []
-    cached = getattr(user, _ALLOCATION_CACHE, None)
-    if cached is None:
-        cached = list(
-            Allocation.objects.filter(project__memberships__user_id=user.pk)
+    return _per_request(
+        user,
+        _ALLOCATION_CACHE,
+        lambda pk: (
+            Allocation.objects.filter(project__memberships__user_id=pk)
             .order_by("pk")
             .values_list("pk", flat=True)
-        )
-        setattr(user, _ALLOCATION_CACHE, cached)
-    return cached
+        ),
+    )
 
 
 def visible_requests(user: User) -> QuerySet[AllocationRequest]:

@@ -72,7 +72,7 @@ def stuck_allocations() -> Queue:
 
 
 def allocations_near_their_end() -> Queue:
-    """Active allocations at >= 80% used or ending within 14 days, the soonest end first."""
+    """The allocations near their end (allocations.list_selectors.near_their_end)."""
     return _queue(near_their_end(Allocation.objects.select_related("project", "facility")))
 
 
