@@ -136,10 +136,15 @@ class LiveNames:
                 self._found[pk] = (name, facility)
 
     def of(self, key: Any) -> Any:
+        """The group's name of a key; an allocation not yet named is looked up (one query)."""
         if not self.by_allocation:
             return key
         found = self._known.get(key, _NONE)
-        return self._found[key][0] if found is _NONE else found
+        if found is not _NONE:
+            return found
+        if key not in self._found:
+            self.name((key,))
+        return self._found.get(key, _GONE)[0]
 
     def folded(self, cells: dict[tuple, dict], sums: Iterable[str]) -> dict[tuple, dict]:
         """(key, period) cells as (group, period) cells, the `sums` of one group's added up."""
@@ -165,9 +170,11 @@ class LiveNames:
         for (key, _), cell in cells.items():
             facility = self._facilities.get(key)
             if facility is None:
-                facility = self._found[key][1]
+                facility = self._found.get(key, _GONE)[1]
             totals[facility] = totals.get(facility, 0) + int(cell["total_seconds"] or 0)
         return totals
 
 
 _NONE = object()
+#: An allocation deleted since its rows were read: no name, no facility.
+_GONE = (None, None)

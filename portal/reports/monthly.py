@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from django.db.models import DateField, F, Q, QuerySet, Sum
+from django.db.models import DateField, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncMonth
 from django.utils import timezone
 
@@ -102,29 +102,29 @@ def settled_window(project_ids, settled: list[dt.date]) -> Window:
     return Window(scoped(UsageMonth.objects.filter(month__in=settled), project_ids, "allocation__"))
 
 
-def usage_cells(group_by: str, window: Window, key: str = "") -> dict[tuple, dict]:
-    """(group, month) -> total_seconds, total_cost, and the seconds charged by portal jobs
-    (job_seconds) and by notebooks (notebook_seconds), which `split_of` adds up; with `key` (a
-    field path from the rollup row), (that key, month). Two queries at most."""
-    cells: dict[tuple, dict] = {}
-    key = key or f"allocation__{KEY[group_by]}"
-    rollups = (
-        window.months.annotate(g=F(key))
-        .values("g", "month")
-        .annotate(
-            total_seconds=Sum("gpu_seconds"),
-            total_cost=Sum("cost"),
-            job_seconds=Sum("job_gpu_seconds"),
-            notebook_seconds=Sum("notebook_gpu_seconds"),
-        )
-        .order_by()
+def usage_cells(window: Window) -> dict[tuple, dict]:
+    """(allocation id, month) -> total_seconds, total_cost, and the seconds charged by portal
+    jobs (job_seconds) and by notebooks (notebook_seconds), which `split_of` adds up. The
+    rollup rows as they are (one an allocation a month: nothing for the database to group, and
+    no sums to convert row by row; a centre's year is 52,000 of them), then the part month's
+    records summed by allocation. Two queries at most; the caller names and folds the cells
+    (cells.LiveNames)."""
+    rows = window.months.values_list(
+        "allocation_id", "month", "gpu_seconds", "cost", "job_gpu_seconds", "notebook_gpu_seconds"
     )
-    for row in rollups:
-        cells[(row["g"], row["month"])] = row
+    cells: dict[tuple, dict] = {
+        (pk, month): {
+            "total_seconds": seconds,
+            "total_cost": cost,
+            "job_seconds": jobs,
+            "notebook_seconds": notebooks,
+        }
+        for pk, month, seconds, cost, jobs, notebooks in rows.order_by()
+    }
     if window.part is not None:
-        rows = (
-            window.part.annotate(g=F(key), p=TruncMonth("period_start", output_field=DateField()))
-            .values("g", "p")
+        part = (
+            window.part.annotate(p=TruncMonth("period_start", output_field=DateField()))
+            .values("allocation_id", "p")
             .annotate(
                 total_seconds=Sum("gpu_seconds"),
                 total_cost=Sum("cost"),
@@ -133,8 +133,9 @@ def usage_cells(group_by: str, window: Window, key: str = "") -> dict[tuple, dic
             )
             .order_by()
         )
-        for row in rows:
-            cells[(row["g"], row["p"])] = row  # the part month has no rollup row in the report
+        for row in part:
+            # The part month has no rollup row in the window.
+            cells[(row.pop("allocation_id"), row.pop("p"))] = row
     return cells
 
 

@@ -132,10 +132,10 @@ def _usage_cells(
     group_by: str, period: str, project_ids, since, window: monthly.Window, names: LiveNames
 ) -> LiveUsage:
     """The ledger's cells but those of the settled months: by month and PI, project or
-    facility, one query (two from the monthly rollups) and the names' lookup, the sums by
-    facility and split from the same rows; otherwise three queries more."""
+    facility, the monthly rollups' rows by allocation (two queries at most) and the names'
+    lookup, the sums by facility and split from the same rows; otherwise three queries more."""
     if period == "month" and group_by in monthly.KEY:
-        cells = monthly.usage_cells(group_by, window, names.key)
+        cells = monthly.usage_cells(window)
         return LiveUsage(
             names.folded(cells, USAGE_SUMS), names.facility_seconds(cells), monthly.split_of(cells)
         )

@@ -35,7 +35,7 @@ from launcher.job_months import JOB_COUNTS, WAIT
 from launcher.models import Job
 
 from . import job_rollups, monthly
-from .cells import by_use, grand_total, group_totals, zero
+from .cells import LiveNames, by_use, grand_total, group_totals, zero
 from .job_rollups import JobScope
 
 
@@ -132,19 +132,24 @@ def _started(months: tuple[dt.date, ...], project_ids):
 
 
 def compute(group_by: str, project_ids, scope: JobScope) -> Settled:
-    """The settled part, from the rollups: seven queries, whatever the span."""
+    """The settled part, from the rollups: six queries, whatever the span."""
     months = tuple(scope.months)
     if not months:
         return EMPTY
     window = monthly.settled_window(project_ids, list(months))
-    usage = monthly.usage_cells(group_by, window)
-    jobs = job_rollups.rolled_cells(scope, group_by)
+    ids = None if project_ids is None else tuple(sorted(project_ids))
+    named = _names(group_by, ids)
+    # The rollups' rows by allocation, named from the scope's allocations (every one of them
+    # is known: no lookup) and folded here, not joined and grouped by name in the database.
+    names = LiveNames(group_by, "", named["names"], named["facilities"])
+    by_allocation = monthly.usage_cells(window)
+    usage = names.folded(by_allocation, USAGE_SUMS)
+    jobs = job_rollups.rolled_cells(scope, names.of)
     keys: dict[Any, set] = {}
     for key in usage.keys() | jobs.keys():
         keys.setdefault(key[0], set()).add(key)
     totals = group_totals(usage, jobs)
     facts = job_rollups.rolled_facts(scope, group_by)
-    ids = None if project_ids is None else tuple(sorted(project_ids))
     return Settled(
         months=months,
         usage={key: tuple(cell[name] for name in USAGE_SUMS) for key, cell in usage.items()},
@@ -154,14 +159,14 @@ def compute(group_by: str, project_ids, scope: JobScope) -> Settled:
         order=tuple(by_use(totals)),
         everything=grand_total(totals.values()),
         facts=facts,
-        split=monthly.split_of(usage),
-        facility_seconds=monthly.seconds_by_facility(window),
+        split=monthly.split_of(by_allocation),
+        facility_seconds=names.facility_seconds(by_allocation),
         waits=array(
             "d",
             (wait.total_seconds() for wait in _started(months, ids)[: wait_depth(facts["waited"])]),
         ),
         project_ids=ids,
-        **_names(group_by, ids),
+        **named,
     )
 
 
