@@ -18,13 +18,20 @@ from .monthly import KEY
 SUMMED = ("gpu_seconds", *JOB_COUNTS)
 
 
+_PLACES = Decimal("0.0001")
+
+
+def figures(seconds: Any, cost: Any) -> tuple[int, Decimal]:
+    """GPU-seconds and cost as a report shows them: whole seconds, the cost to the ledger's 4
+    places; None as 0."""
+    return int(seconds or 0), Decimal(cost or 0).quantize(_PLACES)
+
+
 def charged(usage: dict | None) -> tuple[int, Decimal]:
-    """A usage cell's GPU-seconds and cost (to the ledger's 4 places); 0 for no cell."""
-    usage = usage or {}
-    return (
-        int(usage.get("total_seconds") or 0),
-        Decimal(usage.get("total_cost") or 0).quantize(Decimal("0.0001")),
-    )
+    """A usage cell's `figures`; 0 for no cell."""
+    if usage is None:
+        return figures(0, 0)
+    return figures(usage.get("total_seconds"), usage.get("total_cost"))
 
 
 def zero(group: str) -> dict[str, Any]:
@@ -42,16 +49,18 @@ def group_totals(usage: dict[tuple, dict], jobs: dict[tuple, dict]) -> dict[Any,
     gives its cell, added up without building a row per cell."""
     totals: dict[Any, dict] = {}
     for (group, _), cell in usage.items():
-        if group not in totals:
-            totals[group] = zero(group or "-")
-        seconds, cost = charged(cell)
-        totals[group]["gpu_seconds"] += seconds
-        totals[group]["cost"] += cost
+        total = totals.get(group)
+        if total is None:
+            total = totals[group] = zero(group or "-")
+        # `charged`'s figures: the ledger's costs have its 4 places, and so have their sums.
+        total["gpu_seconds"] += int(cell["total_seconds"] or 0)
+        total["cost"] += cell["total_cost"] or 0
     for (group, _), cell in jobs.items():
-        if group not in totals:
-            totals[group] = zero(group or "-")
+        total = totals.get(group)
+        if total is None:
+            total = totals[group] = zero(group or "-")
         for name in JOB_COUNTS:
-            totals[group][name] += cell.get(name, 0)
+            total[name] += cell.get(name, 0)
     return totals
 
 
@@ -87,11 +96,17 @@ def ranked(
         totals = merged_totals(settled, live)
         order = by_use(totals)
         return (order if limit is None else order[:limit]), totals, len(order)
-    candidates = {g: settled[g] for g in settled_order[:limit]}
-    candidates.update((g, settled[g]) for g in live if g in settled)
-    totals = merged_totals(candidates, live)
+    # The candidates ranked by their seconds alone; only the first `limit` are added up whole.
+    seconds = {g: settled[g]["gpu_seconds"] for g in settled_order[:limit]}
+    for g, total in live.items():
+        before = settled.get(g)
+        seconds[g] = total["gpu_seconds"] + (before["gpu_seconds"] if before else 0)
+    shown = sorted(seconds, key=lambda g: (-seconds[g], str(g)))[:limit]
+    totals = merged_totals(
+        {g: settled[g] for g in shown if g in settled}, {g: live[g] for g in shown if g in live}
+    )
     count = len(settled) + sum(1 for g in live if g not in settled)
-    return by_use(totals)[:limit], totals, count
+    return shown, totals, count
 
 
 def grand_total(totals: Iterable[dict]) -> dict[str, Any]:

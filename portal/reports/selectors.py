@@ -179,16 +179,49 @@ def _job_cells(period: str, project_ids, scope: JobScope, names: LiveNames) -> d
     return names.folded({(r["g"], r["p"]): r for r in qs.order_by()}, JOB_COUNTS)
 
 
-def _row(key: tuple, usage: dict | None, jobs: dict | None) -> dict:
-    seconds, cost = charged(usage)
+def _row(key: tuple, seconds: int, cost, counts: tuple) -> dict:
     return {
         "group": key[0] or "-",
         "period": key[1],
         "gpu_seconds": seconds,
         "gpu_hours": seconds / 3600,
         "cost": cost,
-        **{name: (jobs or {}).get(name, 0) for name in JOB_COUNTS},
+        **dict(zip(JOB_COUNTS, counts, strict=True)),
     }
+
+
+_NO_JOBS = (0,) * len(JOB_COUNTS)
+
+
+def _rows(shown: list, usage: dict, jobs: dict, part: Settled) -> list[dict]:
+    """The rows of the `shown` groups, by group name then period: the live part's cells and the
+    settled part's (each key is in one part only: they lie in different months)."""
+    wanted = set(shown)
+    live_keys: dict[Any, list[tuple]] = {}
+    for key in usage.keys() | jobs.keys():
+        if key[0] in wanted:
+            live_keys.setdefault(key[0], []).append(key)
+    rows = []
+    for group in sorted(shown, key=str):
+        keys = sorted(
+            (*part.keys.get(group, ()), *live_keys.get(group, ())),
+            key=lambda k: k[1] or dt.date.min,
+        )
+        for k in keys:
+            cell = usage.get(k)
+            seconds, cost = charged(cell) if cell is not None else part.charged(k)
+            counts = jobs.get(k)
+            rows.append(
+                _row(
+                    k,
+                    seconds,
+                    cost,
+                    part.jobs.get(k, _NO_JOBS)
+                    if counts is None
+                    else tuple(counts[name] for name in JOB_COUNTS),
+                )
+            )
+    return rows
 
 
 def _finished(total: dict) -> dict:
@@ -339,17 +372,7 @@ def usage_report(
     # Most GPU-hours first; ties in the order of the groups' names.
     shown, totals, count = ranked(part.totals, part.order, live_totals, limit)
     report = Report(group_by=group_by, period=period, hidden_groups=count - len(shown))
-    # The settled and live cells lie in different months: each key is in one part only.
-    live_keys: dict[Any, list[tuple]] = {}
-    for key in usage.keys() | jobs.keys():
-        live_keys.setdefault(key[0], []).append(key)
-    keys = sorted(
-        (k for g in shown for k in (*part.keys.get(g, ()), *live_keys.get(g, ()))),
-        key=lambda k: (str(k[0]), k[1] or dt.date.min),
-    )
-    report.rows = [
-        _row(k, usage.get(k) or part.usage_cell(k), jobs.get(k) or part.job_cell(k)) for k in keys
-    ]
+    report.rows = _rows(shown, usage, jobs, part)
     report.groups = [_finished(totals[g]) for g in shown]
     report.totals = _finished(grand_total([part.everything, *live_totals.values()]))
     report.wait = wait_times(project_ids, scope, part)

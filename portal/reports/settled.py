@@ -24,6 +24,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -35,7 +36,7 @@ from launcher.job_months import JOB_COUNTS, WAIT
 from launcher.models import Job
 
 from . import job_rollups, monthly
-from .cells import LiveNames, by_use, grand_total, group_totals, zero
+from .cells import LiveNames, by_use, figures, grand_total, group_totals, zero
 from .job_rollups import JobScope
 
 
@@ -46,7 +47,7 @@ class Settled:
 
     months: tuple[dt.date, ...] = ()
     # (group, month) -> (seconds, cost) and -> the JOB_COUNTS, as tuples (a dict a cell would
-    # be twice the memory: a centre's year is 52,000 cells); `usage_cell`, `job_cell` read them.
+    # be twice the memory: a centre's year is 52,000 cells); `charged` reads the first.
     usage: dict[tuple, tuple] = field(default_factory=dict)
     jobs: dict[tuple, tuple] = field(default_factory=dict)
     keys: dict[Any, tuple] = field(default_factory=dict)  # group -> its (group, month) cells
@@ -65,13 +66,10 @@ class Settled:
     names: dict[int, Any] = field(default_factory=dict)
     facilities: dict[int, int] = field(default_factory=dict)  # and -> its facility's id
 
-    def usage_cell(self, key: tuple) -> dict | None:
+    def charged(self, key: tuple) -> tuple[int, Decimal]:
+        """A cell's GPU-seconds and cost (cells.figures; 0 for no cell)."""
         found = self.usage.get(key)
-        return None if found is None else dict(zip(USAGE_SUMS, found, strict=True))
-
-    def job_cell(self, key: tuple) -> dict | None:
-        found = self.jobs.get(key)
-        return None if found is None else dict(zip(JOB_COUNTS, found, strict=True))
+        return figures(0, 0) if found is None else figures(*found)
 
     def top_waits(self, count: int) -> Sequence[float]:
         """At least the `count` longest settled waits in seconds (or every one), longest first:
