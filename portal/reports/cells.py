@@ -178,15 +178,22 @@ class LiveNames:
                 out[group] = {name: cell[name] for name in sums}
         return out
 
+    def facility(self, key: int) -> int | None:
+        """An allocation's facility's id (looked up with its name where not known)."""
+        found = self._facilities.get(key)
+        if found is None:
+            self.of(key)
+            found = self._found.get(key, _GONE)[1]
+        return found
+
     def facility_seconds(self, cells: dict[tuple, dict]) -> dict[int, int]:
         """Charged seconds per facility of (allocation id, period) usage cells, named first."""
         self.name(key for key, _ in cells)
         totals: dict[int, int] = {}
         for (key, _), cell in cells.items():
-            facility = self._facilities.get(key)
-            if facility is None:
-                facility = self._found.get(key, _GONE)[1]
-            totals[facility] = totals.get(facility, 0) + int(cell["total_seconds"] or 0)
+            facility = self.facility(key)
+            if facility is not None:  # None: deleted since its rows were read
+                totals[facility] = totals.get(facility, 0) + int(cell["total_seconds"] or 0)
         return totals
 
 

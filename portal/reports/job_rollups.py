@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import F, Q, QuerySet, Sum
+from django.db.models import Q, QuerySet, Sum
 
 from launcher.job_months import JOB_COUNTS
 from launcher.models import JobMonth, JobMonthSize, RolledMonth
@@ -36,6 +36,17 @@ class JobScope:
     rolled_at_by_month: dict[dt.date, dt.datetime] = field(default_factory=dict)
 
 
+def rollup_rows(months, project_ids, allocations=None) -> QuerySet:
+    """The rollup rows of these months in the scope (every project: None), of these
+    allocations only where given."""
+    rows = JobMonth.objects.filter(month__in=months)
+    if project_ids is not None:
+        rows = rows.filter(allocation__project_id__in=project_ids)
+    if allocations is not None:
+        rows = rows.filter(allocation_id__in=allocations)
+    return rows.order_by()
+
+
 def job_scope(group_by: str, period: str, project_ids, since: dt.date | None) -> JobScope:
     everything = JobScope(live=Q(created_at__gte=at_midnight(since)) if since else Q())
     if period != "month" or group_by not in KEY:
@@ -48,7 +59,7 @@ def job_scope(group_by: str, period: str, project_ids, since: dt.date | None) ->
     if not found:
         return everything
     months = sorted(found)
-    rows = JobMonth.objects.filter(month__in=months)
+    rows = rollup_rows(months, project_ids)
     sizes = JobMonthSize.objects.filter(month__in=months)
     # The live part: from `since` (or the beginning) to the first rolled month, between rolled
     # months, and from the last one on; positive ranges, so each is an index range scan.
@@ -62,7 +73,6 @@ def job_scope(group_by: str, period: str, project_ids, since: dt.date | None) ->
         start = at_midnight(next_month(month))
     live |= Q(created_at__gte=start)
     if project_ids is not None:
-        rows = rows.filter(allocation__project_id__in=project_ids)
         sizes = sizes.filter(allocation__project_id__in=project_ids)
     return JobScope(
         live=live,
@@ -87,15 +97,13 @@ def no_facts() -> dict[str, Any]:
     return {"waited": 0, "wait_seconds": 0.0, "sizes": {}, "utilisation": {}}
 
 
-def rolled_cells(scope: JobScope, name_of: Callable[[int], Any]) -> dict[tuple, dict[str, Any]]:
-    """(group, month) -> the CELL_SUMS of the rollups: the rows as they are, one an allocation a
-    month (nothing for the database to join or group, and no sums to convert row by row: a
-    centre's year is 52,000 of them), each named by `name_of` its allocation's id and added up
-    here. One query."""
+def rolled_cells(rows: QuerySet, name_of: Callable[[int], Any]) -> dict[tuple, dict[str, Any]]:
+    """(group, month) -> the CELL_SUMS of these rollup rows (`rollup_rows`): the rows as they
+    are, one an allocation a month (nothing for the database to join or group, and no sums to
+    convert row by row), each named by `name_of` its allocation's id and added up here. One
+    query."""
     cells: dict[tuple, dict[str, Any]] = {}
-    if scope.rolled is None:
-        return cells
-    for pk, month, jobs, failed, short, short_or_failed in scope.rolled.values_list(
+    for pk, month, jobs, failed, short, short_or_failed in rows.values_list(
         "allocation_id", "month", *CELL_SUMS
     ):
         key = (name_of(pk), month)
@@ -115,28 +123,41 @@ def rolled_cells(scope: JobScope, name_of: Callable[[int], Any]) -> dict[tuple, 
     return cells
 
 
-def rolled_facts(scope: JobScope, group_by: str) -> dict[str, Any]:
-    """Waits (count and total) and utilisation by group and source, and sizes, from the
-    rollups. Two queries: a group's row (not a row a group a month: a year by PI is 2,500
-    groups, not 26,000 cells) and a row a size."""
+def rolled_by_group(
+    scope: JobScope, name_of: Callable[[int], Any]
+) -> tuple[dict[Any, list], dict[str, Any]]:
+    """Each group's CELL_SUMS over the rolled months, and the facts: waits (count and total),
+    utilisation by group and source, and sizes. The rollups summed by allocation in the
+    database (a row an allocation, no join: a centre's year is 12,000 rows, not 52,000), named
+    by `name_of` and added up here; then a row a size. Two queries."""
+    counts: dict[Any, list] = {}
     facts = no_facts()
     if scope.rolled is None or scope.sizes is None:
-        return facts
-    utilisation: dict[tuple, list] = facts["utilisation"]
-    rows = (
-        scope.rolled.annotate(g=F(f"allocation__{KEY[group_by]}"))
-        .values_list("g")
-        .annotate(**{f"t_{c}": Sum(c) for c in GROUP_SUMS})
+        return counts, facts
+    groups: dict[Any, list] = {}
+    rows = scope.rolled.values_list("allocation_id").annotate(
+        **{f"t_{c}": Sum(c) for c in (*CELL_SUMS, *GROUP_SUMS)}
     )
-    for group, *sums in rows:
-        row = dict(zip(GROUP_SUMS, sums, strict=True))
-        facts["waited"] += row["waited"] or 0
-        facts["wait_seconds"] += row["wait_seconds"] or 0.0
+    for pk, *sums in rows:
+        group = name_of(pk)
+        found = groups.get(group)
+        if found is None:
+            groups[group] = sums
+        else:
+            for i, value in enumerate(sums):
+                found[i] += value
+    width = len(CELL_SUMS)
+    utilisation: dict[tuple, list] = facts["utilisation"]
+    for group, sums in groups.items():
+        counts[group] = sums[:width]
+        row = dict(zip(GROUP_SUMS, sums[width:], strict=True))
+        facts["waited"] += row["waited"]
+        facts["wait_seconds"] += row["wait_seconds"]
         for source in JobMonth.SOURCES:
-            values = [row[f"{source}_util_{part}"] or 0 for part in UTIL_PARTS]
+            values = [row[f"{source}_util_{part}"] for part in UTIL_PARTS]
             if values[0]:
                 utilisation[(group, source)] = values
     for r in scope.sizes.values("gpus").annotate(n=Sum("jobs"), s=Sum("gpu_seconds")):
         if r["n"]:
             facts["sizes"][r["gpus"]] = [r["n"], r["s"]]
-    return facts
+    return counts, facts

@@ -98,8 +98,23 @@ def _outside(settled: list[dt.date]) -> Q:
     return q | Q(month__gte=start) if start is not None else Q()
 
 
-def settled_window(project_ids, settled: list[dt.date]) -> Window:
-    return Window(scoped(UsageMonth.objects.filter(month__in=settled), project_ids, "allocation__"))
+def settled_window(project_ids, settled: list[dt.date], allocations=None) -> Window:
+    """The rollup rows of the `settled` months in the scope, of these allocations only where
+    given."""
+    rows = scoped(UsageMonth.objects.filter(month__in=settled), project_ids, "allocation__")
+    return Window(rows if allocations is None else rows.filter(allocation_id__in=allocations))
+
+
+def usage_by_allocation(window: Window) -> QuerySet:
+    """(allocation id, seconds, cost, job seconds, notebook seconds) of the window's rollup
+    rows, summed by allocation: one row an allocation, no join."""
+    return (
+        window.months.values_list("allocation_id")
+        .annotate(
+            Sum("gpu_seconds"), Sum("cost"), Sum("job_gpu_seconds"), Sum("notebook_gpu_seconds")
+        )
+        .order_by()
+    )
 
 
 def usage_cells(window: Window) -> dict[tuple, dict]:

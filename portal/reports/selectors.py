@@ -196,6 +196,7 @@ _NO_JOBS = (0,) * len(JOB_COUNTS)
 def _rows(shown: list, usage: dict, jobs: dict, part: Settled) -> list[dict]:
     """The rows of the `shown` groups, by group name then period: the live part's cells and the
     settled part's (each key is in one part only: they lie in different months)."""
+    part.load(shown)
     wanted = set(shown)
     live_keys: dict[Any, list[tuple]] = {}
     for key in usage.keys() | jobs.keys():
@@ -204,7 +205,7 @@ def _rows(shown: list, usage: dict, jobs: dict, part: Settled) -> list[dict]:
     rows = []
     for group in sorted(shown, key=str):
         keys = sorted(
-            (*part.keys.get(group, ()), *live_keys.get(group, ())),
+            (*part.cells.keys.get(group, ()), *live_keys.get(group, ())),
             key=lambda k: k[1] or dt.date.min,
         )
         for k in keys:
@@ -216,7 +217,7 @@ def _rows(shown: list, usage: dict, jobs: dict, part: Settled) -> list[dict]:
                     k,
                     seconds,
                     cost,
-                    part.jobs.get(k, _NO_JOBS)
+                    part.cells.jobs.get(k, _NO_JOBS)
                     if counts is None
                     else tuple(counts[name] for name in JOB_COUNTS),
                 )

@@ -22,7 +22,7 @@ import math
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -36,21 +36,33 @@ from launcher.job_months import JOB_COUNTS, WAIT
 from launcher.models import Job
 
 from . import job_rollups, monthly
-from .cells import LiveNames, by_use, figures, grand_total, group_totals, zero
+from .cells import LiveNames, by_use, figures, grand_total, zero
 from .job_rollups import JobScope
+
+
+class Cells:
+    """A settled part's (group, month) cells, read for the groups a report shows and kept with
+    the part (`Settled.load`): a page reads its 50 groups' (two small queries), the CSV and the
+    API every group's once. Written under `lock`; a group's `keys` last, so a reader that finds
+    them finds its cells."""
+
+    def __init__(self) -> None:
+        # (group, month) -> (seconds, cost) and -> the JOB_COUNTS, as tuples (a dict a cell
+        # would be twice the memory: a centre's year is 52,000 cells).
+        self.usage: dict[tuple, tuple] = {}
+        self.jobs: dict[tuple, tuple] = {}
+        self.keys: dict[Any, tuple] = {}  # group -> its (group, month) cells
+        self.every = False
+        self.lock = threading.Lock()
 
 
 @dataclass(frozen=True)
 class Settled:
-    """Sums over the settled months (`months`); every dict is shared between requests and
-    never written after it is built."""
+    """Sums over the settled months (`months`); every dict but the `cells` is shared between
+    requests and never written after it is built."""
 
     months: tuple[dt.date, ...] = ()
-    # (group, month) -> (seconds, cost) and -> the JOB_COUNTS, as tuples (a dict a cell would
-    # be twice the memory: a centre's year is 52,000 cells); `charged` reads the first.
-    usage: dict[tuple, tuple] = field(default_factory=dict)
-    jobs: dict[tuple, tuple] = field(default_factory=dict)
-    keys: dict[Any, tuple] = field(default_factory=dict)  # group -> its (group, month) cells
+    group_by: str = "project"
     totals: dict[Any, dict] = field(default_factory=dict)  # group -> its sums
     order: tuple = ()  # the groups, cells.by_use
     everything: dict = field(default_factory=lambda: zero("all"))
@@ -65,10 +77,50 @@ class Settled:
     # after, cells.LiveNames): the versions of the key cover every rename.
     names: dict[int, Any] = field(default_factory=dict)
     facilities: dict[int, int] = field(default_factory=dict)  # and -> its facility's id
+    members: dict[Any, tuple] = field(default_factory=dict)  # group -> its allocations with rows
+    cells: Cells = field(default_factory=Cells, compare=False)
+
+    def load(self, groups: Collection) -> None:
+        """Read the cells of these groups not read yet: two queries, none when every one is.
+        Where they hold most of the part's allocations, every group's are read at once."""
+        cells = self.cells
+        with cells.lock:
+            missing = [g for g in groups if g not in cells.keys and g in self.totals]
+            if cells.every or not missing:
+                return
+            allocations: list[int] | None = [pk for g in missing for pk in self.members[g]]
+            every = len(allocations or ()) * 2 > len(self.names)
+            if every:
+                # Every row read; the cells of the groups read before are kept as they are.
+                allocations = None
+                missing = [g for g in self.totals if g not in cells.keys]
+            wanted = set(missing)
+            names = LiveNames(self.group_by, "", self.names, self.facilities)
+            window = monthly.settled_window(self.project_ids, list(self.months), allocations)
+            usage: dict[tuple, tuple] = {}
+            for (pk, month), cell in monthly.usage_cells(window).items():
+                key = (names.of(pk), month)
+                if key[0] not in wanted:
+                    continue
+                found = usage.get(key, (0, 0))
+                usage[key] = (found[0] + cell["total_seconds"], found[1] + cell["total_cost"])
+            cells.usage.update(usage)
+            rows = job_rollups.rollup_rows(self.months, self.project_ids, allocations)
+            jobs = job_rollups.rolled_cells(rows, names.of)
+            keys: dict[Any, set] = {g: set() for g in missing}
+            for key, counts in jobs.items():
+                if key[0] in wanted:
+                    cells.jobs[key] = tuple(counts[name] for name in JOB_COUNTS)
+                    keys[key[0]].add(key)
+            for key in usage:
+                keys[key[0]].add(key)
+            for group, its in keys.items():
+                cells.keys[group] = tuple(its)
+            cells.every = every
 
     def charged(self, key: tuple) -> tuple[int, Decimal]:
-        """A cell's GPU-seconds and cost (cells.figures; 0 for no cell)."""
-        found = self.usage.get(key)
+        """A loaded cell's GPU-seconds and cost (cells.figures; 0 for no cell)."""
+        found = self.cells.usage.get(key)
         return figures(0, 0) if found is None else figures(*found)
 
     def top_waits(self, count: int) -> Sequence[float]:
@@ -130,41 +182,61 @@ def _started(months: tuple[dt.date, ...], project_ids):
 
 
 def compute(group_by: str, project_ids, scope: JobScope) -> Settled:
-    """The settled part, from the rollups: six queries, whatever the span."""
+    """The settled part, from the rollups: five queries, whatever the span. Its totals, split
+    and hours by facility come from the rollups summed by allocation (a row an allocation a
+    scope: a centre's year is 12,000 rows, no join), named and added up here; the cells of the
+    groups a report shows are read when it shows them (`Settled.load`)."""
     months = tuple(scope.months)
     if not months:
         return EMPTY
-    window = monthly.settled_window(project_ids, list(months))
     ids = None if project_ids is None else tuple(sorted(project_ids))
     named = _names(group_by, ids)
-    # The rollups' rows by allocation, named from the scope's allocations (every one of them
-    # is known: no lookup) and folded here, not joined and grouped by name in the database.
     names = LiveNames(group_by, "", named["names"], named["facilities"])
-    by_allocation = monthly.usage_cells(window)
-    usage = names.folded(by_allocation, USAGE_SUMS)
-    jobs = job_rollups.rolled_cells(scope, names.of)
-    keys: dict[Any, set] = {}
-    for key in usage.keys() | jobs.keys():
-        keys.setdefault(key[0], set()).add(key)
-    totals = group_totals(usage, jobs)
-    facts = job_rollups.rolled_facts(scope, group_by)
+    members: dict[Any, set] = {}
+    totals: dict[Any, dict] = {}
+
+    def group_of(pk: int) -> Any:
+        group = names.of(pk)
+        members.setdefault(group, set()).add(pk)
+        if group not in totals:
+            totals[group] = zero(group or "-")
+        return group
+
+    split = {"total": 0, "jobs": 0, "notebooks": 0}
+    facility_seconds: dict[int, int] = {}
+    window = monthly.settled_window(ids, list(months))
+    for pk, seconds, cost, jobs, notebooks in monthly.usage_by_allocation(window):
+        total = totals[group_of(pk)]
+        total["gpu_seconds"] += seconds
+        total["cost"] += cost
+        split["total"] += seconds
+        split["jobs"] += jobs
+        split["notebooks"] += notebooks
+        facility = names.facility(pk)
+        if facility is not None:  # None: deleted since its rows were read
+            facility_seconds[facility] = facility_seconds.get(facility, 0) + seconds
+    counts, facts = job_rollups.rolled_by_group(scope, group_of)
+    for group, sums in counts.items():
+        total = totals[group]
+        for name, value in zip(JOB_COUNTS, sums, strict=True):
+            total[name] += value
     return Settled(
         months=months,
-        usage={key: tuple(cell[name] for name in USAGE_SUMS) for key, cell in usage.items()},
-        jobs={key: tuple(cell[name] for name in JOB_COUNTS) for key, cell in jobs.items()},
-        keys={group: tuple(cells) for group, cells in keys.items()},
+        group_by=group_by,
         totals=totals,
         order=tuple(by_use(totals)),
         everything=grand_total(totals.values()),
         facts=facts,
-        split=monthly.split_of(by_allocation),
-        facility_seconds=names.facility_seconds(by_allocation),
+        split=split,
+        facility_seconds=facility_seconds,
         waits=array(
             "d",
             (wait.total_seconds() for wait in _started(months, ids)[: wait_depth(facts["waited"])]),
         ),
         project_ids=ids,
-        **named,
+        names=named["names"],
+        facilities=named["facilities"],
+        members={group: tuple(pks) for group, pks in members.items()},
     )
 
 
