@@ -30,6 +30,9 @@ def _label(period, kind: str) -> str:
     return period.strftime("%Y-%m")
 
 
+#: The usage chart's series at most: one a group, those with the most hours.
+SERIES = 20
+
 #: A category axis shows room for at least this many bars: one period (a PI's first month) is
 #: a bar a quarter of the plot wide, centred, not one filling it.
 MIN_CATEGORIES = 4
@@ -58,8 +61,13 @@ def usage_figure(report: Report) -> dict:
         xs.append(_label(row["period"], report.period))
         ys.append(row["gpu_hours"])
     periods = {x for xs, _ in by_group.values() for x in xs}
+    # The SERIES groups with the most hours (report.groups' order), not the first by name.
+    drawn = [g["group"] for g in report.groups if g["group"] in by_group][:SERIES]
+    if len(by_group) > SERIES:
+        title += f" (the {SERIES} with the most)"
     usage = go.Figure()
-    for group, (xs, ys) in list(by_group.items())[:20]:
+    for group in drawn:
+        xs, ys = by_group[group]
         usage.add_bar(x=xs, y=ys, name=group)
     usage.update_layout(title=title, yaxis_title=report.unit_label, **LAYOUT)
     usage.update_xaxes(

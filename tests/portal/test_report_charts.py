@@ -13,7 +13,7 @@ from django.test import Client
 from launcher.models import Job
 from portal.reports.charts import MIN_CATEGORIES, report_charts
 from portal.reports.selectors import usage_report
-from tests.factories import AllocationFactory, charge
+from tests.factories import AllocationFactory, FacilityFactory, charge
 
 pytestmark = pytest.mark.django_db
 NOW = dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC)
@@ -101,3 +101,29 @@ def test_the_page_carries_the_sentence_for_the_browser(allocation, pi, researche
     html = client.get("/reports/usage/").content.decode()
 
     assert "Not enough data yet: no job or notebook in this report has been charged." in html
+
+
+def test_the_usage_chart_draws_the_groups_with_the_most_hours(project, pi):
+    """Of more groups than it draws, the usage chart draws those with the most hours (the
+    report's ranking), most first, and says so in its title; not the first by name."""
+    from portal.reports.charts import SERIES
+
+    count = SERIES + 5
+    for i in range(count):
+        # F00 has the fewest hours, F24 the most: the first 20 by name are the smallest.
+        facility = FacilityFactory(slug=f"f{i:02d}", name=f"F{i:02d}")
+        charge(
+            allocation=AllocationFactory(project=project, facility=facility),
+            source="local",
+            external_id=f"r-{i}",
+            period_start=NOW,
+            gpu_seconds=3600 * (i + 1),
+            cost=Decimal("0"),
+        )
+
+    usage = report_charts(usage_report(pi, group_by="facility"))["usage"]
+
+    assert [trace["name"] for trace in usage["data"]] == [
+        f"F{i:02d}" for i in range(count - 1, count - 1 - SERIES, -1)
+    ]
+    assert usage["layout"]["title"]["text"].endswith(f"(the {SERIES} with the most)")
