@@ -227,8 +227,8 @@ def serve() -> None:
     """One scale's side, in this process's database: the beat passes (timed), then requests
     on command, so the two scales' requests can take turns (drift in the machine's speed over
     minutes falls on both). Reads tab-separated lines on stdin and answers one JSON line each:
-    `time KEY n` (n requests, ms each), `queries KEY` (one request's count), `afresh KEY`
-    (one request with the reports' kept settled parts dropped first, ms)."""
+    `time KEY n` (n requests, ms each), `queries KEY` (one request's count, and a CSV's rows),
+    `afresh KEY` (one request with the reports' kept settled parts dropped first, ms)."""
     answer, sys.stdout = sys.stdout, sys.stderr  # the protocol's lines only on stdout
     import django
 
@@ -258,8 +258,10 @@ def serve() -> None:
         client = clients[role]
         if verb == "queries":
             with CaptureQueriesContext(connection) as queries:
-                client.get(path)
-            answer.write(json.dumps(len(queries)) + "\n")
+                response = client.get(path)
+            # A CSV's rows (its lines but the header): what its time grows with.
+            rows = response.content.count(b"\n") - 1 if "format=csv" in path else None
+            answer.write(json.dumps({"queries": len(queries), "rows": rows}) + "\n")
             answer.flush()
             continue
         timed: list[float] = []
@@ -344,10 +346,7 @@ def _measure_both() -> tuple[dict, dict]:
                 times.setdefault((name, f"afresh {key}"), []).extend(got)
     for name, side in sides.items():
         for key in rows:
-            out[name][key] = {
-                "p50": statistics.median(times[(name, key)]),
-                "queries": counts[(name, key)],
-            }
+            out[name][key] = {"p50": statistics.median(times[(name, key)]), **counts[(name, key)]}
             if key.startswith("report"):
                 out[name][key]["afresh"] = statistics.median(times[(name, f"afresh {key}")])
         side.close()
@@ -384,6 +383,14 @@ def main() -> None:
             f"{d['queries']} | {c['queries']} |"
         )
     print(f"\nworst ratio {worst:.2f}x; load average {os.getloadavg()[0]:.1f}")
+    for key, c in centre.items():
+        d = demo.get(key)
+        if d is not None and c.get("rows") and d.get("rows"):
+            print(
+                f"{key.split(' | ')[0]}: {d['rows']:,} rows at the demo, {c['rows']:,} at the "
+                f"centre; {d['p50'] * 1000 / d['rows']:.1f} against "
+                f"{c['p50'] * 1000 / c['rows']:.1f} µs a row (p50, fixed costs included)"
+            )
     print("\nReports as the first view after a change to a settled month (p50 ms of one a turn,")
     print("the settled part summed afresh; above, a later view adds the live part to the kept one)")
     print("| row | role | demo | centre | ratio |")
