@@ -97,32 +97,6 @@ def no_facts() -> dict[str, Any]:
     return {"waited": 0, "wait_seconds": 0.0, "sizes": {}, "utilisation": {}}
 
 
-def rolled_cells(rows: QuerySet, name_of: Callable[[int], Any]) -> dict[tuple, dict[str, Any]]:
-    """(group, month) -> the CELL_SUMS of these rollup rows (`rollup_rows`): the rows as they
-    are, one an allocation a month (nothing for the database to join or group, and no sums to
-    convert row by row), each named by `name_of` its allocation's id and added up here. One
-    query."""
-    cells: dict[tuple, dict[str, Any]] = {}
-    for pk, month, jobs, failed, short, short_or_failed in rows.values_list(
-        "allocation_id", "month", *CELL_SUMS
-    ):
-        key = (name_of(pk), month)
-        cell = cells.get(key)
-        if cell is None:
-            cells[key] = {
-                "jobs": jobs,
-                "failed": failed,
-                "short": short,
-                "short_or_failed": short_or_failed,
-            }
-        else:
-            cell["jobs"] += jobs
-            cell["failed"] += failed
-            cell["short"] += short
-            cell["short_or_failed"] += short_or_failed
-    return cells
-
-
 def rolled_by_group(
     scope: JobScope, name_of: Callable[[int], Any]
 ) -> tuple[dict[Any, list], dict[str, Any]]:

@@ -22,6 +22,8 @@ from allocations.models import UsageMonth, UsageRecord
 from allocations.rollups import NOTEBOOK
 
 KEY = {"pi": "project__pi__username", "project": "project__code", "facility": "facility__name"}
+#: The id of what a report groups by, from an allocation.
+GROUP_ID = {"pi": "project__pi_id", "project": "project_id", "facility": "facility_id"}
 #: A ledger record a notebook session charged (allocations/rollups.py's rule).
 _NOTEBOOK = Q(job_id__isnull=True, external_id__startswith=NOTEBOOK)
 

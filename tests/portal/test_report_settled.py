@@ -110,6 +110,43 @@ def test_a_kept_part_read_for_a_page_then_whole_gives_every_group_once(world, ad
     assert len({(r["group"], r["period"]) for r in whole}) == len(whole) > 2
 
 
+def _by_facility_in_sql(queries) -> int:
+    """The queries that sum rollup rows by facility and month."""
+    return sum(
+        1
+        for q in queries.captured_queries
+        if ('"allocations_usagemonth"' in q["sql"] or '"launcher_jobmonth"' in q["sql"])
+        and 'SELECT "allocations_allocation"."facility_id"' in q["sql"]
+        and "GROUP BY" in q["sql"]
+    )
+
+
+def test_a_report_of_few_groups_of_many_allocations_sums_its_cells_by_group(
+    world, admin, project, researcher, monkeypatch
+):
+    """A part of few groups of many allocations each (by facility: 240 cells of a centre's
+    year from 52,000 rows) sums every cell by the group's id in the database: the same
+    figures as naming and adding up the rows one by one."""
+    hpc = world[0].facility
+    for i in range(2 * settled.GROUPED):
+        allocation = AllocationFactory(project=project, facility=hpc)
+        _usage(allocation, T(2026, 1, 7 + i % 20, tzinfo=UTC), 60 * (i + 1))
+        _job(allocation, researcher, T(2026, 2, 1 + i % 20, tzinfo=UTC), wait=i, run=30 * i)
+    assert job_months_rebuild(now=NOW) == 2 + 2 * settled.GROUPED  # and February's of each
+    options = {"group_by": "facility", "since": None}
+
+    with CaptureQueriesContext(connection) as queries:
+        grouped = dataclasses.asdict(_afresh(admin, **options))
+    assert _by_facility_in_sql(queries) == 2  # the ledger's and the jobs' cells
+    monkeypatch.setattr(settled, "GROUPED", 10**9)  # the rows one by one
+    with CaptureQueriesContext(connection) as queries:
+        one_by_one = dataclasses.asdict(_afresh(admin, **options))
+    assert _by_facility_in_sql(queries) == 0
+    assert grouped == one_by_one
+    hours = {(r["group"], r["period"]): r["gpu_seconds"] for r in grouped["rows"]}
+    assert hours[("HPC", dt.date(2026, 1, 1))] == 6000 + sum(60 * (i + 1) for i in range(20))
+
+
 def test_the_settled_part_is_what_the_report_adds_to(world, admin):
     report = usage_report(admin, group_by="project")
     hours = {(r["group"], r["period"]): r["gpu_seconds"] for r in report.rows}
