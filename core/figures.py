@@ -42,8 +42,8 @@ def money_text(value: Decimal | int | str) -> str:
 
 def exact(value: Decimal | float | int) -> str:
     """Every digit of a figure, no exponent, no trailing zeros (a float to FILE_PLACES)."""
-    number = Decimal(str(round(value, FILE_PLACES))) if isinstance(value, float) else Decimal(value)
-    text = f"{number:f}"
+    # A float's fixed-point form is correctly rounded from its binary value, as round() is.
+    text = f"{value:.{FILE_PLACES}f}" if isinstance(value, float) else f"{Decimal(value):f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 

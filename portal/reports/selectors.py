@@ -180,13 +180,17 @@ def _job_cells(period: str, project_ids, scope: JobScope, names: LiveNames) -> d
 
 
 def _row(key: tuple, seconds: int, cost, counts: tuple) -> dict:
+    jobs, failed, short, short_or_failed = counts  # JOB_COUNTS
     return {
         "group": key[0] or "-",
         "period": key[1],
         "gpu_seconds": seconds,
         "gpu_hours": seconds / 3600,
         "cost": cost,
-        **dict(zip(JOB_COUNTS, counts, strict=True)),
+        "jobs": jobs,
+        "failed": failed,
+        "short": short,
+        "short_or_failed": short_or_failed,
     }
 
 
