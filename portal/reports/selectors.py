@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,8 @@ from .job_rollups import JobScope
 from .settled import USAGE_SUMS, Settled
 
 GROUPS = ("pi", "project", "facility", "user")
+#: The job figures a report reads besides its rows, groups and totals (usage_report's `figures`).
+FIGURES = ("wait", "sizes", "efficiency")
 PERIODS = ("month", "week")
 #: A job's group by user (by PI, project or facility: its allocation's, cells.LiveNames).
 _BY_USER = "created_by__username"
@@ -355,6 +358,7 @@ def usage_report(
     period: str = "month",
     since: dt.date | None = None,
     limit: int | None = None,
+    figures: Collection[str] = FIGURES,
 ) -> Report:
     """The whole report for what `user` may see. Raises NoReport (404) if nothing.
 
@@ -362,7 +366,11 @@ def usage_report(
     utilisation of the `limit` groups with the most GPU-hours only, and how many more there are
     (`hidden_groups`); the totals, waits, sizes and split stay those of every group. A centre's
     staff report by PI over a year has thousands of groups, 27,000 rows: the page shows 50, the
-    CSV and the API every one."""
+    CSV and the API every one.
+
+    `figures` names the job figures to read besides the rows, groups and totals: a CSV of one
+    table reads its own only (the usage table's none: no p90 wait read over a year's jobs); the
+    others stay empty."""
     if group_by not in GROUPS or period not in PERIODS:
         raise ValueError("group_by or period not allowed")
     project_ids = report_project_ids(user)
@@ -380,10 +388,13 @@ def usage_report(
     report.rows = _rows(shown, usage, jobs, part)
     report.groups = [_finished(totals[g]) for g in shown]
     report.totals = _finished(grand_total([part.everything, *live_totals.values()]))
-    report.wait = wait_times(project_ids, scope, part)
-    report.sizes = job_sizes(project_ids, scope, part.facts)
+    if "wait" in figures:
+        report.wait = wait_times(project_ids, scope, part)
+    if "sizes" in figures:
+        report.sizes = job_sizes(project_ids, scope, part.facts)
     report.split = monthly.split_hours({k: v + part.split[k] for k, v in live.split.items()})
-    report.efficiency = efficiency(project_ids, scope, part.facts, names)
+    if "efficiency" in figures:
+        report.efficiency = efficiency(project_ids, scope, part.facts, names)
     if report.hidden_groups:
         named = {totals[g]["group"] for g in shown}
         report.efficiency = [e for e in report.efficiency if e["group"] in named]

@@ -41,10 +41,11 @@ from .job_rollups import JobScope
 
 
 class Cells:
-    """A settled part's (group, month) cells, read for the groups a report shows and kept with
-    the part (`Settled.load`): a page reads its 50 groups' (two small queries), the CSV and the
-    API every group's once. Written under `lock`; a group's `keys` last, so a reader that finds
-    them finds its cells."""
+    """A settled part's (group, month) cells and longest waits, read when a report first needs
+    them and kept with the part: the cells of the groups a report shows (`Settled.load`: a page
+    reads its 50 groups', in two small queries, the CSV and the API every group's once), the
+    waits when a report first takes a p90 (`Settled.top_waits`). Written under `lock`; a
+    group's `keys` last, so a reader that finds them finds its cells."""
 
     def __init__(self) -> None:
         # (group, month) -> (seconds, cost) and -> the JOB_COUNTS, as tuples (a dict a cell
@@ -53,6 +54,10 @@ class Cells:
         self.jobs: dict[tuple, tuple] = {}
         self.keys: dict[Any, tuple] = {}  # group -> its (group, month) cells
         self.every = False
+        # The longest waits (submit to start, seconds) of the months' started jobs, longest
+        # first: every one, or the first of them a p90 is taken from (`wait_depth`); None
+        # until a report takes a p90 (a CSV of the usage table does not).
+        self.waits: array | None = None
         self.lock = threading.Lock()
 
 
@@ -69,9 +74,6 @@ class Settled:
     facts: dict = field(default_factory=job_rollups.no_facts)
     split: dict[str, int] = field(default_factory=lambda: {"total": 0, "jobs": 0, "notebooks": 0})
     facility_seconds: dict[int, int] = field(default_factory=dict)
-    # The longest waits (submit to start, seconds) of the months' started jobs, longest first:
-    # the `facts["waited"]` of them, or the first of them a p90 is taken from (`wait_depth`).
-    waits: array = field(default_factory=lambda: array("d"))
     project_ids: tuple[int, ...] | None = None
     # Every allocation in the scope -> its group's name (what the live part's rows are named
     # after, cells.LiveNames): the versions of the key cover every rename.
@@ -152,9 +154,19 @@ class Settled:
 
     def top_waits(self, count: int) -> Sequence[float]:
         """At least the `count` longest settled waits in seconds (or every one), longest first:
-        the kept ones, or (when more are asked than were kept) from the jobs."""
-        if count <= len(self.waits) or len(self.waits) == self.facts["waited"]:
-            return self.waits
+        the kept ones (read at the first report that takes a p90), or (when more are asked
+        than were kept) from the jobs."""
+        cells = self.cells
+        with cells.lock:
+            if cells.waits is None:
+                depth = wait_depth(self.facts["waited"])
+                cells.waits = array(
+                    "d",
+                    (w.total_seconds() for w in _started(self.months, self.project_ids)[:depth]),
+                )
+        waits = cells.waits
+        if count <= len(waits) or len(waits) == self.facts["waited"]:
+            return waits
         return [wait.total_seconds() for wait in _started(self.months, self.project_ids)[:count]]
 
 
@@ -212,10 +224,11 @@ def _started(months: tuple[dt.date, ...], project_ids):
 
 
 def compute(group_by: str, project_ids, scope: JobScope) -> Settled:
-    """The settled part, from the rollups: five queries, whatever the span. Its totals, split
+    """The settled part, from the rollups: four queries, whatever the span. Its totals, split
     and hours by facility come from the rollups summed by allocation (a row an allocation a
     scope: a centre's year is 12,000 rows, no join), named and added up here; the cells of the
-    groups a report shows are read when it shows them (`Settled.load`)."""
+    groups a report shows are read when it shows them (`Settled.load`), the longest waits when
+    it takes a p90 (`Settled.top_waits`)."""
     months = tuple(scope.months)
     if not months:
         return EMPTY
@@ -259,10 +272,6 @@ def compute(group_by: str, project_ids, scope: JobScope) -> Settled:
         facts=facts,
         split=split,
         facility_seconds=facility_seconds,
-        waits=array(
-            "d",
-            (wait.total_seconds() for wait in _started(months, ids)[: wait_depth(facts["waited"])]),
-        ),
         project_ids=ids,
         names=named["names"],
         facilities=named["facilities"],

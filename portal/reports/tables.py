@@ -100,7 +100,10 @@ def tables(report: Report) -> dict[str, Table]:
             "wait",
             "Wait time (submit to start)",
             ["Jobs that started", "Mean (s)", "p90 (s)"],
-            [[report.wait["jobs"], report.wait["mean_seconds"], report.wait["p90_seconds"]]],
+            # None where the report did not read it (a CSV of another table: usage_report).
+            [[report.wait["jobs"], report.wait["mean_seconds"], report.wait["p90_seconds"]]]
+            if report.wait
+            else [],
             "From each job's submitted and started times; p90 is the nearest-rank 90th percentile.",
         ),
         Table(

@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 from core import strict
 
 from .charts import report_charts
-from .selectors import GROUPS, PERIODS, usage_report
+from .selectors import FIGURES, GROUPS, PERIODS, usage_report
 from .tables import GROUPS_WORD, tables, to_csv
 
 
@@ -53,6 +53,7 @@ def usage_report_page(request: HttpRequest) -> HttpResponse:
         period=q["period"],
         since=q.get("since"),
         limit=None if csv else settings.PORTAL_REPORT_PAGE_GROUPS,
+        figures=[q["table"]] if csv else FIGURES,
     )
     if csv:
         return _csv_response(tables(report)[q["table"]], q["table"])
@@ -193,10 +194,15 @@ class UsageReportView(APIView):
         query = ReportQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         q = query.validated_data
+        csv = request.accepted_renderer.format == "csv"
         report = usage_report(
-            request.user, group_by=q["group_by"], period=q["period"], since=q.get("since")
+            request.user,
+            group_by=q["group_by"],
+            period=q["period"],
+            since=q.get("since"),
+            figures=[q["table"]] if csv else FIGURES,
         )
-        if request.accepted_renderer.format == "csv":
+        if csv:
             response = Response(to_csv(tables(report)[q["table"]]))
             response["Content-Disposition"] = f'attachment; filename="usage-{q["table"]}.csv"'
             return response

@@ -204,6 +204,31 @@ def test_every_csv_matches_the_page_table(reviewer, world):
                     assert raw == shown or (raw == "" and shown == "-")
 
 
+def test_a_csv_reads_the_job_figures_of_its_own_table_only(reviewer, world):
+    """A CSV of the usage table reads no wait, size or utilisation of the jobs (a p90 over a
+    centre's year of jobs is a fifth of a second); the page and each figure's own CSV do, on
+    the page and the API alike."""
+    client = Client()
+    client.force_login(reviewer)
+
+    def sql(path: str, **params) -> str:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(path, {"group_by": "facility", **params}).status_code == 200
+        return " ".join(q["sql"] for q in queries.captured_queries)
+
+    waits = '"launcher_job"."submitted_at" IS NOT NULL'
+    sizes = 'SELECT "launcher_job"."gpus"'
+    utilisation = '"launcher_job"."utilisation_source"'
+    page = sql("/reports/usage/")
+    assert all(figure in page for figure in (waits, sizes, utilisation))
+    for path in ("/reports/usage/", "/api/v1/reports/usage/"):
+        usage = sql(path, format="csv", table="usage")
+        assert not any(figure in usage for figure in (waits, sizes, utilisation))
+        assert waits in sql(path, format="csv", table="wait")
+        assert sizes in sql(path, format="csv", table="sizes")
+        assert utilisation in sql(path, format="csv", table="efficiency")
+
+
 def test_the_report_api_is_in_the_openapi_document_with_its_csv(api, researcher):
     schema = api.as_user(researcher).get("/api/v1/schema/?format=json").json()
     operation = schema["paths"]["/api/v1/reports/usage/"]["get"]
