@@ -106,7 +106,16 @@ def test_cancel_makes_the_trainer_checkpoint_and_stop(local_allocation, research
     assert job.state == "cancelled"
     assert ended["exit_code"] == 75 and ended["signals"] == [signal.SIGTERM]
     assert (cell_of(job) / "out" / "checkpoint.pt").is_file()
-    assert proc_start_ticks(pid["pid"]) is None and proc_start_ticks(pid["child_pid"]) is None
+    # The supervisor writes exit.json, then exits: both processes are gone soon after (a
+    # process of the supervisor's pid since is another one: its start differs).
+    wait_for(
+        lambda: (
+            proc_start_ticks(pid["pid"]) != pid["start_ticks"]
+            and proc_start_ticks(pid["child_pid"]) is None
+        ),
+        timeout=30,
+        what="the supervisor's and the trainer's ends",
+    )
 
 
 def test_a_third_job_waits_for_a_slot_then_runs(local_allocation, researcher):
