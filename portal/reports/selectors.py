@@ -28,7 +28,6 @@ import datetime as dt
 import math
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.db.models import (
     Count,
@@ -52,7 +51,7 @@ from launcher.job_months import FAILED, JOB_COUNTS, RAN, SHORT, WAIT
 from launcher.models import Job
 
 from . import job_rollups, monthly, settled
-from .cells import LiveNames, charged, grand_total, group_totals, ranked
+from .cells import LiveNames, grand_total, group_totals, ranked
 from .job_rollups import JobScope
 from .settled import USAGE_SUMS, Settled
 
@@ -180,56 +179,6 @@ def _job_cells(period: str, project_ids, scope: JobScope, names: LiveNames) -> d
         )
     )
     return names.folded({(r["g"], r["p"]): r for r in qs.order_by()}, JOB_COUNTS)
-
-
-def _row(key: tuple, seconds: int, cost, counts: tuple) -> dict:
-    jobs, failed, short, short_or_failed = counts  # JOB_COUNTS
-    return {
-        "group": key[0] or "-",
-        "period": key[1],
-        "gpu_seconds": seconds,
-        "gpu_hours": seconds / 3600,
-        "cost": cost,
-        "jobs": jobs,
-        "failed": failed,
-        "short": short,
-        "short_or_failed": short_or_failed,
-    }
-
-
-_NO_JOBS = (0,) * len(JOB_COUNTS)
-
-
-def _rows(shown: list, usage: dict, jobs: dict, part: Settled) -> list[dict]:
-    """The rows of the `shown` groups, by group name then period: the live part's cells and the
-    settled part's (each key is in one part only: they lie in different months)."""
-    part.load(shown)
-    wanted = set(shown)
-    live_keys: dict[Any, list[tuple]] = {}
-    for key in usage.keys() | jobs.keys():
-        if key[0] in wanted:
-            live_keys.setdefault(key[0], []).append(key)
-    rows = []
-    for group in sorted(shown, key=str):
-        keys = sorted(
-            (*part.cells.keys.get(group, ()), *live_keys.get(group, ())),
-            key=lambda k: k[1] or dt.date.min,
-        )
-        for k in keys:
-            cell = usage.get(k)
-            seconds, cost = charged(cell) if cell is not None else part.charged(k)
-            counts = jobs.get(k)
-            rows.append(
-                _row(
-                    k,
-                    seconds,
-                    cost,
-                    part.cells.jobs.get(k, _NO_JOBS)
-                    if counts is None
-                    else tuple(counts[name] for name in JOB_COUNTS),
-                )
-            )
-    return rows
 
 
 def _finished(total: dict) -> dict:
@@ -385,7 +334,7 @@ def usage_report(
     # Most GPU-hours first; ties in the order of the groups' names.
     shown, totals, count = ranked(part.totals, part.order, live_totals, limit)
     report = Report(group_by=group_by, period=period, hidden_groups=count - len(shown))
-    report.rows = _rows(shown, usage, jobs, part)
+    report.rows = part.rows(shown, usage, jobs)
     report.groups = [_finished(totals[g]) for g in shown]
     report.totals = _finished(grand_total([part.everything, *live_totals.values()]))
     if "wait" in figures:

@@ -36,7 +36,7 @@ from launcher.job_months import JOB_COUNTS, WAIT
 from launcher.models import Job
 
 from . import job_rollups, monthly
-from .cells import LiveNames, by_use, figures, grand_total, zero
+from .cells import LiveNames, by_use, charged, figures, grand_total, zero
 from .job_rollups import JobScope
 
 
@@ -147,6 +147,38 @@ class Settled:
                 )
         return usage, jobs
 
+    def rows(self, shown: list, usage: dict, jobs: dict) -> list[dict]:
+        """The report's rows of the `shown` groups, by group name then period: the live part's
+        (group, period) cells (`usage`, `jobs`) and this part's, read for them (`load`); each
+        key is in one part only, as they lie in different months."""
+        self.load(shown)
+        wanted = set(shown)
+        live_keys: dict[Any, list[tuple]] = {}
+        for key in usage.keys() | jobs.keys():
+            if key[0] in wanted:
+                live_keys.setdefault(key[0], []).append(key)
+        rows = []
+        for group in sorted(shown, key=str):
+            keys = sorted(
+                (*self.cells.keys.get(group, ()), *live_keys.get(group, ())),
+                key=lambda k: k[1] or dt.date.min,
+            )
+            for k in keys:
+                cell = usage.get(k)
+                seconds, cost = charged(cell) if cell is not None else self.charged(k)
+                counts = jobs.get(k)
+                rows.append(
+                    _row(
+                        k,
+                        seconds,
+                        cost,
+                        self.cells.jobs.get(k, _NO_JOBS)
+                        if counts is None
+                        else tuple(counts[name] for name in JOB_COUNTS),
+                    )
+                )
+        return rows
+
     def charged(self, key: tuple) -> tuple[int, Decimal]:
         """A loaded cell's GPU-seconds and cost (cells.figures; 0 for no cell)."""
         found = self.cells.usage.get(key)
@@ -168,6 +200,24 @@ class Settled:
         if count <= len(waits) or len(waits) == self.facts["waited"]:
             return waits
         return [wait.total_seconds() for wait in _started(self.months, self.project_ids)[:count]]
+
+
+def _row(key: tuple, seconds: int, cost: Decimal, counts: Sequence[int]) -> dict:
+    jobs, failed, short, short_or_failed = counts  # JOB_COUNTS
+    return {
+        "group": key[0] or "-",
+        "period": key[1],
+        "gpu_seconds": seconds,
+        "gpu_hours": seconds / 3600,
+        "cost": cost,
+        "jobs": jobs,
+        "failed": failed,
+        "short": short,
+        "short_or_failed": short_or_failed,
+    }
+
+
+_NO_JOBS = (0,) * len(JOB_COUNTS)
 
 
 def kth_longest(a: Sequence[float], b: Sequence[float], k: int) -> float:
