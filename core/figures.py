@@ -60,3 +60,9 @@ def rounded(value: Decimal | float | int | str, places: int = 2) -> str:
         digits = 2 - number.adjusted() - 1  # two significant digits
         return exact(number.quantize(Decimal(1).scaleb(-digits), ROUND_HALF_UP))
     return f"{number.quantize(step, ROUND_HALF_UP):,f}"
+
+
+def run_minutes(hours: float | Decimal) -> str:
+    """A run's predicted or measured time, as every page and basis says it: "1.7 min" (one
+    decimal of a minute; a run of hours reads "90.0 min", the wall-time limit's own unit)."""
+    return f"{float(hours) * 60:.1f} min"

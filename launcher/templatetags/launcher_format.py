@@ -8,7 +8,7 @@ from typing import Any
 
 from django import template
 
-from core.figures import rounded
+from core.figures import rounded, run_minutes
 
 from ..estimates import CURRENCY
 
@@ -49,6 +49,13 @@ def gpu_hours(seconds: Any) -> str:
     """GPU-seconds as GPU-hours to 2 decimals, as on every other page (never rounded to 0)."""
     number = _number(seconds)
     return "-" if number is None else nonzero(Decimal(str(number)) / 3600, 2)
+
+
+@register.filter
+def minutes(hours: Any) -> str:
+    """A run's time in hours as the prediction's basis says it ("1.7 min"; core/figures.py)."""
+    number = _number(hours)
+    return "-" if number is None else run_minutes(number)
 
 
 @register.filter

@@ -96,6 +96,7 @@ def job(project, researcher):
         estimate_source="recommender",
         estimate_basis="12 images/s ...",
         predicted_hours=Decimal("0.010000"),
+        estimate_gpu_hours=Decimal("0.500"),
         started_at=now - dt.timedelta(seconds=45),
         finished_at=now,
     )
@@ -172,7 +173,15 @@ def test_the_job_page_shows_prediction_estimate_measurement_and_charge(
 
     for row in ("numbers-prediction", "numbers-estimate", "numbers-measured", "numbers-charge"):
         assert f'id="{row}"' in html
-    assert "0.01 h per run" in html and "12 images/s ..." in html  # the prediction and basis
+    assert "12 images/s ..." in html  # the prediction's basis
+    # One fact, one form: the predicted time in minutes, as the basis and the wall-time row say
+    # it (the table said "0.01 h" beside "about 1 min"); the reservation to 2 places in both
+    # rows (it read 0.500, 0.5 and 0.50 on one page).
+    assert html.count("0.6 min per run") == 2 and " h per run" not in html
+    estimate = re.search(r'<dd id="job-estimate">(.*?)</dd>', html, re.S).group(1)
+    row = re.search(r'<tr id="numbers-estimate">(.*?)</tr>', html, re.S).group(1)
+    shown = r'<span class="amount" title="[^"]*">([^<]*)</span>'
+    assert re.findall(shown, estimate) == re.findall(shown, row) == ["0.50"]
     assert '<strong class="estimate-source">recommender</strong>' in html
     assert "the next prediction on local-gpu uses it" in html
     # Throughput: one definition (the run's measured images/s), shown once, with its basis.

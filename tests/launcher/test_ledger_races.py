@@ -220,7 +220,7 @@ def test_the_job_page_shows_what_is_still_reserved_and_what_was_charged(
     assert 'title="0.85 (exact)">0.85</span> GPU-hours' in html  # 1 h estimate less 540 s
     assert "540 GPU-seconds" in html
     assert "60 min: the limit, the run is stopped there" in html
-    assert "1.000 GPU-hours (wall time x GPUs; prediction: wall-time)" in html
+    assert "1.00</span> GPU-hours (wall time x GPUs; prediction: wall-time)" in html
 
 
 def test_a_short_prediction_does_not_shrink_what_racing_launches_reserve(
