@@ -35,7 +35,9 @@ from typing import Any
 from django.db import transaction
 
 from allocations.models import Allocation, Facility, NodeType
+from allocations.units import GPU, Unit
 from benchmarks.estimates import JobPrediction, job_prediction
+from core.figures import rounded, run_minutes
 
 from . import params as P
 from . import sweepgrid
@@ -112,7 +114,7 @@ def estimate_run(
     # A prediction has both figures (benchmarks/estimates.py: job_prediction).
     if predicted is not None and found.hours is not None and predicted <= bound:
         source = found.source
-        basis = f"{limit} Predicted {found.hours * 60:.1f} min per run from {found.basis}."
+        basis = f"{limit} Predicted {run_minutes(found.hours)} per run from {found.basis}."
     elif predicted is not None and found.hours is not None:
         source = "wall-time"
         basis = (
@@ -174,8 +176,9 @@ def wall_time_for(found: JobPrediction | None) -> WallTimeDefault:
     return WallTimeDefault(
         minutes,
         (
-            f"{minutes} min: {P.WALL_TIME_MARGIN}x the predicted {predicted:.1f} min per run, at least "
-            f"{P.WALL_TIME_FLOOR_MINUTES} min. The run is stopped there; only what it uses is charged."
+            f"{minutes} min: {P.WALL_TIME_MARGIN}x the predicted {run_minutes(found.hours)} per "
+            f"run, at least {P.WALL_TIME_FLOOR_MINUTES} min. The run is stopped there; only what "
+            "it uses is charged."
         ),
     )
 
@@ -216,12 +219,14 @@ class SweepEstimate:
     per_cell: Estimate
     total: Estimate
 
-    def basis(self, *, gpus: int, wall_time_minutes: int) -> str:
-        """The reservation's basis in words, as the sweep form and the API show it."""
-        why = f"{gpus} GPU{'s' if gpus != 1 else ''} x {wall_time_minutes} min wall time"
+    def basis(self, *, gpus: int, wall_time_minutes: int, unit: Unit = GPU) -> str:
+        """The reservation's basis in words, as the sweep form and the API show it, in the
+        facility's `unit` (CPUs and CPU-hours on a facility without GPUs), its hours by the
+        pages' one rule (core/figures.py)."""
+        why = f"{gpus} {unit.of(gpus)} x {wall_time_minutes} min wall time"
         return (
-            f"{self.cells} cells x {self.per_cell.gpu_hours} GPU-hours per cell ({why}, "
-            "the limit each cell is stopped at)"
+            f"{self.cells} cells x {rounded(self.per_cell.gpu_hours)} {unit.hours} per cell "
+            f"({why}, the limit each cell is stopped at)"
         )
 
 

@@ -342,7 +342,9 @@ def sweep_estimate(
         "total_cost": estimate.total.cost,
         "currency": CURRENCY,
         "source": estimate.per_cell.source,
-        "basis": estimate.basis(gpus=gpus, wall_time_minutes=wall_time_minutes),
+        "basis": estimate.basis(
+            gpus=gpus, wall_time_minutes=wall_time_minutes, unit=allocation.facility.unit
+        ),
         "remaining_gpu_hours": remaining,
         "fits": reserved <= remaining,
         "staged": spec.staged,

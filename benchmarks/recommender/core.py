@@ -117,7 +117,9 @@ def assess(
         rec.method, rec.confidence, rec.alike = found.method, found.confidence, found.alike
         rec.throughput = found.throughput
         rec.basis = (found.basis.id or found.basis.citation) if found.basis else ""
-        rec.neighbour = describe(found.basis) if found.basis else ""
+        rec.neighbour = (
+            describe(found.basis, index.nodes.get(found.basis.node_type)) if found.basis else ""
+        )
         rec.predicted_hours = req.dataset_samples * req.epochs / found.throughput / 3600
         rec.gpu_hours = rec.predicted_hours * req.gpus
         rec.cost, rec.cost_on_demand, note = _costs(req, node, rec.predicted_hours)
@@ -160,11 +162,14 @@ def _auto_from_runs_here(
     )
 
 
-def describe(r) -> str:
-    """One line naming a benchmark result: what, where, how fast, and where it comes from."""
+def describe(r, node: NodeTypeInfo | None = None) -> str:
+    """One line naming a benchmark result: what, where, how fast, and where it comes from. On a
+    CPU node type (`node.device`) its accelerators are CPUs, and it says so."""
     where = r.citation.split(",")[0] if r.source == "published" else f"{r.source} here"
+    one = "CPU" if node is not None and node.device == "cpu" else "GPU"
     return (
-        f"{r.model} {r.dims}D {r.image_size}px on {r.node_type}, {r.precision}, {r.gpus} GPU, "
+        f"{r.model} {r.dims}D {r.image_size}px on {r.node_type}, {r.precision}, {r.gpus} {one}"
+        f"{'' if r.gpus == 1 else 's'}, "
         f"batch {r.batch_size}: {fmt_number(r.throughput)} samples/s ({where})"
     )
 

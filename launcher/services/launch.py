@@ -81,8 +81,9 @@ def _check_budget(allocation: Allocation, estimate: Estimate) -> None:
     ledger = allocation_ledger(allocation.pk)
     remaining = ledger.gpu_hours_remaining
     if estimate.gpu_hours > remaining:
+        unit = allocation.facility.unit  # CPU-hours on a facility without GPUs
         raise LaunchConflict(
-            f"This launch needs an estimated {estimate.gpu_hours} GPU-hours but only "
+            f"This launch needs an estimated {hours_text(estimate.gpu_hours)} {unit.hours} but only "
             f"{hours_text(remaining)} are left on the allocation ({hours_text(ledger.gpu_hours_reserved)} "
             f"reserved by unfinished work). Estimate ({estimate.source}): {estimate.basis}",
             estimate_gpu_hours=estimate.gpu_hours,

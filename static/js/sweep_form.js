@@ -6,6 +6,14 @@
   var box = document.getElementById('sweep-estimate');
   if (!form || !box || !window.fetch) { return; }
   var timer = null;
+  // A figure as the server's pages round it (core/figures.py): 2 places with thousands
+  // separators, or two significant digits where that would print a non-zero figure as 0.
+  function fig(x) {
+    var n = Number(x);
+    if (!isFinite(n)) { return String(x); }
+    if (n !== 0 && Math.abs(n) < 0.005) { return String(Number(n.toPrecision(2))); }
+    return n.toLocaleString('en-US', {minimumFractionDigits: 2, maximumFractionDigits: 2});
+  }
   function list(name, cast) {
     var el = form.elements[name];
     return (el && el.value || '').split(',').map(function (v) { return v.trim(); })
@@ -55,12 +63,12 @@
         var e = res.data;
         if (!res.ok) { show('Not launchable yet: ' + flat(e, ''), true); return; }
         var expected = e.expected_gpu_hours === null || e.expected_gpu_hours === undefined ? '' :
-          ': the worst case, every cell to its last epoch. Expected with early stopping: ' + e.expected_gpu_hours +
+          ': the worst case, every cell to its last epoch. Expected with early stopping: ' + fig(e.expected_gpu_hours) +
           ' ' + hoursWord + ' (' + e.expected_basis + ', an estimate)';
-        show(e.total_gpu_hours + ' ' + hoursWord + ' in total, ' + e.currency + ' ' + Number(e.total_cost).toFixed(2) +
+        show(fig(e.total_gpu_hours) + ' ' + hoursWord + ' in total, ' + e.currency + ' ' + fig(e.total_cost) +
              ': ' + e.basis + ' (' + e.source + ')' + expected + '. ' +
              (e.staged ? 'Launching reserves only the cells that run at once. ' : '') +
-             e.remaining_gpu_hours + ' ' + hoursWord + ' are left on the allocation' +
+             fig(e.remaining_gpu_hours) + ' ' + hoursWord + ' are left on the allocation' +
              (e.fits ? '.' : ': this sweep does not fit.'), !e.fits);
       }).catch(function () { /* keep the last estimate; the Estimate button still works */ });
   }

@@ -228,3 +228,38 @@ def test_a_cpu_facilitys_job_sizes_and_reservation_count_cpus(client, pi, projec
     assert "30 min wall time x 1 CPU;" in basis
     report = usage_report(pi)
     assert sizes_figure(report)["layout"]["title"]["text"] == "Jobs by size (CPUs)"
+
+
+def test_a_cpu_facilitys_sweep_estimate_and_refusals_say_cpus(
+    api, researcher, project, workstation
+):
+    """The sweep estimate's basis and the over-budget refusal named "GPUs" and "GPU-hours" on
+    the workstation; they say CPUs and CPU-hours, with the hours by the pages' one rule."""
+    allocation = _allocation(project, workstation)
+    client = api.as_user(researcher)
+    grid = {
+        "models": ["resnet18"],
+        "lrs": [0.001, 0.0001],
+        "lr_steps": [5],
+        "weight_decays": [0.0001],
+        "folds": 2,
+        "fixed": {"epochs": 4, "size": 64, "batch_size": 16},
+    }
+    body = {"allocation": allocation.pk, "gpus": 1, "wall_time_minutes": 90, "grid": grid}
+
+    response = client.post("/api/v1/sweeps/estimate/", body, format="json")
+    assert response.status_code == 200, response.json()
+    found = response.json()
+    assert found["basis"] == (
+        "4 cells x 1.50 CPU-hours per cell (1 CPU x 90 min wall time, the limit each cell is "
+        "stopped at)"
+    )
+
+    refused = client.post(
+        "/api/v1/jobs/",
+        {"allocation": allocation.pk, "gpus": 1, "wall_time_minutes": 720},
+        format="json",
+    )
+    assert refused.status_code == 409
+    assert "needs an estimated 12 CPU-hours but only 10 are left" in refused.json()["detail"]
+    assert "GPU" not in refused.json()["detail"]

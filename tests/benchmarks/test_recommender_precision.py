@@ -72,3 +72,20 @@ def test_every_predicted_row_names_its_nearest_measured_neighbour():
     for row in _rows("auto").values():
         if row.throughput is not None:
             assert row.neighbour, row.node_type
+
+
+def test_the_nearest_result_names_cpus_on_a_cpu_node_type_and_gpus_elsewhere():
+    """Issue 39: on the CPU-only `local` facility the job page said "1 GPU, batch 8"."""
+    from benchmarks.recommender.core import describe
+    from benchmarks.recommender.types import BenchmarkRecord
+
+    def record(gpus: int) -> BenchmarkRecord:
+        return BenchmarkRecord(
+            node_type="c", model="densenet121", dims=2, image_size=64, precision="fp32",
+            strategy="single", gpus=gpus, batch_size=8, throughput=22.6,
+        )  # fmt: skip
+
+    assert ", fp32, 1 CPU, batch 8: 22.6 samples/s" in describe(record(1), CPU)
+    assert ", fp32, 2 CPUs, batch 8:" in describe(record(2), CPU)
+    assert ", fp32, 1 GPU, batch 8:" in describe(record(1), V100)
+    assert ", fp32, 4 GPUs, batch 8:" in describe(record(4))

@@ -108,8 +108,7 @@ def test_a_refused_launch_is_on_the_form_with_the_apis_status(client, researcher
     assert response.status_code == 409  # as POST /api/v1/jobs/ answers (core.refusals)
     page = response.content.decode()
     assert (
-        "needs an estimated 80.000 GPU-hours but only 10 are left on the allocation (0 reserved"
-        in page
+        "needs an estimated 80 GPU-hours but only 10 are left on the allocation (0 reserved" in page
     )
     assert not Job.objects.exists()
 

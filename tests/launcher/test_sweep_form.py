@@ -69,9 +69,9 @@ def test_the_claire_preset_fills_the_form_and_shows_its_total(client, researcher
     for model in ("densenet121", "densenet161", "densenet169", "densenet201"):
         assert f'value="{model}" id="sweep_models_' in page and "checked" in page
     assert 'name="lrs" value="0.001, 0.0001, 1e-05"' in page
-    assert "540.000 GPU-hours</strong> in total" in page
+    assert "540.00</span> GPU-hours</strong> in total" in page
     assert (
-        "540 cells x 1.000 GPU-hours per cell (1 GPU x 60 min wall time, the limit each cell is stopped at)"
+        "540 cells x 1.00 GPU-hours per cell (1 GPU x 60 min wall time, the limit each cell is stopped at)"
         in page
     )
     assert "this sweep does not fit" in page  # 20 GPU-hours left
@@ -84,9 +84,12 @@ def test_estimate_shows_the_total_and_launches_nothing(client, researcher, alloc
 
     page = response.content.decode()
     assert response.status_code == 200
-    assert "3.000 GPU-hours</strong> in total" in page and "USD 1.50" in page
     assert (
-        "6 cells x 0.500 GPU-hours per cell (1 GPU x 30 min wall time, the limit each cell is stopped at)"
+        "3.00</span> GPU-hours</strong> in total" in page
+        and 'USD <span class="amount" title="1.5 (exact)">1.50</span>' in page
+    )
+    assert (
+        "6 cells x 0.50 GPU-hours per cell (1 GPU x 30 min wall time, the limit each cell is stopped at)"
         in page
     )
     assert not Sweep.objects.exists()

@@ -156,7 +156,7 @@ def test_the_estimate_says_its_total_and_basis_and_launches_nothing(api, researc
     assert e["total_cost"] == "6.0000" and e["source"] == "wall-time"
     assert (
         e["basis"]
-        == "12 cells x 1.000 GPU-hours per cell (2 GPUs x 30 min wall time, the limit each cell is stopped at)"
+        == "12 cells x 1.00 GPU-hours per cell (2 GPUs x 30 min wall time, the limit each cell is stopped at)"
     )
     assert e["fits"] is True and e["remaining_gpu_hours"] == 20.0
     assert not Sweep.objects.exists()
