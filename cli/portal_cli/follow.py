@@ -9,7 +9,7 @@ import time
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
 from .client import FAILED, OK, Client
-from .output import duration, err
+from .output import duration, err, hours
 
 POLL_SECONDS = 1.0
 FINAL = ("succeeded", "failed", "cancelled", "timeout", "stopped_early")
@@ -39,7 +39,7 @@ def job_detail(job: dict, unit: dict) -> str:
         parts.append(f"loss {float(p['loss']):.4f}")
     if p.get("eta_s") is not None and not job.get("is_final"):
         parts.append(f"ETA {duration(p['eta_s'])}")
-    parts.append(f"{gpu_hours_so_far(job):.4f} {unit['singular']}-h")
+    parts.append(f"{hours(gpu_hours_so_far(job))} {unit['singular']}-h")
     return "  ".join(parts)
 
 

@@ -223,7 +223,7 @@ def _row(j: dict, unit: dict) -> tuple:
         (j.get("params") or {}).get("model"),
         size(j["gpus"], unit),
         hours(j["estimate_gpu_hours"]),
-        hours((j["gpu_seconds"] or 0) / 3600, 4),
+        hours((j["gpu_seconds"] or 0) / 3600),
         (j["created_at"] or "")[:16].replace("T", " "),
     )
 
@@ -247,7 +247,7 @@ def show(
     if flat:
         table("Metrics", ["metric", "value"], [(k, f"{v:.4f}") for k, v in flat.items()])
     typer.echo(
-        f"{unit['hours']} so far {gpu_hours_so_far(data):.4f}; params {json.dumps(data['params'])}"
+        f"{unit['hours']} so far {hours(gpu_hours_so_far(data))}; params {json.dumps(data['params'])}"
     )
 
 

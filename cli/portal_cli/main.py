@@ -153,8 +153,8 @@ def allocations(as_json: JsonOpt = False) -> None:
                 a["facility"],
                 a["status"],
                 grant(a["gpu_hours"]),
-                hours(a["gpu_hours_used"], 1),
-                hours(a["gpu_hours_remaining"], 1),
+                hours(a["gpu_hours_used"]),
+                hours(a["gpu_hours_remaining"]),
                 a["end_date"],
                 runs_out(a.get("runs_out_on")),
             )
@@ -203,7 +203,7 @@ def usage(
         return
     typer.echo(
         f"Allocation {detail['id']} ({detail['project_code']} on {detail['facility']}, "
-        f"{detail['status']}): granted {hours(detail['gpu_hours'], 1)}, used "
+        f"{detail['status']}): granted {grant(detail['gpu_hours'])}, used "
         f"{hours(detail['gpu_hours_used'])}, reserved {hours(detail['gpu_hours_reserved'])}, "
         f"left {hours(detail['gpu_hours_remaining'])} {unit['hours']}"
     )

@@ -30,7 +30,7 @@ def _summary(nb: dict, api: Client) -> None:
         f"charged {nb['gpu_seconds']} {unit['singular']}-seconds"
         if nb.get("charged")
         else f"reserves {hours(nb['reserved_gpu_seconds'] / 3600)} {unit['hours']}; "
-        f"{hours(nb['gpu_seconds_so_far'] / 3600, 4)} so far"
+        f"{hours(nb['gpu_seconds_so_far'] / 3600)} so far"
     )
     idle = (
         f"; idle {nb['idle_for']} s (limit {nb['idle_limit_minutes']} min)"
@@ -141,7 +141,7 @@ def _row(n: dict, unit: dict) -> tuple:
         n["state"],
         size(n["gpus"], unit),
         n["hours"],
-        hours(n["gpu_seconds_so_far"] / 3600, 4),
+        hours(n["gpu_seconds_so_far"] / 3600),
         (n["started_at"] or "")[:16].replace("T", " "),
     )
 

@@ -94,9 +94,10 @@ def _rounded(number: Decimal, places: int) -> str:
     return f"{number.quantize(step, rounding=ROUND_HALF_UP):,f}"
 
 
-def hours(value: Any, places: int = 3) -> str:
-    """Hours as the API gives them (a number, unrounded) for a person (one GPU-second is
-    0.00028 GPU-hours, not 0.000)."""
+def hours(value: Any, places: int = 2) -> str:
+    """Hours as the API gives them (a number, unrounded) for a person, by the pages' one rule
+    (core/figures.py): 2 places, never a non-zero figure as zero (one GPU-second is 0.00028
+    GPU-hours, not 0.00)."""
     if value is None or value == "":
         return "-"
     return _rounded(Decimal(str(value)), places)

@@ -62,13 +62,13 @@ def test_usage_prints_a_one_second_charge_as_more_than_nothing(monkeypatch, caps
     monkeypatch.setattr(output, "out", Console(soft_wrap=False, width=100, no_color=True))
     main.usage(allocation=3, as_json=False)
     printed = capsys.readouterr().out
-    assert "granted 400.0, used 0.00028, reserved 0.000, left 400.000 GPU-hours" in printed
+    assert "granted 400, used 0.00028, reserved 0.00, left 400.00 GPU-hours" in printed
     day = next(line for line in printed.splitlines() if "2026-01-05" in line)
     cells = [cell.strip() for cell in day.split("\u2502") if cell.strip()]  # between the borders
     assert cells == ["2026-01-05", "0.00028", "0.0003"]  # hours and money above zero: not 0
 
 
-def test_an_estimate_prints_its_numbers_to_three_places(capsys):
+def test_an_estimate_prints_its_numbers_by_the_pages_rule(capsys):
     found = {
         "gpu_hours": 0.167,
         "cost": "0.0835",
@@ -82,7 +82,7 @@ def test_an_estimate_prints_its_numbers_to_three_places(capsys):
         found, f"{output.hours(found['gpu_hours'])} GPU-hours", as_json=False, unit=common.GPU_UNIT
     )
     assert capsys.readouterr().out.splitlines()[0] == (
-        "Estimate: 0.167 GPU-hours (wall-time); 399.833 GPU-hours left: it fits."
+        "Estimate: 0.17 GPU-hours (wall-time); 399.83 GPU-hours left: it fits."
     )
 
 
@@ -201,5 +201,5 @@ def test_a_job_on_a_cpu_facility_is_summed_up_in_cpu_hours(monkeypatch, capsys):
     )
     jobs.show(job=13, as_json=False)
     printed = capsys.readouterr().out
-    assert "estimate 0.500 CPU-hours (wall-time)" in printed and "0.5000 CPU-h" in printed
-    assert "CPU-hours so far 0.5000" in printed and "GPU" not in printed
+    assert "estimate 0.50 CPU-hours (wall-time)" in printed and "0.50 CPU-h" in printed
+    assert "CPU-hours so far 0.50" in printed and "GPU" not in printed

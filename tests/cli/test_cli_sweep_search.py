@@ -241,7 +241,7 @@ def test_the_estimate_gives_the_worst_and_the_expected_case(cli, portal_stand_in
         **env,
     )
     assert run.code == 0, run.err
-    assert "12 cells, 6.000 GPU-hours at most, 2.300 expected" in run.out
+    assert "12 cells, 6.00 GPU-hours at most, 2.30 expected" in run.out
 
 
 def test_show_prints_the_cells_stopped_early_their_rung_and_the_saving(cli, portal_stand_in):
@@ -251,7 +251,7 @@ def test_show_prints_the_cells_stopped_early_their_rung_and_the_saving(cli, port
     assert "succeeded 3  stopped_early 9" in shown.out
     header = next(line for line in shown.out.splitlines() if "rank" in line)
     assert header.index("folds") < header.index("rung") < header.index("accuracy")
-    assert "Early stopping saved about 1.250 GPU-hours" in shown.out
+    assert "Early stopping saved about 1.25 GPU-hours" in shown.out
 
 
 def test_options_that_need_another_are_usage_errors(cli, local_allocation, researcher, tmp_path):
