@@ -55,6 +55,11 @@
 
   function fitted(base, width, traces) {
     var layout = JSON.parse(JSON.stringify(base));
+    // An axis title gets the room it needs at any width: with a fixed margin the loss chart's
+    // "step" and "loss" fell outside the figure.
+    ['xaxis', 'yaxis'].forEach(function (k) {
+      if (layout[k] && layout[k].title) { layout[k].automargin = true; }
+    });
     if (width >= SMALL) { return layout; }
     var m = layout.margin || {};
     layout.margin = {l: Math.min(m.l || 50, 48), r: 8, t: m.t || 40, b: m.b || 40};
