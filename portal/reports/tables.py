@@ -122,7 +122,8 @@ def tables(report: Report) -> dict[str, Table]:
             [label, "Source", "Jobs reporting", "Mean utilisation (%)"],
             [[e["group"], e["source"], e["jobs"], e["mean_percent"]] for e in report.efficiency],
             "Mean utilisation the trainer sampled (GPU through NVML where a GPU exists, else "
-            "CPU), weighted by GPU-seconds; jobs that reported none are left out.",
+            f"CPU), weighted by each job's {report.unit_label} charged; jobs that reported none are "
+            "left out.",
         ),
     ]
     return {t.name: t for t in result}
