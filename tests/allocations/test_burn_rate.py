@@ -277,7 +277,7 @@ def test_portal_allocations_has_a_runs_out_column_within_80_columns(monkeypatch,
         line.split()[0]: line.split() for line in lines if line.split()[:1] in (["1234"], ["12"])
     }
     assert by_id["1234"][-1] == "-" and by_id["12"][-1] == "2026-05-20"  # the earlier date
-    assert by_id["12"][4:7] == ["100", "40.0", "60.0"]
+    assert by_id["12"][4:7] == ["100", "40.00", "60.00"]
 
 
 def test_a_page_of_allocations_reads_the_same_burn_as_a_query_of_rows(project, facility):
