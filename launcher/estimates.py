@@ -271,7 +271,7 @@ def capacity_note(facility: Facility, *, concurrency: int | None = None) -> str:
     free = slots - in_use
     sentence = (
         f"{facility.name} runs {slots} run{'s' if slots != 1 else ''} at a time (one per "
-        f"GPU or CPU slot, all users together); {in_use} of {slots} in use now, {free} free."
+        f"{facility.unit.one}, all users together); {in_use} of {slots} in use now, {free} free."
     )
     if concurrency is not None and concurrency > slots:
         sentence += f" A concurrency above {slots} cannot help here."
@@ -319,11 +319,10 @@ def gpus_refusal(facility: Facility, gpus: int) -> str | None:
                 f"run needing {gpus} could never start there: ask for at most {most}."
             )
     if capacity is not None and gpus > capacity.slots:
-        slots = capacity.slots
+        slots, unit = capacity.slots, facility.unit  # CPUs on a facility without GPUs
         return (
-            f"{facility.name} runs at most {_plural(slots, 'GPU')} (or CPU "
-            f"slot{'s' if slots != 1 else ''}) at a time, so a run needing {gpus} could never "
-            f"start there: ask for at most {slots}."
+            f"{facility.name} runs at most {slots} {unit.of(slots)} at a time, so a run needing "
+            f"{gpus} could never start there: ask for at most {slots}."
         )
     return None
 

@@ -263,3 +263,13 @@ def test_a_cpu_facilitys_sweep_estimate_and_refusals_say_cpus(
     assert refused.status_code == 409
     assert "needs an estimated 12 CPU-hours but only 10 are left" in refused.json()["detail"]
     assert "GPU" not in refused.json()["detail"]
+
+    too_many = client.post(
+        "/api/v1/jobs/", {"allocation": allocation.pk, "gpus": 64}, format="json"
+    ).json()
+    assert too_many == {
+        "gpus": [
+            "Local workstation runs at most 1 CPU at a time, so a run needing 64 could never "
+            "start there: ask for at most 1."
+        ]
+    }

@@ -75,7 +75,7 @@ def test_the_api_says_what_the_facility_offers_for_64_gpus(api, researcher, work
         body = response.json()
         assert list(body) == ["gpus"]  # not params.batch_size
         assert body["gpus"] == [
-            "Local workstation runs at most 2 GPUs (or CPU slots) at a time, so a run needing "
+            "Local workstation runs at most 2 GPUs at a time, so a run needing "
             "64 could never start there: ask for at most 2."
         ]
     assert not Job.objects.exists() and not Sweep.objects.exists()
