@@ -58,8 +58,22 @@ def leaderboard_figure(rows: list[dict[str, Any]], metric: str, top: int = 20) -
             "title": {"text": f"Mean {metric} over folds (95% interval)"},
             "height": 360,
             "margin": {"l": 50, "r": 20, "t": 40, "b": 120},
+            # A metric lies in [0, 1], and so does its interval. Fewer than FEW bars keep a
+            # bar's width: one combination was one bar across the whole chart.
+            "yaxis": {"title": {"text": metric}, "range": [0, 1.02]},
+            "xaxis": {"range": _category_range(len(labels))},
         },
     }
+
+
+#: Bars a category axis is laid out for at least: fewer keep this share of the width each.
+FEW = 5
+
+
+def _category_range(n: int) -> list[float]:
+    """A category axis's range holding `n` bars centred, as wide as FEW would be."""
+    pad = max(FEW - n, 0) / 2
+    return [-0.5 - pad, n - 0.5 + pad]
 
 
 METRIC_LABELS = (

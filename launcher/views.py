@@ -90,6 +90,20 @@ def job_rerun(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
+@require_POST
+@refused_to("sweep-detail", "pk", also=(BackendError,))  # the cluster could not be told: say so
+def sweep_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    """Cancel every unfinished cell of a sweep: the same `sweep_cancel` service as
+    POST /api/v1/sweeps/{id}/cancel/ (a finished sweep: refused, said at the top)."""
+    sweep = get_object_or_404(selectors.visible_sweeps(request.user), pk=pk)
+    cancelled = services.sweep_cancel(sweep=sweep, by=request.user)
+    messages.success(
+        request, f"Sweep #{sweep.pk} cancelled: {cancelled} cell{'s' if cancelled != 1 else ''}."
+    )
+    return redirect("sweep-detail", pk)
+
+
+@login_required
 def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
     sweep = get_object_or_404(selectors.visible_sweeps(request.user), pk=pk)
     board = sweep_selectors.sweep_leaderboard(sweep)
@@ -125,6 +139,8 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
             if schedule
             else None,
             "capacity": capacity_note(sweep.allocation.facility, concurrency=sweep.concurrency),
+            "can_cancel": not done and selectors.can_act(request.user, sweep.allocation),
+            "unit": sweep.allocation.facility.unit,  # GPUs, or CPUs where it has no GPUs
             "cells": sweep.jobs.order_by("array_index").only(
                 "pk",
                 "sweep_id",

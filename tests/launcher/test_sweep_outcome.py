@@ -24,3 +24,18 @@ from launcher.sweep_selectors import sweep_outcome
 )  # fmt: skip
 def test_the_header_says_how_the_sweep_ended(counts, done, expected):
     assert sweep_outcome(counts, done=done) == expected
+
+
+def test_the_leaderboard_keeps_a_bars_width_and_the_metrics_bounds():
+    """Issue 39: one combination was one bar across the whole chart."""
+    from launcher.charts import leaderboard_figure
+
+    def row(lr: float) -> dict:
+        metric = {"mean": 0.9, "ci": [0.85, 0.95]}
+        return {"model": "resnet18", "lr": lr, "lr_step": 5, "weight_decay": 0.0, "f1": metric}
+
+    one = leaderboard_figure([row(0.1)], "f1")["layout"]
+    assert one["xaxis"]["range"] == [-2.5, 2.5]  # the bar a fifth of the width, centred
+    assert one["yaxis"]["range"] == [0, 1.02]
+    six = leaderboard_figure([row(10**-i) for i in range(6)], "f1")["layout"]
+    assert six["xaxis"]["range"] == [-0.5, 5.5]
