@@ -22,11 +22,13 @@ def state_label(value: str) -> str:
 
 @register.filter
 def age(value: dt.datetime | None) -> str:
-    """How long ago, compactly: `3 d 4 h`, `25 min`."""
+    """How long ago, compactly: `3 d 4 h`, `25 min`, `under a minute` (not "0 min")."""
     if not value:
         return "-"
     seconds = int((timezone.now() - value).total_seconds())
-    days, rest = divmod(max(seconds, 0), 86400)
+    if seconds < 60:
+        return "under a minute"
+    days, rest = divmod(seconds, 86400)
     hours, rest = divmod(rest, 3600)
     if days:
         return f"{days} d {hours} h"

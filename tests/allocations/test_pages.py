@@ -123,9 +123,18 @@ def test_reviewer_sees_the_queue_oldest_first_with_age(
         status="submitted",
         submitted_at=now - dt.timedelta(days=3),
     )
+    just = RequestFactory(
+        project=project,
+        facility=facility,
+        requested_by=researcher,
+        status="submitted",
+        submitted_at=now,
+    )
     page = client_for(reviewer).get("/review/")
-    assert list(page.context["queue"]) == [older, newer]
-    assert "3 d 0 h" in page.content.decode()
+    assert list(page.context["queue"]) == [older, newer, just]
+    html = page.content.decode()
+    assert "3 d 0 h" in html and "1 h 0 min" in html
+    assert ">under a minute<" in html and ">0 min<" not in html
 
 
 def test_reviewer_approves_with_fewer_hours_from_the_detail_page(
