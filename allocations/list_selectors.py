@@ -9,10 +9,19 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from django.db.models import F, Q, QuerySet, Value
+from django.db.models import (
+    BooleanField,
+    Exists,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Value,
+)
 from django.utils import timezone
 
-from .models import Allocation, AllocationRequest
+from .models import Allocation, AllocationRequest, NodeType
 from .selectors import User, visible_allocation_rows, visible_requests
 
 REQUEST_LIST_COLUMNS = (
@@ -46,6 +55,16 @@ NEAR_DAYS = 14
 NEAR_END = "near-end"
 
 
+def cpu_only(facility: str = "facility") -> ExpressionWrapper:
+    """True where the row's `facility` has node types and every one is a CPU node type: its
+    hours are CPU-hours (allocations/units.py, `unit_of`), read in the row's own query (two
+    EXISTS on the node types' facility index), so a list of any length stays one query."""
+    nodes = NodeType.objects.filter(facility=OuterRef(facility))
+    return ExpressionWrapper(
+        Q(Exists(nodes)) & ~Q(Exists(nodes.exclude(device="cpu"))), output_field=BooleanField()
+    )
+
+
 def near_their_end(rows: QuerySet[Allocation]) -> QuerySet[Allocation]:
     """Active allocations at >= NEAR_PERCENT of their GPU-hours or ending within NEAR_DAYS,
     the soonest end first (the partial index `allocation_active_end`)."""
@@ -65,6 +84,7 @@ def request_list(user: User, *, status: str = "") -> QuerySet[AllocationRequest]
         .select_related(None)
         .select_related("project", "facility")
         .only(*REQUEST_LIST_COLUMNS)
+        .annotate(cpu_only=cpu_only())
         .order_by("-created_at", "-id")
     )
     return rows.filter(status=status) if status else rows
@@ -78,6 +98,7 @@ def allocation_list(user: User, *, status: str = "") -> QuerySet[Allocation]:
         .select_related(None)
         .select_related("project", "facility")
         .only(*ALLOCATION_LIST_COLUMNS)
+        .annotate(cpu_only=cpu_only())
         .order_by("-created_at", "-id")
     )
     if status == NEAR_END:

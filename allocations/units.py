@@ -81,6 +81,13 @@ class Unit:
 
 
 GPU = Unit("gpu", "GPU", "GPUs")
+CPU = Unit("cpu", "CPU", "CPUs")  # cores per CPU unknown: a list row's unit (`of_row`)
+
+
+def of_row(row: Any) -> Unit:
+    """The unit of a list's row annotated with `cpu_only` (allocations/list_selectors.py):
+    CPU where its facility has only CPU node types, GPU otherwise."""
+    return CPU if getattr(row, "cpu_only", False) else GPU
 
 
 def unit_of(node_types: Iterable[_NodeFacts]) -> Unit:

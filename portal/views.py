@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.functional import SimpleLazyObject
 
 from allocations.alerts import rows_with_burn
+from allocations.list_selectors import cpu_only
 from allocations.models import Allocation, AllocationRequest, Project
 from allocations.roles import sees_all_projects
 from allocations.selectors import member_project_ids
@@ -66,6 +67,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             Allocation.objects.filter(project_id__in=ids)
             .select_related("project", "facility")
             .only(*ALLOCATION_COLUMNS)
+            .annotate(cpu_only=cpu_only())
             .order_by("-created_at", "-id")[:20]
         )
     )
@@ -82,6 +84,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "requests": AllocationRequest.objects.filter(project_id__in=ids)
         .select_related("project", "facility")
         .only(*REQUEST_COLUMNS)
+        .annotate(cpu_only=cpu_only())
         .order_by("-created_at", "-id")[:20],
         "allocations": allocations,
         "notices": SimpleLazyObject(lambda: [n for row in allocations for n in row.notices]),

@@ -9,6 +9,7 @@ from django import template
 from django.utils import timezone
 from django.utils.html import conditional_escape, format_html
 
+from allocations.units import Unit, of_row
 from core.figures import exact, rounded
 
 register = template.Library()
@@ -35,6 +36,12 @@ def age(value: dt.datetime | None) -> str:
     if hours:
         return f"{hours} h {rest // 60} min"
     return f"{rest // 60} min"
+
+
+@register.filter
+def row_unit(row: object) -> Unit:
+    """A list row's unit (its `cpu_only` annotation): `{% with unit=a|row_unit %}`."""
+    return of_row(row)
 
 
 _exact = exact  # the names the filters below and their tests use

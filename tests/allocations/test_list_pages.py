@@ -53,7 +53,7 @@ def test_the_requests_page_lists_the_members_requests_newest_first_and_no_one_el
     assert all(f"/requests/{r.pk}/" not in html for r in others)
     assert project.code in html and other_project.code not in html
     assert '<span class="status status-submitted">Submitted</span>' in html
-    assert '1,000 <span class="muted">asked</span>' in html
+    assert '1,000 <span class="muted">GPU-hours asked</span>' in html
     assert " ago</time>" in html
 
 
@@ -62,7 +62,7 @@ def test_a_granted_request_shows_what_was_granted_of_what_was_asked(researcher, 
         project=project, facility=facility, status="approved", gpu_hours=1000, granted_gpu_hours=600
     )
     html = signed_in(researcher).get("/requests/").content.decode()
-    assert '600 <span class="muted">of 1,000 asked</span>' in html
+    assert '600 <span class="muted">of 1,000 GPU-hours asked</span>' in html
 
 
 def test_reviewers_see_the_requests_the_selectors_let_them_see(
@@ -105,7 +105,7 @@ def test_the_allocations_page_lists_the_members_allocations_with_usage_and_no_on
     assert sorted(allocation_ids(html)) == sorted([active.pk, expired.pk])
     assert f"/allocations/{theirs.pk}/" not in html and other_project.code not in html
     # The usage bar the project and staff pages show (includes/usage_bar.html).
-    assert 'title="3 (exact)">3.00</span> used · 100 granted' in html
+    assert 'title="3 (exact)">3.00</span> used · 100 GPU-hours granted' in html
     assert active.end_date.strftime("%d %b %Y") in html
     html = client.get("/allocations/?status=expired").content.decode()
     assert allocation_ids(html) == [expired.pk]
@@ -184,3 +184,29 @@ def test_requests_of_any_age_show_how_long_ago_they_changed(researcher, project,
     )
     html = signed_in(researcher).get("/requests/").content.decode()
     assert ">3 d 2 h ago</time>" in html
+
+
+def test_a_cpu_facilitys_rows_count_cpu_hours_in_the_same_query(researcher, project, facility):
+    """Issue 39: the lists and the dashboard said "GPU-hours" over the CPU workstation's rows.
+    Each row says its facility's unit, read in the rows' own query (no query per row)."""
+    from tests.factories import FacilityFactory, NodeTypeFactory
+
+    workstation = FacilityFactory(slug="workstation", name="Workstation", backend="local")
+    NodeTypeFactory(facility=workstation, name="local-cpu", device="cpu", cpu_cores=2)
+    AllocationFactory(project=project, facility=workstation, gpu_hours=40)
+    AllocationFactory(project=project, facility=facility, gpu_hours=100)  # GPUs: no node types
+    RequestFactory(project=project, facility=workstation, requested_by=researcher, gpu_hours=40)
+    client = Client()
+    client.force_login(researcher)
+
+    allocations = client.get("/allocations/").content.decode()
+    assert "40 CPU-hours granted" in allocations and "100 GPU-hours granted" in allocations
+    assert '<span class="muted">CPU-hours asked</span>' in client.get("/requests/").content.decode()
+    dashboard = client.get("/").content.decode()
+    assert "40 CPU-hours granted" in dashboard and "100 GPU-hours granted" in dashboard
+    with CaptureQueriesContext(connection) as one:
+        client.get("/allocations/")
+    AllocationFactory(project=project, facility=workstation, gpu_hours=10)
+    with CaptureQueriesContext(connection) as two:
+        client.get("/allocations/")
+    assert len(two) == len(one)
