@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 from core.refusals import refused_to
 
 from . import selectors, services
+from .list_selectors import cpu_only
 from .models import Allocation, Dataset, ProjectMembership
 from .usernames import CLUSTER_USERNAME_HELP, CLUSTER_USERNAME_HTML_PATTERN
 
@@ -43,6 +44,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
     allocations = list(
         Allocation.objects.filter(project=project)
         .select_related("facility")
+        .annotate(cpu_only=cpu_only())  # each row's unit, in the same query
         .order_by("-created_at", "-id")[:50]
     )
     context = {

@@ -204,6 +204,8 @@ def test_a_cpu_facilitys_rows_count_cpu_hours_in_the_same_query(researcher, proj
     assert '<span class="muted">CPU-hours asked</span>' in client.get("/requests/").content.decode()
     dashboard = client.get("/").content.decode()
     assert "40 CPU-hours granted" in dashboard and "100 GPU-hours granted" in dashboard
+    project_page = client.get(f"/projects/{project.pk}/").content.decode()
+    assert "40 CPU-hours granted" in project_page and "100 GPU-hours granted" in project_page
     with CaptureQueriesContext(connection) as one:
         client.get("/allocations/")
     AllocationFactory(project=project, facility=workstation, gpu_hours=10)
