@@ -27,6 +27,7 @@ from .alerts import notices
 from .burn import allocation_burn
 from .charts import PROJECTION_LABEL, cached_allocation_charts
 from .connection import connection_note
+from .list_selectors import cpu_only
 from .forms import NewRequestForm, RequestForm, initial_from_query
 from .ledger import ledger_of
 from .models import Allocation, AllocationRequest
@@ -204,7 +205,7 @@ def request_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
 def review_queue(request: HttpRequest) -> HttpResponse:
     if not selectors.is_reviewer(request.user):
         raise PermissionDenied("Only reviewers can see the review queue.")
-    queue = selectors.review_queue(request.user)
+    queue = selectors.review_queue(request.user).annotate(cpu_only=cpu_only())  # each row's unit
     return render(
         request, "allocations/review_queue.html", {"queue": queue[:200], "total": queue.count()}
     )

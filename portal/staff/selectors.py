@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from allocations.list_selectors import NEAR_DAYS, NEAR_END, NEAR_PERCENT, near_their_end
+from allocations.list_selectors import NEAR_DAYS, NEAR_END, NEAR_PERCENT, cpu_only, near_their_end
 from allocations.models import Allocation, AllocationRequest, Facility, ProjectMembership
 from allocations.roles import sees_all_projects
 from launcher.backends.contract import Capability
@@ -53,6 +53,7 @@ def waiting_requests() -> Queue:
     return _queue(
         AllocationRequest.objects.filter(status=AllocationRequest.Status.SUBMITTED)
         .select_related("project", "facility", "requested_by")
+        .annotate(cpu_only=cpu_only())  # each row's unit, in the same query
         .order_by("submitted_at", "id")
     )
 
@@ -73,7 +74,11 @@ def stuck_allocations() -> Queue:
 
 def allocations_near_their_end() -> Queue:
     """The allocations near their end (allocations.list_selectors.near_their_end)."""
-    return _queue(near_their_end(Allocation.objects.select_related("project", "facility")))
+    return _queue(
+        near_their_end(
+            Allocation.objects.select_related("project", "facility").annotate(cpu_only=cpu_only())
+        )
+    )
 
 
 def unconfigured_facilities() -> list[tuple[Facility, str]]:

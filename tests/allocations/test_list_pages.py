@@ -186,7 +186,9 @@ def test_requests_of_any_age_show_how_long_ago_they_changed(researcher, project,
     assert ">3 d 2 h ago</time>" in html
 
 
-def test_a_cpu_facilitys_rows_count_cpu_hours_in_the_same_query(researcher, project, facility):
+def test_a_cpu_facilitys_rows_count_cpu_hours_in_the_same_query(
+    researcher, reviewer, project, facility
+):
     """Issue 39: the lists and the dashboard said "GPU-hours" over the CPU workstation's rows.
     Each row says its facility's unit, read in the rows' own query (no query per row)."""
     from tests.factories import FacilityFactory, NodeTypeFactory
@@ -195,7 +197,14 @@ def test_a_cpu_facilitys_rows_count_cpu_hours_in_the_same_query(researcher, proj
     NodeTypeFactory(facility=workstation, name="local-cpu", device="cpu", cpu_cores=2)
     AllocationFactory(project=project, facility=workstation, gpu_hours=40)
     AllocationFactory(project=project, facility=facility, gpu_hours=100)  # GPUs: no node types
-    RequestFactory(project=project, facility=workstation, requested_by=researcher, gpu_hours=40)
+    RequestFactory(
+        project=project,
+        facility=workstation,
+        requested_by=researcher,
+        gpu_hours=40,
+        status="submitted",
+        submitted_at=timezone.now(),
+    )
     client = Client()
     client.force_login(researcher)
 
@@ -206,6 +215,12 @@ def test_a_cpu_facilitys_rows_count_cpu_hours_in_the_same_query(researcher, proj
     assert "40 CPU-hours granted" in dashboard and "100 GPU-hours granted" in dashboard
     project_page = client.get(f"/projects/{project.pk}/").content.decode()
     assert "40 CPU-hours granted" in project_page and "100 GPU-hours granted" in project_page
+    client.force_login(reviewer)
+    queue = client.get("/review/").content.decode()
+    staff_home = client.get("/").content.decode()
+    for page in (queue, staff_home):
+        assert '40 <span class="muted">CPU-hours</span>' in page
+    client.force_login(researcher)
     with CaptureQueriesContext(connection) as one:
         client.get("/allocations/")
     AllocationFactory(project=project, facility=workstation, gpu_hours=10)

@@ -134,6 +134,7 @@ def test_reviewer_sees_the_queue_oldest_first_with_age(
     assert list(page.context["queue"]) == [older, newer, just]
     html = page.content.decode()
     assert "3 d 0 h" in html and "1 h 0 min" in html
+    assert html.count('<span class="muted">GPU-hours</span>') == 3  # each row's unit
     assert ">under a minute<" in html and ">0 min<" not in html
 
 
