@@ -27,9 +27,9 @@ from .alerts import notices
 from .burn import allocation_burn
 from .charts import PROJECTION_LABEL, cached_allocation_charts
 from .connection import connection_note
-from .list_selectors import cpu_only
 from .forms import NewRequestForm, RequestForm, initial_from_query
 from .ledger import ledger_of
+from .list_selectors import cpu_only
 from .models import Allocation, AllocationRequest
 from .services.requests import review_refusal
 
