@@ -91,6 +91,10 @@ def jobs_poll(*, facility_id: int) -> dict[str, int]:
             steady.append(job)
         elif job.state in (S.RUNNING, S.PREEMPTED, *Job.FINAL) and _wants_files(job):
             _collect(job, runner, facility)
+        if moved_now and job.state == S.SUCCEEDED and job.metrics is not None:
+            # Its metrics.json was read while it still ran (the trainer writes it before it
+            # exits), so no read is left to record the run: record it now (idempotent).
+            job_measurement_record(job=job)
     for job in _by_turns(steady):
         _collect(job, runner, facility)
         if job.state == S.PREEMPTED and resumable:
