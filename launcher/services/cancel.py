@@ -54,6 +54,7 @@ def sweep_cancel(*, sweep: Sweep, by: Any) -> int:
                 by=by,
                 comment="Sweep cancelled by the user.",
                 finished_at=timezone.now(),
+                state_reason="the sweep was cancelled",  # not "waiting for a free slot"
             )
             cancelled += 1
         except InvalidTransition:

@@ -48,6 +48,7 @@ def sweep(project, researcher):
             token=sweep.token,
             array_index=index,
             state=state,
+            state_reason="waiting for a free slot (1 of 1 in use)" if state == S.QUEUED else "",
             params={
                 "model": "resnet18",
                 "lr": 10**-index,
@@ -75,6 +76,9 @@ def test_a_member_cancels_a_running_sweep_from_its_page(client, researcher, swee
 
     assert response.redirect_chain == [(f"/sweeps/{sweep.pk}/", 302)]
     assert states(sweep) == [S.SUCCEEDED, S.CANCELLED, S.CANCELLED]
+    # A cancelled cell says why, not what it was waiting for before.
+    reasons = list(sweep.jobs.order_by("array_index").values_list("state_reason", flat=True))
+    assert reasons[1:] == ["the sweep was cancelled"] * 2
     page = response.content.decode()
     assert f"Sweep #{sweep.pk} cancelled: 2 cells." in page
     assert "Cancel sweep" not in page and "Cancelled" in page
