@@ -51,7 +51,9 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "project": project,
         "members": project.memberships.select_related("user").order_by("role", "user__username"),
         "allocations": allocations,
-        "requests": selectors.visible_requests(user).filter(project=project)[:50],
+        "requests": selectors.visible_requests(user)
+        .filter(project=project)
+        .annotate(cpu_only=cpu_only())[:50],
         "can_manage": selectors.can_manage_project(user, project),
         "is_member": selectors.membership(user, project) is not None,
         "roles": ProjectMembership.Role.choices,

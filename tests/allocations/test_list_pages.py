@@ -215,6 +215,7 @@ def test_a_cpu_facilitys_rows_count_cpu_hours_in_the_same_query(
     assert "40 CPU-hours granted" in dashboard and "100 GPU-hours granted" in dashboard
     project_page = client.get(f"/projects/{project.pk}/").content.decode()
     assert "40 CPU-hours granted" in project_page and "100 GPU-hours granted" in project_page
+    assert "40 CPU-hours asked" in project_page  # its requests too
     client.force_login(reviewer)
     queue = client.get("/review/").content.decode()
     staff_home = client.get("/").content.decode()
