@@ -99,23 +99,28 @@ class LocalNotebooks:
         """From `<run_dir>/record.json` ({"pid", "started", "ended", "exit", "reason"}, epoch
         seconds): wall seconds = ceil(ended - started); GPU-seconds = ceil((ended - started) x
         gpus), at most the reservation (the supervisor stops it at `hours`). None while there
-        is no record; `ended` None while it runs."""
+        is no record; `ended` None while it runs. The period charged is in whole seconds, as
+        Slurm's is: from the second the run started in, for the wall seconds charged (the run's
+        own period to within a second), so the Started and Stopped a page shows differ by the
+        seconds charged (a run from 29.6 s to 41.9 s was shown as 29 to 41 and charged 13 s)."""
         record = cells.read_json(Path(session.run_dir or notebook_run_dir(session)) / "record.json")
         if not record or record.get("started") is None:
             return None
         started = float(record["started"])
         ended = record.get("ended")
         span = (float(ended) - started) if ended is not None else 0.0
+        wall = math.ceil(span)
         gpu_seconds = (
             min(math.ceil(span * session.gpus), int(session.reserved_gpu_seconds))
             if session.gpus
             else 0
         )
+        start = math.floor(started)
         return NotebookUsage(
-            started=dt.datetime.fromtimestamp(started, tz=dt.UTC),
-            ended=dt.datetime.fromtimestamp(float(ended), tz=dt.UTC) if ended is not None else None,
+            started=dt.datetime.fromtimestamp(start, tz=dt.UTC),
+            ended=dt.datetime.fromtimestamp(start + wall, tz=dt.UTC) if ended is not None else None,
             gpu_seconds=gpu_seconds,
-            wall_seconds=math.ceil(span),
+            wall_seconds=wall,
             external_id=f"{session.allocation.facility_id}/nb-{session.pk}",
             reason=str(record.get("reason") or ""),
         )
