@@ -11,7 +11,7 @@ import typer
 from .client import OK, REFUSED
 from .common import GPU_UNIT, JsonOpt, client, size, sized_table, unit_of
 from .follow import follow_job, follow_log, gpu_hours_so_far, job_detail, outcome
-from .output import err, hours, print_json, show_estimate, table
+from .output import err, hours, print_json, say, show_estimate, table
 
 app = typer.Typer(
     help="Training jobs: launch (and follow), list, show, logs, cancel.", no_args_is_help=True
@@ -240,15 +240,38 @@ def show(
         return
     unit = unit_of(api, data["allocation"])
     _summary(data, api.settings.url, unit)
-    metrics = data.get("metrics") or {}
-    flat = {
-        k: v for k, v in (metrics.get("patient") or metrics).items() if isinstance(v, (int, float))
-    }
-    if flat:
-        table("Metrics", ["metric", "value"], [(k, f"{v:.4f}") for k, v in flat.items()])
-    typer.echo(
-        f"{unit['hours']} so far {hours(gpu_hours_so_far(data))}; params {json.dumps(data['params'])}"
-    )
+    rows = metric_rows(data.get("metrics") or {})
+    if rows:
+        table("Metrics (95% intervals)", ["metric", "per patient", "per image"], rows, compact=True)
+    typer.echo(f"{unit['hours']} so far {hours(gpu_hours_so_far(data))}")
+    say(f"params {json.dumps(data['params'])}")
+
+
+#: The metrics the job page's table shows, in its order and words (launcher/charts.py).
+METRICS = (
+    ("accuracy", "accuracy"),
+    ("precision", "precision"),
+    ("recall", "recall"),
+    ("specificity", "specificity"),
+    ("f1", "F1"),
+    ("roc_auc", "ROC AUC"),
+)
+
+
+def metric_rows(metrics: dict) -> list[tuple[str, str, str]]:
+    """Each metric per patient and per image as the page shows it: "0.983 (0.950-1.000)"."""
+
+    def shown(level: str, key: str) -> str:
+        found = (metrics.get(level) or {}).get(key)
+        if not isinstance(found, dict) or found.get("value") is None:
+            return "-"
+        ci = found.get("ci")
+        interval = f" ({ci[0]:.3f}-{ci[1]:.3f})" if ci else ""
+        return f"{found['value']:.3f}{interval}"
+
+    if not any(isinstance(metrics.get(level), dict) for level in ("patient", "slice")):
+        return []
+    return [(label, shown("patient", key), shown("slice", key)) for key, label in METRICS]
 
 
 @app.command()

@@ -11,7 +11,7 @@ import typer
 from . import config, jobs, notebooks, sweeps
 from .client import AUTH, Client, PortalError
 from .common import GPU_UNIT, JsonOpt, client
-from .output import err, grant, hours, money, print_json, table
+from .output import err, grant, hours, money, print_json, say, table
 
 app = typer.Typer(
     help="The research compute portal from a terminal: allocations, jobs, sweeps, notebooks.\n\n"
@@ -201,7 +201,7 @@ def usage(
     if as_json:
         print_json({"allocation": detail, "usage": daily})
         return
-    typer.echo(
+    say(
         f"Allocation {detail['id']} ({detail['project_code']} on {detail['facility']}, "
         f"{detail['status']}): granted {grant(detail['gpu_hours'])}, used "
         f"{hours(detail['gpu_hours_used'])}, reserved {hours(detail['gpu_hours_reserved'])}, "

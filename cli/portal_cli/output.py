@@ -22,6 +22,12 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+def say(text: str) -> None:
+    """A line of plain text, its words wrapped at the terminal's width (no markup: a JSON
+    `[...]` in it is printed as it is)."""
+    out.print(text, markup=False, highlight=False)
+
+
 def table(
     title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, compact: bool = False
 ) -> None:

@@ -62,7 +62,8 @@ def test_usage_prints_a_one_second_charge_as_more_than_nothing(monkeypatch, caps
     monkeypatch.setattr(output, "out", Console(soft_wrap=False, width=100, no_color=True))
     main.usage(allocation=3, as_json=False)
     printed = capsys.readouterr().out
-    assert "granted 400, used 0.00028, reserved 0.00, left 400.00 GPU-hours" in printed
+    words = " ".join(printed.split())  # the line wraps at the terminal's width
+    assert "granted 400, used 0.00028, reserved 0.00, left 400.00 GPU-hours" in words
     day = next(line for line in printed.splitlines() if "2026-01-05" in line)
     cells = [cell.strip() for cell in day.split("\u2502") if cell.strip()]  # between the borders
     assert cells == ["2026-01-05", "0.00028", "0.0003"]  # hours and money above zero: not 0
@@ -203,3 +204,31 @@ def test_a_job_on_a_cpu_facility_is_summed_up_in_cpu_hours(monkeypatch, capsys):
     printed = capsys.readouterr().out
     assert "estimate 0.50 CPU-hours (wall-time)" in printed and "0.50 CPU-h" in printed
     assert "CPU-hours so far 0.50" in printed and "GPU" not in printed
+
+
+def test_show_prints_each_metric_with_its_interval_within_80_columns(monkeypatch, capsys):
+    """Issue 39: `portal jobs show` printed only "n" and "positives" (to 4 decimals), and a
+    params line of 168 characters."""
+    metric = {"accuracy": {"value": 0.983, "ci": [0.95, 1.0]}, "n": 60, "positives": 30}
+    shown = {
+        **job(3, 1),
+        "state_reason": "",
+        "estimate_source": "measured",
+        "url": "/jobs/13/",
+        "metrics": {"patient": {**metric, "accuracy": {"value": 1, "ci": [1, 1]}}, "slice": metric},
+        "params": {"model": "densenet121", "dataset": "synthetic-ct", "synthetic_n": 300,
+                   "size": 64, "epochs": 8, "batch_size": 16, "lr": 0.001, "seed": 0},
+    }  # fmt: skip
+    monkeypatch.setattr(jobs, "client", Portal)
+    monkeypatch.setattr(
+        Portal, "get", lambda self, path, **q: shown if "jobs" in path else {"unit": CPU}
+    )
+    monkeypatch.setattr(output, "out", Console(soft_wrap=False, width=80, no_color=True))
+    jobs.show(job=13, as_json=False)
+    printed = capsys.readouterr().out
+    rows = {line.split()[0]: line.split()[1:] for line in printed.splitlines() if line.strip()}
+    assert rows["accuracy"] == ["1.000", "(1.000-1.000)", "0.983", "(0.950-1.000)"]
+    assert rows["precision"] == ["-", "-"]  # not reported: said, not invented
+    assert "n" not in rows and "positives" not in rows
+    assert max(len(line) for line in printed.splitlines()) <= 80
+    assert '"seed": 0}' in printed
