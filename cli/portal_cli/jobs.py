@@ -14,7 +14,9 @@ from .follow import follow_job, follow_log, gpu_hours_so_far, job_detail, outcom
 from .output import err, hours, print_json, say, show_estimate, table
 
 app = typer.Typer(
-    help="Training jobs: launch (and follow), list, show, logs, cancel.", no_args_is_help=True
+    rich_markup_mode="markdown",
+    help="Training jobs: launch (and follow), list, show, logs, cancel.",
+    no_args_is_help=True,
 )
 
 
@@ -80,13 +82,15 @@ def launch(
     prefer: Annotated[
         str, typer.Option(help="With --allocation auto: finish (default) or cost.")
     ] = "finish",
-    gpus: Annotated[int | None, typer.Option(help="GPUs (default 1).")] = None,
+    gpus: Annotated[
+        int | None, typer.Option(help="GPUs, or CPUs on a facility without GPUs (default 1).")
+    ] = None,
     wall_time: Annotated[
         int | None,
         typer.Option(
-            help="Wall time in minutes (default 60); the "
-            "launch reserves GPUs x wall time unless "
-            "the recommender predicts less."
+            help="Wall time in minutes, where the run is stopped (default: 3x the predicted run "
+            "time, at least 30; 60 without a prediction). The launch reserves wall time x GPUs; "
+            "the run is charged what it uses."
         ),
     ] = None,
     model: Annotated[str | None, typer.Option(help="densenet121, resnet18, ...")] = None,

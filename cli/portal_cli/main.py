@@ -14,6 +14,7 @@ from .common import GPU_UNIT, JsonOpt, client
 from .output import err, grant, hours, money, print_json, say, table
 
 app = typer.Typer(
+    rich_markup_mode="markdown",
     help="The research compute portal from a terminal: allocations, jobs, sweeps, notebooks.\n\n"
     "Exit codes: 0 ok, 1 the job failed or was cancelled, 2 usage error, 3 refused by the "
     "portal (409), 4 authentication. PORTAL_URL and PORTAL_TOKEN override `portal login`.",

@@ -13,7 +13,9 @@ from .common import JsonOpt, client, size, sized_table, unit_of
 from .output import err, hours, print_json
 
 app = typer.Typer(
-    help="Notebook sessions (JupyterLab): start (and open), stop, list, show.", no_args_is_help=True
+    rich_markup_mode="markdown",
+    help="Notebook sessions (JupyterLab): start (and open), stop, list, show.",
+    no_args_is_help=True,
 )
 POLL_SECONDS = 1.0
 ENDED = ("stopped", "failed")
@@ -58,7 +60,11 @@ def start(
         int, typer.Option(help="The allocation to run on (see `portal allocations`).")
     ],
     gpus: Annotated[
-        int, typer.Option(help="GPUs, within one node of the allocation's node type.")
+        int,
+        typer.Option(
+            help="GPUs (CPUs on a facility without GPUs), within one node of the allocation's "
+            "node type."
+        ),
     ] = 1,
     hours_: Annotated[
         float,

@@ -15,7 +15,9 @@ from .follow import follow_sweep, sweep_outcome
 from .output import err, hours, print_json, show_estimate, table
 
 app = typer.Typer(
-    help="Sweeps (grids of training runs): launch (and follow), show, cancel.", no_args_is_help=True
+    rich_markup_mode="markdown",
+    help="Sweeps (grids of training runs): launch (and follow), show, cancel.",
+    no_args_is_help=True,
 )
 
 BODY_KEYS = ("grid", "params", "gpus", "wall_time_minutes", "concurrency", "name")
@@ -125,8 +127,16 @@ def launch(
     grid: Annotated[
         Path, typer.Option(help="YAML file: the grid, or a whole sweep body (docs/cli.md).")
     ],
-    gpus: Annotated[int | None, typer.Option(help="GPUs per cell.")] = None,
-    wall_time: Annotated[int | None, typer.Option(help="Wall time per cell, minutes.")] = None,
+    gpus: Annotated[
+        int | None, typer.Option(help="GPUs per cell (CPUs on a facility without GPUs).")
+    ] = None,
+    wall_time: Annotated[
+        int | None,
+        typer.Option(
+            help="Wall time per cell, minutes (default: the first cell's predicted run time x 3, "
+            "at least 30)."
+        ),
+    ] = None,
     concurrency: Annotated[int | None, typer.Option(help="Cells at once.")] = None,
     name: Annotated[str | None, typer.Option()] = None,
     early_stop: Annotated[
