@@ -259,6 +259,23 @@ def _capacity(facility: Facility) -> Capacity | None:
     return backend.capacity(facility=facility)
 
 
+def notebook_slots_refusal(facility: Facility, gpus: int) -> str | None:
+    """Why a notebook of `gpus` cannot open on `facility` now, or None: where the backend knows
+    its slots (the local backend) and fewer than `gpus` are free. A job waits for a slot; a
+    notebook is interactive and would fail at the hub, so it is refused before anything is
+    made (the allocation page says so above its button)."""
+    capacity = _capacity(facility)
+    if capacity is None or capacity.slots - capacity.in_use >= gpus:
+        return None
+    unit, slots = facility.unit, capacity.slots
+    return (
+        f"{facility.name} runs {slots} {unit.of(slots)} at a time and {capacity.in_use} "
+        f"{'is' if capacity.in_use == 1 else 'are'} in use by running jobs or notebooks now: a "
+        f"notebook needs {gpus} free {unit.of(gpus)} when it opens (it does not wait in a queue "
+        "as a job does). Open it when a run ends."
+    )
+
+
 def capacity_note(facility: Facility, *, concurrency: int | None = None) -> str:
     """One sentence: the facility's slots, how many are in use now, and what that means."""
     capacity = _capacity(facility)

@@ -77,8 +77,8 @@ class LocalNotebooks:
         )
         if devices is None:
             raise BackendError(
-                f"all of {facility.name}'s GPUs are in use by running jobs and "
-                "notebooks: open it again when one ends",
+                f"all of {facility.name}'s {facility.unit.many} are in use by running jobs "
+                "and notebooks: open it again when one ends",
                 permanent=True,
             )
         return {
@@ -97,8 +97,8 @@ class LocalNotebooks:
 
     def notebook_usage(self, *, session: NotebookSession) -> NotebookUsage | None:
         """From `<run_dir>/record.json` ({"pid", "started", "ended", "exit", "reason"}, epoch
-        seconds): wall seconds = ceil(ended - started); GPU-seconds = ceil((ended - started) x
-        gpus), at most the reservation (the supervisor stops it at `hours`). None while there
+        seconds): wall seconds = ceil(ended - started); GPU-seconds = wall seconds x gpus, at
+        most the reservation (the supervisor stops it at `hours`). None while there
         is no record; `ended` None while it runs. The period charged is in whole seconds, as
         Slurm's is: from the second the run started in, for the wall seconds charged (the run's
         own period to within a second), so the Started and Stopped a page shows differ by the
@@ -110,11 +110,8 @@ class LocalNotebooks:
         ended = record.get("ended")
         span = (float(ended) - started) if ended is not None else 0.0
         wall = math.ceil(span)
-        gpu_seconds = (
-            min(math.ceil(span * session.gpus), int(session.reserved_gpu_seconds))
-            if session.gpus
-            else 0
-        )
+        # Wall seconds x GPUs, as Slurm's elapsed x GPUs and as the page states the charge.
+        gpu_seconds = min(wall * session.gpus, int(session.reserved_gpu_seconds))
         start = math.floor(started)
         return NotebookUsage(
             started=dt.datetime.fromtimestamp(start, tz=dt.UTC),

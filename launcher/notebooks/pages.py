@@ -20,6 +20,7 @@ from allocations.models import Allocation
 from allocations.selectors import is_member
 from core.versions import fragment_key
 
+from ..estimates import notebook_slots_refusal
 from ..selectors import latest_jobs
 from . import figures, selectors
 from .forms import NotebookForm
@@ -129,6 +130,9 @@ def notebook_sections(allocation: Allocation, user: Any) -> list[dict[str, Any]]
                 "form": form,
                 "fields_key": fields_key(allocation) if show_form else None,
                 "refusal": refusal,
+                # No free slot now (the local backend): said above the button, which would
+                # be refused (`notebook_start`).
+                "busy": notebook_slots_refusal(allocation.facility, 1) if show_form else None,
                 "member": member,
                 "idle_minutes": allocation.facility.notebook_idle_minutes,
                 "remaining_gpu_hours": (

@@ -29,6 +29,7 @@ from core.tasks import enqueue
 
 from ..backends.contract import BackendError, Capability
 from ..backends.registry import backend_for
+from ..estimates import notebook_slots_refusal
 from ..idempotency import Idempotency
 from ..idempotency import record as idempotency_record
 from ..models import IdempotencyKey
@@ -148,6 +149,9 @@ def notebook_start(
     if refusal:
         raise NotebookConflict(refusal, status=allocation.status)
     n, h = notebook_check(allocation=allocation, gpus=gpus, hours=hours)
+    busy = notebook_slots_refusal(allocation.facility, n)  # read outside the transaction
+    if busy:
+        raise NotebookConflict(busy, status=allocation.status)
     return _session_create(
         actor=actor, allocation=allocation, gpus=n, hours=h, idempotency=idempotency
     )

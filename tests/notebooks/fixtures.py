@@ -25,6 +25,9 @@ def nb_dirs(member_tmp, settings):
     tmp_path = member_tmp
     settings.LOCAL_HOMES_DIR = tmp_path / "homes"
     settings.NOTEBOOKS_DIR = tmp_path / "notebooks"
+    # The local backend's slot claims are the test's own: a stale claim of another test's
+    # session of the same id would take a slot (services.notebook_start checks them).
+    settings.LOCAL_JOBS_DIR = tmp_path / "local-jobs"
     return tmp_path
 
 

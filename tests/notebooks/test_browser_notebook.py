@@ -7,6 +7,7 @@ task runs in a thread."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import re
@@ -122,11 +123,22 @@ def test_a_researcher_opens_runs_and_stops_a_notebook_from_the_allocation_page(
         what="the charge",
     )
     record = json.loads((Path(session.run_dir) / "record.json").read_text())
-    exact = math.ceil((record["ended"] - record["started"]) * 2)
+    exact = math.ceil(record["ended"] - record["started"]) * 2  # wall seconds x 2 GPUs
     assert session.gpu_seconds == exact and record["reason"] == "stopped"
     expect(page.locator("#notebook-charged")).to_contain_text(
         f"{exact} GPU-seconds", timeout=10_000
     )
+    # One fact, one figure: Stopped - Started as the page shows them, to the second, is the
+    # wall time charged.
+    shown = [
+        dt.datetime.strptime(
+            page.locator(f"#notebook-{end}").inner_text()[:19], "%Y-%m-%d %H:%M:%S"
+        )
+        for end in ("started", "stopped")
+    ]
+    wall = math.ceil(record["ended"] - record["started"])
+    assert (shown[1] - shown[0]).total_seconds() == wall
+    assert f"({wall} s of wall time x 2 GPUs" in page.locator("#notebook-charged").inner_text()
     page.goto(allocation_page)
     row = page.locator(f"#notebook-{pk}")
     assert "Stopped" in row.inner_text() and f"charged: {exact} GPU-seconds" in row.inner_text()

@@ -74,7 +74,7 @@ def test_open_run_stop_and_charge_the_records_exact_seconds(
     assert stopped.status_code == 200 and stopped.json()["state"] in ("stopping", "stopped")
     session = synced_until(pk, lambda s: s.charged_at is not None, "the charge")
     record = record_of(session)
-    exact = math.ceil((record["ended"] - record["started"]) * 2)
+    exact = math.ceil(record["ended"] - record["started"]) * 2  # wall seconds x 2 GPUs
     assert session.state == "stopped" and session.gpu_seconds == exact
     assert session.reason == "stopped by its owner" and record["reason"] == "stopped"
     charge = UsageRecord.objects.get(allocation=nb_allocation)

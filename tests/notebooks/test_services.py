@@ -9,6 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from django.test import Client
 
 from allocations.ledger import Figures, ledger_recomputed, ledger_stored
 from allocations.models import Dataset, Event, UsageRecord
@@ -132,24 +133,26 @@ def test_a_stopped_session_is_charged_its_records_exact_seconds_once(researcher,
     finish_run(session, seconds=37.25)
     assert sync.notebook_observe(session=session, view=None) == "charged"
     session.refresh_from_db()
-    assert session.state == S.STOPPED and session.gpu_seconds == 75  # ceil(37.25 x 2)
-    assert session.wall_seconds == 38
+    # ceil(37.25) = 38 s of wall time x 2 GPUs, as the page states it
+    assert session.state == S.STOPPED and session.gpu_seconds == 76
+    assert session.wall_seconds == 38 == math.ceil(37.25)
     record = UsageRecord.objects.get()
-    # The session's start and stop are the record's: they differ by the wall time charged.
+    # The session's start and stop are the record's: whole seconds, they differ by the wall
+    # time charged.
     assert (session.started_at, session.stopped_at) == (record.period_start, record.period_end)
     ran = (session.stopped_at - session.started_at).total_seconds()
-    assert ran == pytest.approx(37.25, abs=0.001) and session.wall_seconds == math.ceil(ran)
-    assert (record.source, record.gpu_seconds) == ("local", 75)
+    assert ran == session.wall_seconds and session.started_at.microsecond == 0
+    assert (record.source, record.gpu_seconds) == ("local", 76)
     assert (
         record.external_id == f"notebook/{session.pk}/{nb_allocation.facility_id}/nb-{session.pk}"
     )
-    assert record.cost == Decimal("0.0417")
+    assert record.cost == Decimal("0.0422")  # 76 GPU-seconds at 2.00 a GPU-hour
     figures = columns_agree(nb_allocation)
-    assert (figures.gpu_seconds_used, figures.gpu_seconds_reserved) == (75, 0)
+    assert (figures.gpu_seconds_used, figures.gpu_seconds_reserved) == (76, 0)
     # The beat task sees it again: nothing more is charged.
     assert sync.notebook_charge(session=session) == S.STOPPED
     assert sync.notebook_sync_all() == {}
-    assert UsageRecord.objects.count() == 1 and columns_agree(nb_allocation).gpu_seconds_used == 75
+    assert UsageRecord.objects.count() == 1 and columns_agree(nb_allocation).gpu_seconds_used == 76
 
 
 def test_a_session_that_left_no_record_fails_and_releases_its_reservation(
@@ -336,8 +339,9 @@ def test_the_local_record_is_read_exactly(researcher, nb_allocation):
     record = finish_run(session, seconds=10.1)
     usage = backend.notebook_usage(session=session)
     assert isinstance(usage, NotebookUsage)
-    assert (usage.gpu_seconds, usage.wall_seconds, usage.reason) == (21, 11, "stopped")
-    assert usage.started.timestamp() == pytest.approx(record["started"])
+    # 11 s of wall time (ceil 10.1) x 2 GPUs, from the second the run started in
+    assert (usage.gpu_seconds, usage.wall_seconds, usage.reason) == (22, 11, "stopped")
+    assert usage.started.timestamp() == math.floor(record["started"])
 
 
 def test_a_session_stopped_before_the_hub_started_it_fails_at_once(researcher, nb_allocation):
@@ -352,3 +356,47 @@ def test_a_session_stopped_before_the_hub_started_it_fails_at_once(researcher, n
     session.refresh_from_db()
     assert session.state == S.FAILED and "before the hub started it" in session.reason
     assert columns_agree(nb_allocation) == Figures()
+
+
+def test_a_session_is_refused_before_anything_is_made_while_every_slot_is_busy(
+    researcher, nb_allocation
+):
+    """Issue 39, found on `make run`: with a job running on the 1-CPU workstation, "Open a
+    notebook" made a session that failed at the hub ("all of ... GPUs are in use"). A job waits
+    for a slot; a notebook cannot, so it is refused up front (409) and nothing is reserved."""
+    from launcher.local import cells
+    from launcher.local.places import facility_dir
+
+    first = services.notebook_start(
+        actor=researcher, allocation_id=nb_allocation.pk, gpus=2, hours=1
+    )
+    folder = facility_dir(nb_allocation.facility)
+    folder.mkdir(parents=True, exist_ok=True)
+    owner = f"nb-{first.pk}"
+    assert cells.claim_devices(folder, owner=owner, need=2, slots=2, live={owner}) == "0,1"
+    reserved = columns_agree(nb_allocation).gpu_seconds_reserved
+
+    with pytest.raises(services.NotebookConflict) as refused:
+        services.notebook_start(actor=researcher, allocation_id=nb_allocation.pk, gpus=1, hours=1)
+
+    assert refused.value.status == 409
+    assert str(refused.value) == (
+        "Local notebooks runs 2 GPUs at a time and 2 are in use by running jobs or notebooks "
+        "now: a notebook needs 1 free GPU when it opens (it does not wait in a queue as a job "
+        "does). Open it when a run ends."
+    )
+    assert NotebookSession.objects.count() == 1
+    assert columns_agree(nb_allocation).gpu_seconds_reserved == reserved
+    # The allocation page says so above its button, before anyone presses it.
+    client = Client()
+    client.force_login(researcher)
+    page = client.get(f"/allocations/{nb_allocation.pk}/").content.decode()
+    assert 'id="notebook-busy"' in page and "2 are in use by running jobs or notebooks" in page
+
+    set_state(first, S.STOPPED)  # the claim of a session no longer live is stale
+    assert (
+        services.notebook_start(
+            actor=researcher, allocation_id=nb_allocation.pk, gpus=1, hours=1
+        ).state
+        == S.STARTING
+    )
