@@ -49,6 +49,7 @@ def allocation_notebook(request: HttpRequest, pk: int) -> HttpResponse:
             "form": form,
             "idle_minutes": allocation.facility.notebook_idle_minutes,
             "refusal": services.notebook_refusal(allocation),
+            "unit": allocation.facility.unit,  # GPUs, or CPUs where it has no GPUs
         },
         status=form_status(form),
     )
