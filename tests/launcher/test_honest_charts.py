@@ -113,7 +113,11 @@ def test_on_a_phone_the_legend_goes_below_the_plot(page, live_server, researcher
 
 
 def _label_boxes(page, selector: str) -> list[dict]:
-    return [t.bounding_box() for t in page.locator(selector).all()]
+    """The boxes of the labels drawn. Plotly keeps a tick just past the axis's range as a label
+    that is not drawn (no box): with some dates the burn-down's range ends a day short of
+    "01 Mar". Only the labels a person sees can run into each other."""
+    boxes = [t.bounding_box() for t in page.locator(selector).all()]
+    return [box for box in boxes if box is not None]
 
 
 @pytest.mark.django_db(transaction=True)
