@@ -139,8 +139,9 @@ def notebook_start(
 ) -> NotebookSession:
     """Open a notebook session for `actor` on the allocation: checks who (a member of its
     project; NotVisible 404 for others' allocations, Forbidden 403 for reviewers and staff who
-    are not members), what (NotebookConflict 409: not active, no notebook spawner, or gpus x
-    hours does not fit what is left, with the shortfall) and how much (Invalid 400 per field).
+    are not members), what (NotebookConflict 409: not active, no notebook spawner, gpus x
+    hours does not fit what is left, with the shortfall, or, where the backend knows its slots,
+    too few are free now) and how much (Invalid 400 per field).
     Reserves gpus x hours under the allocation's row lock and, after the commit, starts the
     server on the hub (task notebooks.spawn). With `idempotency`, the key is recorded with the
     session in its transaction (launcher/idempotency.py)."""
@@ -149,9 +150,6 @@ def notebook_start(
     if refusal:
         raise NotebookConflict(refusal, status=allocation.status)
     n, h = notebook_check(allocation=allocation, gpus=gpus, hours=hours)
-    busy = notebook_slots_refusal(allocation.facility, n)  # read outside the transaction
-    if busy:
-        raise NotebookConflict(busy, status=allocation.status)
     return _session_create(
         actor=actor, allocation=allocation, gpus=n, hours=h, idempotency=idempotency
     )
@@ -201,6 +199,11 @@ def _session_create(
             reserved_cost=ledger.cost_reserved,
             shortfall_cost=cost - left,
         )
+    # Last, as it is the one refusal that passes by itself: a session that does not fit the
+    # allocation is told so first. A notebook cannot wait for a slot as a job does.
+    busy = notebook_slots_refusal(locked.facility, gpus)
+    if busy:
+        raise NotebookConflict(busy, status=locked.status)
     session = NotebookSession.objects.create(
         allocation=locked,
         user=actor,

@@ -52,7 +52,7 @@ def test_login_launch_follow_logs_and_a_refusal(cli, monitor, local_allocation, 
         "jobs", "launch", "--allocation", str(local_allocation.pk), *QUICK_ARGS, "--estimate"
     )
     assert estimate.code == 0, estimate.err
-    assert "0.167 GPU-hours" in estimate.out and "it fits" in estimate.out  # 10 min x 1 GPU
+    assert "0.17 GPU-hours" in estimate.out and "it fits" in estimate.out  # 10 min x 1 GPU
 
     run = cli("jobs", "launch", "--allocation", str(local_allocation.pk), *QUICK_ARGS, "--follow")
     assert run.code == 0, run.err

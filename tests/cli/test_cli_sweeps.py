@@ -39,7 +39,7 @@ def test_a_sweep_from_a_yaml_grid_runs_to_its_leaderboard(
         "sweeps", "launch", "--allocation", allocation, "--grid", str(grid), "--estimate", **env
     )
     assert estimate.code == 0, estimate.err
-    assert "2 cells" in estimate.out and "0.334 GPU-hours" in estimate.out  # 2 x 10 min, rounded up
+    assert "2 cells" in estimate.out and "0.33 GPU-hours" in estimate.out  # 2 x 10 min (0.334)
 
     run = cli(
         "sweeps", "launch", "--allocation", allocation, "--grid", str(grid), "--follow", **env

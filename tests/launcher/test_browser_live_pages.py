@@ -274,7 +274,7 @@ def test_the_pages_hold_at_390_and_1280_pixels(
             if name == "allocation":
                 page.locator("#launch-sweep summary").click()
                 page.wait_for_function(  # the script's estimate of the default grid
-                    "() => document.getElementById('sweep-estimate').textContent.includes('6 cells x 1.000')"
+                    "() => document.getElementById('sweep-estimate').textContent.includes('6 cells x 1.00 GPU-hours')"
                 )
             overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
             assert overflow <= 0, f"{name} at {width} px is {overflow} px too wide"
